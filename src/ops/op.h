@@ -1,0 +1,137 @@
+/*
+ * op.h — the contract between the executor (src/exec/) and operator kernels
+ * (src/ops/<family>.c).
+ *
+ * An operator is a struct op_def in its family's table. At session creation
+ * the executor finds a def for every node (domain, op_type, opset version) —
+ * a node without one is reported then, not mid-run — and calls its optional
+ * prepare(), which validates attributes and may precompute state (packed
+ * weights, parsed equations). At run time the executor calls run() with the
+ * node's input tensors; run() computes output shapes, obtains each output
+ * buffer from op_output() (the executor decides where it lives: the plan's
+ * arena or the heap), and fills it. Shape logic and compute stay together in
+ * one function, as input values (e.g. a Reshape's shape tensor) are known by
+ * then.
+ *
+ * Kernels never print and never abort: errors go through op_fail(), naming
+ * the input and the shapes involved. The executor prefixes node name, index
+ * and op type.
+ */
+#ifndef TOLK_OP_H
+#define TOLK_OP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../core/core.h"
+#include "../ir/ir.h"
+
+/* A runtime tensor. Dense, row-major, native little-endian layout. */
+struct tensor {
+  int32_t dtype; /* tolk_dtype */
+  int rank;
+  int64_t dims[IR_MAX_RANK];
+  int64_t numel;  /* product of dims; 1 for rank 0 */
+  void *data;     /* numel * element size bytes; may be NULL when numel is 0 */
+  size_t nbytes;
+};
+
+struct op_ctx;
+struct exec_run; /* executor-private state of one run */
+struct tolk_pool;
+
+struct op_def {
+  const char *domain;  /* "" for ai.onnx, "com.microsoft", … */
+  const char *op_type;
+  int since;           /* first opset version this def handles */
+  int until;           /* last one (inclusive); 0 = open-ended */
+  /* Optional. Called once at session creation. Validates attributes and
+   * constant inputs (node->inputs[i]->init) and may store state in *state,
+   * released by release(). `opset` is the node's resolved version. */
+  tolk_status (*prepare)(const struct ir_node *node, int64_t opset, void **state,
+                         tolk_error *err);
+  tolk_status (*run)(struct op_ctx *ctx);
+  void (*release)(void *state);
+};
+
+struct op_ctx {
+  const struct ir_node *node;
+  int64_t opset;
+  const struct tensor *const *in; /* n_in entries; NULL: omitted optional */
+  size_t n_in;
+  size_t n_out;                   /* node->n_outputs */
+  void *state;                    /* from prepare(), or NULL */
+  struct tolk_pool *pool;         /* for op_parallel_for */
+  struct exec_run *run;
+  tolk_error *err;
+};
+
+/* Input i, or NULL when absent or omitted. */
+static inline const struct tensor *op_in(const struct op_ctx *c, size_t i) {
+  return i < c->n_in ? c->in[i] : NULL;
+}
+
+/* Allocates output i with the given dtype and shape and returns it, its data
+ * uninitialised. For an omitted output (node->outputs[i] == NULL) it still
+ * returns a scratch tensor, so kernels need not special-case it. Returns NULL
+ * with ctx->err set on overflow or when memory runs out. */
+struct tensor *op_output(struct op_ctx *c, size_t i, int32_t dtype, int rank,
+                         const int64_t *dims);
+
+/* Scratch memory valid until run() returns; NULL (err set) on failure. */
+void *op_scratch(struct op_ctx *c, size_t bytes);
+
+/* Records an error on the context and returns `status`. The executor adds
+ * the node's identity in front of the message. */
+tolk_status op_fail(struct op_ctx *c, tolk_status status, const char *fmt, ...)
+    TOLK_PRINTF(3, 4);
+
+/* Runs fn(arg, begin, end) over [0, n) split into chunks of at least `grain`
+ * items on the session's thread pool; returns when all chunks are done.
+ * Runs inline when n < 2 * grain or the pool has one thread. */
+typedef void (*op_range_fn)(void *arg, int64_t begin, int64_t end);
+void op_parallel_for(struct op_ctx *c, int64_t n, int64_t grain, op_range_fn fn,
+                     void *arg);
+
+/* Runs a subgraph (If/Loop bodies) with `inputs` bound to its declared inputs
+ * in order; outer-scope values are visible. On success outputs[i] hold the
+ * subgraph's outputs, allocated by the executor and valid until the calling
+ * node's run() returns (copy what must outlive it into op_output buffers). */
+tolk_status op_run_subgraph(struct op_ctx *c, const struct ir_graph *g,
+                            const struct tensor *const *inputs, size_t n_inputs,
+                            struct tensor **outputs, size_t n_outputs);
+
+/* ---------------------------------------------------------- shape helpers */
+
+/* Fills rank/dims/numel; false on a negative dim or numel overflow. */
+bool tensor_set_shape(struct tensor *t, int rank, const int64_t *dims);
+
+/* Bytes of one element of `dtype` (0 for strings and unknown types). */
+size_t op_dtype_size(int32_t dtype);
+
+/* Writes "[2, 3, 4]" into buf (always NUL-terminated) and returns buf. */
+const char *shape_str(const struct tensor *t, char *buf, size_t size);
+
+/* ---------------------------------------------------------- registry */
+
+/* The def handling (domain, op_type) at `opset`, or NULL. */
+const struct op_def *op_find(const char *domain, const char *op_type, int64_t opset);
+
+/* Each family file exports a table terminated by an entry with op_type NULL. */
+extern const struct op_def tolk_ops_elementwise[];
+extern const struct op_def tolk_ops_activation[];
+extern const struct op_def tolk_ops_cast[];
+extern const struct op_def tolk_ops_reduce[];
+extern const struct op_def tolk_ops_softmax[];
+extern const struct op_def tolk_ops_norm[];
+extern const struct op_def tolk_ops_matmul[];
+extern const struct op_def tolk_ops_conv[];
+extern const struct op_def tolk_ops_pool[];
+extern const struct op_def tolk_ops_shape[];
+extern const struct op_def tolk_ops_index[];
+extern const struct op_def tolk_ops_control[];
+extern const struct op_def tolk_ops_quant[];
+extern const struct op_def tolk_ops_contrib[];
+
+#endif /* TOLK_OP_H */

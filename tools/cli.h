@@ -1,0 +1,21 @@
+/*
+ * cli.h — what the tolk subcommands share: each verb is one
+ * tools/cmd_<verb>.c exporting `int cmd_<verb>(int argc, char **argv)`, where
+ * argv[0] is the verb. Exit codes: 0 success, 1 a check failed (invalid
+ * model, output mismatch), 2 usage or runtime error.
+ */
+#ifndef TOLK_CLI_H
+#define TOLK_CLI_H
+
+#include "tolk.h"
+
+struct cli_command {
+  const char *name;
+  const char *summary;
+  int (*run)(int argc, char **argv);
+};
+
+/* Prints "tolk VERB: message" for a failed library call to stderr; returns 2. */
+int cli_fail(const char *verb, const tolk_error *err);
+
+#endif /* TOLK_CLI_H */

@@ -1,0 +1,46 @@
+/*
+ * tolk.c — the command-line entry point: finds the subcommand and runs it.
+ * Each verb lives in tools/cmd_<verb>.c and has its own --help.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_command commands[] = {
+    {NULL, NULL, NULL},
+};
+
+int cli_fail(const char *verb, const tolk_error *err) {
+  fprintf(stderr, "tolk %s: %s: %s\n", verb, tolk_status_str(err->status), err->message);
+  return 2;
+}
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: tolk <command> [options]\n\n"
+             "tolk %s — run and check ONNX models and translate text on the CPU.\n\n"
+             "commands:\n", tolk_version());
+  for (const struct cli_command *c = commands; c->name; c++)
+    fprintf(f, "  %-12s %s\n", c->name, c->summary);
+  fprintf(f, "\nRun 'tolk <command> --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+    printf("tolk %s\n", tolk_version());
+    return 0;
+  }
+  for (const struct cli_command *c = commands; c->name; c++)
+    if (!strcmp(argv[1], c->name)) return c->run(argc - 1, argv + 1);
+  fprintf(stderr, "tolk: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return 2;
+}
