@@ -140,6 +140,12 @@ typedef void (*tolk_report_fn)(void *user, const char *line);
 tolk_status tolk_model_check(const tolk_model *model, tolk_report_fn report,
                              void *user, tolk_error *err);
 
+/* ------------------------------------------------------------------ tensors and sessions
+ * (src/exec/: owned by the execution engine) */
+
+/* ------------------------------------------------------------------ tokenizer
+ * (src/text/: owned by the tokenizer) */
+
 #ifdef __cplusplus
 }
 #endif
