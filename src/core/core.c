@@ -44,12 +44,20 @@ void tolk_error_prefix(tolk_error *err, const char *fmt, ...) {
   char head[TOLK_ERROR_MESSAGE_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(head, sizeof head, fmt, ap);
+  int n = vsnprintf(head, sizeof head - 2, fmt, ap);
   va_end(ap);
-  char old[TOLK_ERROR_MESSAGE_MAX];
-  memcpy(old, err->message, sizeof old);
-  old[sizeof old - 1] = '\0';
-  snprintf(err->message, sizeof err->message, "%s: %s", head, old);
+  if (n < 0) return;
+  size_t hl = strlen(head);
+  memcpy(head + hl, ": ", 3);
+  hl += 2;
+  /* Shift the old message right to make room; the tail is cut if needed. */
+  size_t cap = sizeof err->message - 1;
+  size_t ol = strnlen(err->message, cap);
+  if (hl >= cap) hl = cap;
+  if (ol > cap - hl) ol = cap - hl;
+  memmove(err->message + hl, err->message, ol);
+  memcpy(err->message, head, hl);
+  err->message[hl + ol] = '\0';
 }
 
 /* ------------------------------------------------------------------ dtypes */
