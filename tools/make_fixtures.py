@@ -1,0 +1,515 @@
+#!/usr/bin/env python3
+"""Regenerate every committed test fixture of tolk (tests/fixtures/).
+
+    /work/venv/bin/python tools/make_fixtures.py            # all steps
+    /work/venv/bin/python tools/make_fixtures.py --steps tokenizer,tokgold
+    /work/venv/bin/python tools/make_fixtures.py --bench-model /tmp/bench   # full-size model, not committed
+
+Needs the versions pinned in tools/requirements.txt.  Everything is seeded; with the pinned versions
+a rerun reproduces byte-identical tensors (checked by comparing tests/fixtures/MANIFEST).
+See tests/fixtures/README.md for what each fixture is and its file formats.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import gettext
+import hashlib
+import json
+import lzma
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import unicodedata
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIX = ROOT / "tests" / "fixtures"
+TINY = FIX / "marian-tiny"
+GOLD = FIX / "golden"
+CORPUS = FIX / "corpus"
+
+SEED = 20261202
+
+# Target-language tags of Helsinki-NLP/opus-mt-en-zh (Tatoeba eng-zho opus-2020-07-17 release: the tags seen
+# in its training data, hence in its vocab.json).  In the real vocab they sit among the pieces in frequency
+# order (>>cmn_Hans<< = 5, >>cmn_Hant<< = 21).  The counts are the pseudo-frequencies used to place them here.
+LANG_TAGS = ["cmn_Hans", "cmn_Hant", "yue_Hant", "yue_Hans", "cmn", "yue", "lzh", "lzh_Hans", "wuu",
+             "nan", "gan", "cjy_Hans", "cjy_Hant"]
+
+# Which locale directory gives which target tag (used for the tag frequencies of the joint vocab).
+LOCALE_TAG = {"zh_CN": "cmn_Hans", "zh_TW": "cmn_Hant", "zh_HK": "yue_Hant"}
+
+TINY_SIZES = dict(d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                  decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128,
+                  max_position_embeddings=512)
+FULL_SIZES = dict(d_model=512, encoder_layers=6, decoder_layers=6, encoder_attention_heads=8,
+                  decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
+                  max_position_embeddings=512)
+SRC_VOCAB = 1000
+TGT_VOCAB = 3000
+FULL_VOCAB = 65001
+
+
+def log(*a):
+    print("[make_fixtures]", *a, file=sys.stderr, flush=True)
+
+
+def sha256_file(p: Path) -> str:
+    h = hashlib.sha256()
+    with open(p, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_json(path: Path, obj, indent=1):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        json.dump(obj, f, ensure_ascii=False, indent=indent, sort_keys=False)
+        f.write("\n")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# 1. corpus: English msgids and Chinese msgstrs of the Debian packages' zh_CN/zh_TW/zh_HK message catalogues
+# ----------------------------------------------------------------------------------------------------------
+
+def _licence_of(pkg: str) -> str:
+    cp = Path("/usr/share/doc") / pkg / "copyright"
+    if not cp.exists():
+        return "see the package's copyright file"
+    lic = []
+    for line in cp.read_text(errors="replace").splitlines():
+        if line.startswith("License:"):
+            v = line.split(":", 1)[1].strip()
+            if v and v not in lic:
+                lic.append(v)
+    return ", ".join(lic[:6]) if lic else "see /usr/share/doc/%s/copyright" % pkg
+
+
+def _clean_line(s: str) -> str:
+    s = s.replace("\t", " ").strip()
+    return s
+
+
+def step_corpus(args):
+    """Extract the corpus from the installed .mo files into tests/fixtures/corpus/ (xz, sorted, deduplicated).
+
+    Only run with --refresh-corpus: the committed corpus is the training input so that regeneration does
+    not depend on which Debian packages a machine happens to have."""
+    CORPUS.mkdir(parents=True, exist_ok=True)
+    en, zh = set(), {}
+    sources = []
+    for loc in ("zh_CN", "zh_TW", "zh_HK"):
+        for f in sorted(glob.glob(f"/usr/share/locale/{loc}/LC_MESSAGES/*.mo")):
+            try:
+                with open(f, "rb") as fh:
+                    cat = gettext.GNUTranslations(fh)._catalog
+            except Exception as e:  # a broken catalogue is skipped, not fatal
+                log("skip", f, e)
+                continue
+            pkg = subprocess.run(["dpkg", "-S", f], capture_output=True, text=True).stdout.split(":")[0] or "?"
+            n = 0
+            for k, v in cat.items():
+                if isinstance(k, tuple):
+                    k = k[0]
+                if not k or not v:
+                    continue
+                for line in k.split("\n"):
+                    line = _clean_line(line)
+                    if re.search(r"[A-Za-z]", line):
+                        en.add(line)
+                for line in v.split("\n"):
+                    line = _clean_line(line)
+                    if re.search(r"[\u3400-\u9fff]", line):
+                        zh.setdefault(line, LOCALE_TAG[loc])
+                n += 1
+            sources.append((loc, os.path.basename(f), pkg, n))
+    en_lines = sorted(en)
+    zh_lines = sorted(zh)
+    with lzma.open(CORPUS / "en.txt.xz", "wt", encoding="utf-8", preset=9) as f:
+        f.write("\n".join(en_lines) + "\n")
+    with lzma.open(CORPUS / "zh.txt.xz", "wt", encoding="utf-8", preset=9) as f:
+        f.write("\n".join(f"{zh[l]}\t{l}" for l in zh_lines) + "\n")
+    pkgs = sorted({p for _, _, p, _ in sources})
+    with open(CORPUS / "SOURCES.tsv", "w", encoding="utf-8", newline="\n") as f:
+        f.write("# locale\tcatalogue\tdebian_package\tmessages\n")
+        for loc, mo, pkg, n in sources:
+            f.write(f"{loc}\t{mo}\t{pkg}\t{n}\n")
+        f.write("# package\tlicence (from /usr/share/doc/PACKAGE/copyright)\n")
+        for p in pkgs:
+            f.write(f"#L\t{p}\t{_licence_of(p)}\n")
+    log(f"corpus: {len(en_lines)} English lines, {len(zh_lines)} Chinese lines from {len(sources)} catalogues")
+
+
+def read_corpus():
+    with lzma.open(CORPUS / "en.txt.xz", "rt", encoding="utf-8") as f:
+        en = [l for l in f.read().split("\n") if l]
+    zh = []
+    with lzma.open(CORPUS / "zh.txt.xz", "rt", encoding="utf-8") as f:
+        for l in f.read().split("\n"):
+            if l:
+                tag, text = l.split("\t", 1)
+                zh.append((tag, text))
+    return en, zh
+
+
+# ----------------------------------------------------------------------------------------------------------
+# 2. tokenizer: source.spm / target.spm (unigram, nmt_nfkc) + Marian joint vocab.json
+# ----------------------------------------------------------------------------------------------------------
+
+def train_spm(lines, prefix: Path, vocab_size: int, coverage: float):
+    import sentencepiece as spm
+    if hasattr(spm, "set_random_generator_seed"):
+        spm.set_random_generator_seed(SEED)
+    tmp = prefix.with_suffix(".train.txt")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spm.SentencePieceTrainer.train(
+        input=str(tmp), model_prefix=str(prefix), model_type="unigram", vocab_size=vocab_size,
+        character_coverage=coverage, normalization_rule_name="nmt_nfkc", byte_fallback=False,
+        hard_vocab_limit=False, num_threads=1, input_sentence_size=0, shuffle_input_sentence=False,
+        split_digits=False, max_sentence_length=8192, minloglevel=2)
+    tmp.unlink()
+    return prefix.with_suffix(".model")
+
+
+def build_vocab(src_model: Path, tgt_model: Path, en, zh, pad_to: int | None = None):
+    """Join the two spm vocabularies as Marian does: marian-vocab counts the pieces of the (spm-encoded)
+    training data, most frequent first; </s> = 0, <unk> = 1; the HF converter appends <pad> last, which is
+    then also decoder_start_token_id.  Pieces never produced on the corpus are not in the vocab (as in the
+    real opus-mt vocabularies), so the tokenizer maps them to <unk>."""
+    import sentencepiece as spm
+    s = spm.SentencePieceProcessor(model_file=str(src_model))
+    t = spm.SentencePieceProcessor(model_file=str(tgt_model))
+    cnt = Counter()
+    for line in en:
+        cnt.update(s.encode(line, out_type=str))
+    tagcnt = Counter()
+    for tag, line in zh:
+        cnt.update(t.encode(line, out_type=str))
+        tagcnt[tag] += 1
+    # Tags: the source side of each pair starts with its tag.  Tags with no data here get small pseudo counts.
+    for i, tag in enumerate(LANG_TAGS):
+        cnt[f">>{tag}<<"] = tagcnt.get(tag, 0) or max(1, 200 // (i + 1))
+    for sp_ in ("<unk>", "<s>", "</s>"):
+        cnt.pop(sp_, None)
+    ordered = sorted(cnt.items(), key=lambda kv: (-kv[1], kv[0]))
+    vocab = {"</s>": 0, "<unk>": 1}
+    for piece, _ in ordered:
+        vocab.setdefault(piece, len(vocab))
+    if pad_to is not None:
+        i = 0
+        while len(vocab) < pad_to - 1:
+            vocab.setdefault(f"<placeholder_{i}>", len(vocab))
+            i += 1
+    vocab["<pad>"] = len(vocab)
+    return vocab
+
+
+def marian_config(vocab_size: int, sizes: dict) -> dict:
+    """opus-mt-en-zh's config.json (Helsinki-NLP/opus-mt-en-zh, converted with transformers 4.2x), with only
+    the sizes changed."""
+    pad = vocab_size - 1
+    cfg = {
+        "_name_or_path": "Helsinki-NLP/opus-mt-en-zh",
+        "_num_labels": 3,
+        "activation_dropout": 0.0,
+        "activation_function": "swish",
+        "add_bias_logits": False,
+        "add_final_layer_norm": False,
+        "architectures": ["MarianMTModel"],
+        "attention_dropout": 0.0,
+        "bad_words_ids": [[pad]],
+        "bos_token_id": 0,
+        "classif_dropout": 0.0,
+        "classifier_dropout": 0.0,
+        "d_model": sizes["d_model"],
+        "decoder_attention_heads": sizes["decoder_attention_heads"],
+        "decoder_ffn_dim": sizes["decoder_ffn_dim"],
+        "decoder_layerdrop": 0.0,
+        "decoder_layers": sizes["decoder_layers"],
+        "decoder_start_token_id": pad,
+        "decoder_vocab_size": vocab_size,
+        "dropout": 0.1,
+        "encoder_attention_heads": sizes["encoder_attention_heads"],
+        "encoder_ffn_dim": sizes["encoder_ffn_dim"],
+        "encoder_layerdrop": 0.0,
+        "encoder_layers": sizes["encoder_layers"],
+        "eos_token_id": 0,
+        "extra_pos_embeddings": vocab_size,
+        "forced_eos_token_id": 0,
+        "gradient_checkpointing": False,
+        "id2label": {"0": "LABEL_0", "1": "LABEL_1", "2": "LABEL_2"},
+        "init_std": 0.02,
+        "is_encoder_decoder": True,
+        "label2id": {"LABEL_0": 0, "LABEL_1": 1, "LABEL_2": 2},
+        "max_length": 512,
+        "max_position_embeddings": sizes["max_position_embeddings"],
+        "model_type": "marian",
+        "normalize_before": False,
+        "normalize_embedding": False,
+        "num_beams": 4,
+        "num_hidden_layers": sizes["encoder_layers"],
+        "pad_token_id": pad,
+        "scale_embedding": True,
+        "share_encoder_decoder_embeddings": True,
+        "static_position_embeddings": True,
+        "transformers_version": "4.22.0.dev0",
+        "use_cache": True,
+        "vocab_size": vocab_size,
+    }
+    return cfg
+
+
+def generation_config(vocab_size: int) -> dict:
+    pad = vocab_size - 1
+    return {
+        "bad_words_ids": [[pad]],
+        "bos_token_id": 0,
+        "decoder_start_token_id": pad,
+        "eos_token_id": 0,
+        "forced_eos_token_id": 0,
+        "max_length": 512,
+        "num_beams": 4,
+        "pad_token_id": pad,
+        "renormalize_logits": True,
+        "transformers_version": "4.26.0.dev0",
+    }
+
+
+def write_tokenizer_files(out: Path, pad_to: int | None = None):
+    out.mkdir(parents=True, exist_ok=True)
+    en, zh = read_corpus()
+    work = out / "_spm"
+    work.mkdir(exist_ok=True)
+    src = train_spm(en, work / "source", SRC_VOCAB, 1.0)
+    tgt = train_spm([l for _, l in zh], work / "target", TGT_VOCAB, 0.9995)
+    shutil.copyfile(src, out / "source.spm")
+    shutil.copyfile(tgt, out / "target.spm")
+    shutil.rmtree(work)
+    vocab = build_vocab(out / "source.spm", out / "target.spm", en, zh, pad_to=pad_to)
+    write_json(out / "vocab.json", vocab, indent=2)
+    # the real tokenizer_config.json of opus-mt-en-zh is exactly these two keys
+    with open(out / "tokenizer_config.json", "w", encoding="utf-8") as f:
+        f.write('{"target_lang": "zho", "source_lang": "eng"}')
+    return vocab
+
+
+def step_tokenizer(args):
+    vocab = write_tokenizer_files(TINY)
+    write_json(TINY / "config.json", marian_config(len(vocab), TINY_SIZES), indent=2)
+    write_json(TINY / "generation_config.json", generation_config(len(vocab)), indent=2)
+    log(f"tokenizer: vocab.json has {len(vocab)} entries, <pad> = {vocab['<pad>']}")
+
+
+
+# ----------------------------------------------------------------------------------------------------------
+# 3. tokenizer goldens: MarianTokenizer ids, spm pieces, normalised text, decodes
+# ----------------------------------------------------------------------------------------------------------
+
+EDGE_CASES = [
+    "", " ", "  ", "\t", "\n", "\r\n", "a", "A", ".", "...", "Hello world.", "Hello, world!",
+    "How are you?", "How are you today?", "The quick brown fox jumps over the lazy dog.",
+    "I'm here; you're there — isn't it?", "\"Quoted\" and 'single' and «guillemets» and „low“ quotes.",
+    "Tabs\tand\nnewlines\r\nand\u000bvertical\u000cform feeds", "Multiple     spaces   between    words",
+    "   leading spaces", "trailing spaces   ", "   both   ", "a\u00a0b\u00a0c (no-break spaces)",
+    "thin\u2009space and\u2002en\u2003em\u3000ideographic space", "zero\u200bwidth\u200cnon\u200djoiner\u2060wj",
+    "soft\u00adhyphen", "bidi \u202eoverride\u202c and \u200fRLM\u200e LRM", "BOM \ufeffinside",
+    "123", "0", "3.14159", "1,234,567.89", "-42", "+1 (555) 123-4567", "2026-12-02T10:04:00Z",
+    "Version 4.57.6 was released on 2025-11-27.", "100%", "$5.00 €3,50 ¥100 £7 ₹20", "1st 2nd 3rd 4th",
+    "½ ¼ ¾ ⅓ ² ³ ¹ ⁴ ₂ ₀", "Ⅻ ⅻ Ⅳ ⅷ", "① ② ⑩ ⑳ ㉑", "№ ℡ ™ ℃ ℉ Å Ω",
+    "https://example.com/path?query=1&x=y#frag", "http://localhost:8080/translate",
+    "Visit www.example.org or ftp://files.example.net/pub/file.tar.gz",
+    "user@example.com", "Contact first.last+tag@sub.example.co.uk for help.",
+    "C:\\Program Files\\tolk\\tolk.exe", "/usr/share/locale/zh_CN/LC_MESSAGES/apt.mo",
+    "snake_case_identifier camelCaseIdentifier PascalCase SCREAMING_CASE kebab-case",
+    "printf(\"%s: %d\\n\", name, value);", "<b>bold</b> &amp; &lt;tag&gt; &#x4E2D;",
+    "{\"json\": [1, 2, 3], \"ok\": true}", "#hashtag @mention $CASH",
+    "😀", "😀😃😄", "I ❤️ NY", "👍🏽 thumbs up (skin tone)", "👩‍💻 woman technologist", "👨‍👩‍👧‍👦 family",
+    "🏳️‍🌈 rainbow flag", "🇨🇳🇺🇸🇫🇮 flags", "keycap 1️⃣ #️⃣", "🧑🏿‍🤝‍🧑🏻", "☃ ☂ ✈ ♥ ♠ ★ ☆",
+    "你好", "你好，世界！", "我爱北京天安门。", "这是一个测试。", "繁體中文測試", "香港廣東話",
+    "日本語のテキスト", "カタカナ ｶﾀｶﾅ", "한국어 텍스트", "Mixed 中文 and English 混合", "中文，标点；符号：“引号”（括号）【方括号】《书名号》",
+    "Ｆｕｌｌｗｉｄｔｈ　ＡＢＣ　１２３", "ｈｅｌｌｏ，ｗｏｒｌｄ！", "ＡＢＣ－ｘｙｚ＠ｅｘａｍｐｌｅ．ｃｏｍ", "ﾊﾝｶｸ half-width katakana",
+    "café", "cafe\u0301", "naïve", "nai\u0308ve", "Zoë Brontë", "résumé", "Ångström", "A\u030angstro\u0308m",
+    "ﬁ ﬂ ﬀ ﬃ ligatures", "Straße", "İstanbul ıi", "Ελληνικά", "Русский текст", "עברית", "العربية",
+    "हिन्दी", "ภาษาไทย", "Tiếng Việt có dấu", "Z\u0351\u0352a\u0353\u0354l\u0355g\u0356o\u0357", "e\u0301\u0301\u0301",
+    "\u0301 leading combining mark", "Ⓐⓑⓒ", "𝐁𝐨𝐥𝐝 𝑰𝒕𝒂𝒍𝒊𝒄 𝔉𝔯𝔞𝔨", "𝟙𝟚𝟛", "ﬀ", "㍿ ㌔ ㎏ ㎞", "ℌ ℍ ℕ",
+    "\u0000", "a\u0000b", "\u0001\u0002\u0003", "bell\u0007", "esc\u001b[31mred\u001b[0m", "del\u007f", "\u0085nel",
+    "\u2028line sep\u2029para sep", "\ufffd replacement", "\U0010fffd private", "\ue000 private use",
+    ">>cmn_Hans<<", ">>cmn_Hans<< Hello world.", ">>cmn_Hant<< Hello world.", ">>yue_Hant<< Good morning.",
+    ">>yue_Hans<< Good morning.", ">>lzh<< The master said.", ">>cmn_Hans<<Hello", ">>cmn_Hans<<  Hello",
+    ">>cmn_Hans<< >>cmn_Hant<< two tags", ">>xyz<< unknown tag", ">>cmn_Hans unterminated", "cmn_Hans<< no start",
+    " >>cmn_Hans<< leading space", "Hello >>cmn_Hans<< middle", "Hello world >>cmn_Hans<<", ">><<", ">> <<",
+    ">>>cmn_Hans<<<", ">>cmn_Hans<<>>cmn_Hant<<", ">>CMN_HANS<< upper", ">>cmn_Hans<< 你好", ">>cmn_Hans<<\tTab",
+    "</s>", "a </s> b", "<unk>", "x<unk>y", "<pad>", "<pad> <pad>", "<s>", "a</s>b</s>", ">>cmn_Hans<< </s>",
+    "▁", "▁▁", "a▁b", "__init__", "~!@#$%^&*()_+`-={}|[]\\:\";'<>?,./",
+    "....", "!!!", "???", "—–-", "…", "«»‹›", "¿Qué? ¡Sí!", "' '", "\"\"",
+]
+
+
+def _edge_variants(rng):
+    """Generated combinations: space runs, digits, URLs, e-mails, emoji/ZWJ sequences, CJK mixes."""
+    out = []
+    words = ["file", "error", "the", "cannot", "open", "directory", "package", "install", "system", "user"]
+    for n in range(1, 9):
+        out.append((" " * n).join(words[: n + 1]))
+        out.append("x" + "\u3000" * n + "y")
+    for i in range(40):
+        out.append(str(rng.randrange(10 ** rng.randrange(1, 15))))
+        out.append(f"{rng.randrange(1, 31)}.{rng.randrange(1, 13)}.{rng.randrange(1900, 2100)} at "
+                   f"{rng.randrange(24):02d}:{rng.randrange(60):02d}")
+    tlds = ["com", "org", "net", "cn", "io", "co.uk"]
+    for i in range(30):
+        w = rng.sample(words, 3)
+        out.append(f"https://{w[0]}.{rng.choice(tlds)}/{w[1]}/{w[2]}?id={rng.randrange(1000)}&lang=zh")
+        out.append(f"{w[0]}.{w[1]}{rng.randrange(100)}@{w[2]}.{rng.choice(tlds)}")
+    emoji = ["😀", "👍", "👍🏻", "👩‍🔬", "🧑‍🚀", "❤️", "🇫🇮", "👨‍👨‍👦", "🐉", "🀄", "🈶", "🆗", "☺", "✌️", "🤷‍♀️"]
+    for i in range(40):
+        out.append(" ".join(rng.choice(words) if rng.random() < 0.6 else rng.choice(emoji) for _ in range(rng.randrange(1, 8))))
+    cjk = ["文件", "错误", "无法", "打开", "目录", "软件包", "安装", "系统", "用户", "，", "。", "：", "“", "”"]
+    for i in range(40):
+        out.append("".join(rng.choice(cjk + words + [" "]) for _ in range(rng.randrange(1, 12))))
+    for i in range(30):
+        base = rng.choice(words)
+        marks = "".join(chr(rng.randrange(0x300, 0x370)) for _ in range(rng.randrange(1, 4)))
+        out.append(base[:2] + marks + base[2:])
+        out.append("".join(chr(0xFF01 + (ord(c) - 0x21)) if 0x21 <= ord(c) <= 0x7E else c for c in base.upper()))
+    for i in range(30):
+        s = rng.choice(words) + "".join(chr(rng.choice([0, 1, 2, 7, 8, 9, 10, 11, 12, 13, 27, 31, 127, 0x85, 0x9f]))
+                                        for _ in range(rng.randrange(1, 4))) + rng.choice(words)
+        out.append(s)
+    return out
+
+
+def golden_sentences():
+    rng = random.Random(SEED)
+    en, zh = read_corpus()
+    sents = list(EDGE_CASES) + _edge_variants(rng)
+    en_s = rng.sample(en, 1000)
+    zh_s = rng.sample(zh, 300)
+    sents += en_s
+    sents += [l for _, l in zh_s[:150]]
+    tags = [f">>{t}<<" for t in LANG_TAGS]
+    for i, line in enumerate(rng.sample(en, 400)):
+        tag = tags[i % len(tags)] if i % 5 else tags[0]
+        sents.append(f"{tag} {line}" if i % 7 else f"{tag}{line}")
+    # one input far over 512 tokens
+    long_text = " ".join(rng.sample(en, 120))
+    sents.append(">>cmn_Hans<< " + long_text)
+    sents.append(long_text)
+    seen, uniq = set(), []
+    for s in sents:
+        if s not in seen:
+            seen.add(s)
+            uniq.append(s)
+    return uniq, [l for _, l in zh_s]
+
+
+def step_tokgold(args):
+    import sentencepiece
+    import transformers
+    from transformers import MarianTokenizer
+    tok = MarianTokenizer.from_pretrained(str(TINY))
+    sents, zh_lines = golden_sentences()
+    vocab = json.loads((TINY / "vocab.json").read_text(encoding="utf-8"))
+    encode = []
+    for s in sents:
+        ids = tok(s).input_ids
+        rec = {"text": s, "ids": ids, "tokens": tok.tokenize(s),
+               "spm_pieces": tok.spm_source.encode(s, out_type=str),
+               "spm_ids": tok.spm_source.encode(s),
+               "spm_normalized": tok.spm_source.normalize(s)}
+        if len(ids) > 512:
+            rec["ids_truncated_512"] = tok(s, truncation=True, max_length=512).input_ids
+        encode.append(rec)
+    target_encode = []
+    for s in zh_lines:
+        ids = tok(text_target=s).input_ids
+        target_encode.append({"text": s, "ids": ids, "spm_pieces": tok.spm_target.encode(s, out_type=str),
+                              "spm_normalized": tok.spm_target.normalize(s)})
+    rng = random.Random(SEED + 1)
+    V = len(vocab)
+    pad = vocab["<pad>"]
+    tag_ids = [vocab[f">>{t}<<"] for t in LANG_TAGS]
+    src_only = [i for p, i in vocab.items() if tok.spm_target.piece_to_id(p) == tok.spm_target.unk_id()
+                and p not in ("</s>", "<unk>", "<pad>")][:300]
+    id_seqs = [r["ids"] for r in target_encode]
+    id_seqs += [[pad] + r["ids"] for r in target_encode[:50]]          # as generate() returns them
+    id_seqs += [[pad, 0], [0], [], [1], [pad], [pad, pad, 5, 0, pad], [V], [V + 100], [0, 0, 0], [1, 1, 2, 2]]
+    id_seqs += [[t, 2] + id_seqs[i][:-1] for i, t in enumerate(tag_ids)]
+    for i in range(300):
+        n = rng.randrange(1, 25)
+        seq = []
+        for _ in range(n):
+            r = rng.random()
+            if r < 0.55:
+                seq.append(rng.randrange(2, V - 1))
+            elif r < 0.7:
+                seq.append(rng.choice(src_only))
+            elif r < 0.8:
+                seq.append(rng.choice([0, 1, pad]))
+            elif r < 0.9:
+                seq.append(rng.choice(tag_ids))
+            else:
+                seq.append(vocab.get("▁", 2))
+        id_seqs.append(seq)
+    decode = []
+    for ids in id_seqs:
+        decode.append({"ids": ids, "text": tok.decode(ids, skip_special_tokens=True),
+                       "text_with_special": tok.decode(ids, skip_special_tokens=False),
+                       "tokens": tok.convert_ids_to_tokens(ids)})
+    out = {
+        "format": "tolk-tokenizer-golden/1",
+        "model_dir": "marian-tiny",
+        "made_by": "tools/make_fixtures.py step tokgold",
+        "versions": {"transformers": transformers.__version__, "sentencepiece": sentencepiece.__version__},
+        "settings": {"eos_token_id": tok.eos_token_id, "unk_token_id": tok.unk_token_id,
+                     "pad_token_id": tok.pad_token_id, "model_max_length": tok.model_max_length,
+                     "clean_up_tokenization_spaces": bool(tok.clean_up_tokenization_spaces),
+                     "vocab_size": len(vocab), "supported_language_codes": tok.supported_language_codes},
+        "encode": encode,
+        "target_encode": target_encode,
+        "decode": decode,
+    }
+    write_json(GOLD / "tokenizer.json", out, indent=None)
+    log(f"tokgold: {len(encode)} source sentences, {len(target_encode)} target sentences, {len(decode)} decodes")
+
+# ----------------------------------------------------------------------------------------------------------
+# main
+# ----------------------------------------------------------------------------------------------------------
+
+STEPS = ["tokenizer", "tokgold", "model", "export", "onnxgold", "generate", "cnn", "manifest"]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--steps", default=",".join(STEPS),
+                    help="comma-separated subset of: " + ",".join(STEPS) + " (default: all, in that order)")
+    ap.add_argument("--refresh-corpus", action="store_true",
+                    help="re-extract tests/fixtures/corpus/ from this machine's Debian message catalogues first")
+    ap.add_argument("--bench-model", metavar="DIR",
+                    help="instead of the fixtures, build the full-size opus-mt-en-zh stand-in in DIR (not committed)")
+    args = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if args.refresh_corpus or not (CORPUS / "en.txt.xz").exists():
+        step_corpus(args)
+    if args.bench_model:
+        return bench_model(Path(args.bench_model).resolve())
+    steps = [s.strip() for s in args.steps.split(",") if s.strip()]
+    for s in steps:
+        if s not in STEPS:
+            ap.error(f"unknown step {s!r}")
+    for s in STEPS:
+        if s in steps:
+            log("step", s)
+            globals()["step_" + s](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
