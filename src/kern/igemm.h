@@ -1,0 +1,111 @@
+/*
+ * igemm.h — 8-bit integer GEMM with 32-bit results, for MatMulInteger,
+ * ConvInteger, QLinearMatMul/QLinearConv and ORT's MatMulIntegerToFloat /
+ * DynamicQuantizeMatMul.
+ *
+ *   C[i][j] = sum_p (A[i][p] - za_i) * (B[p][j] - zb_j)      (int32, wrapping)
+ *
+ * A and B are uint8 or int8 in any combination; zero points are per tensor,
+ * per row of A or per column of B. Every path computes exactly this integer
+ * sum (the products are exact and the sum wraps modulo 2^32 as ORT's int32
+ * accumulators do), so the fast paths are bit-identical to kern_igemm_ref.
+ *
+ * The fast path works on packed operands:
+ *  - B is packed once (weights: at session creation) into panels of 16
+ *    columns; in each panel k runs in pairs, the two bytes of a pair adjacent,
+ *    so a 16-byte load widened to int16 feeds one vpmaddwd for 8 columns.
+ *    B's zero point is not folded into the packing: it is applied as
+ *    C -= zb_j * rowsum_i(A - za) afterwards, so one packing serves any zb.
+ *  - A is widened to int16 with its zero point subtracted (|A - za| <= 255,
+ *    so each pair product sum fits vpmaddwd's int32 lanes exactly), pairs of
+ *    k stored as one int32, plus the row sums above. This is the "exact
+ *    widening" approach: no vpmaddubsw, whose int16 saturation would lose
+ *    u8 x s8 sums above 32767.
+ *
+ * The implementation is picked once from the CPU (AVX2, else portable C);
+ * TOLK_ISA=scalar in the environment forces the portable one.
+ */
+#ifndef TOLK_IGEMM_H
+#define TOLK_IGEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tolk_pool;
+
+/* Columns per packed B panel. */
+#define KERN_IGEMM_NR 16
+
+/* B packed by kern_igemm_pack_b. `data` holds ceil(n/16) panels of
+ * ceil(k/2) * 32 bytes; columns past n and the odd k's partner are zero. */
+struct kern_igemm_b {
+  int64_t n, k;
+  bool is_signed; /* int8 (true) or uint8 elements */
+  uint8_t *data;
+};
+
+/* One problem. a is m×k with row stride lda, b is k×n with row stride ldb
+ * (elements); c is m×n with row stride ldc. Zero points are int32 holding
+ * values of the element type's range (uint8 0..255 or int8 -128..127): za_i =
+ * a_zp[i * a_zp_stride] (stride 0: one per tensor; a_zp NULL: 0), likewise
+ * zb_j = b_zp[j * b_zp_stride]. */
+struct kern_igemm {
+  int64_t m, n, k;
+  const void *a;
+  int64_t lda;
+  bool a_signed;
+  const void *b; /* unused by kern_igemm_packed */
+  int64_t ldb;
+  bool b_signed;
+  const int32_t *a_zp;
+  int64_t a_zp_stride;
+  const int32_t *b_zp;
+  int64_t b_zp_stride;
+  int32_t *c;
+  int64_t ldc;
+};
+
+/* The reference: the formula above, one dot product per element. */
+void kern_igemm_ref(const struct kern_igemm *p);
+
+/* Bytes of packed B for an n×k problem; 0 when the size overflows. */
+size_t kern_igemm_pack_b_size(int64_t n, int64_t k);
+
+/* Packs b (k×n, row stride ldb, or n×k with row stride ldb when trans_b) into
+ * out->data, which the caller allocated with kern_igemm_pack_b_size(n, k)
+ * bytes; fills out's other fields. */
+void kern_igemm_pack_b(int64_t n, int64_t k, const void *b, int64_t ldb, bool trans_b,
+                       bool is_signed, struct kern_igemm_b *out);
+
+/* Scratch bytes kern_igemm_packed needs for an m×k A; 0 on overflow. */
+size_t kern_igemm_work_size(int64_t m, int64_t k);
+
+/* C from p (p->b, p->ldb and p->b_signed are ignored) and packed B, which
+ * must match p->n, p->k. `work` holds kern_igemm_work_size(m, k) bytes,
+ * 64-byte aligned is best. pool may be NULL. */
+void kern_igemm_packed(const struct kern_igemm *p, const struct kern_igemm_b *b, void *work,
+                       struct tolk_pool *pool);
+
+/* Name of the implementation in use ("avx2", "scalar"), for logs and tests. */
+const char *kern_igemm_isa(void);
+
+/* Forces an implementation by name for tests; false when it is not available
+ * on this CPU (nothing changes then). NULL: back to the detected one. */
+bool kern_igemm_force_isa(const char *name);
+
+/* ---- internal: shared by igemm.c and the per-ISA files ---- */
+
+/* Rows per micro-tile. */
+#define KERN_IGEMM_MR 6
+
+/* Computes an mr×16 tile (1 <= mr <= KERN_IGEMM_MR) of raw sums
+ * tile[i*16 + j] = sum_q pair_dot(pa[i*pa_ld + q], panel[q], column j) over
+ * kp pairs, where pa holds packed A (two int16 per int32) and panel is one
+ * packed B panel. Wrapping int32 arithmetic. */
+typedef void (*kern_igemm_tile_fn)(int mr, int64_t kp, const int32_t *pa, int64_t pa_ld,
+                                   const uint8_t *panel, bool b_signed, int32_t *tile);
+void kern_igemm_tile_avx2(int mr, int64_t kp, const int32_t *pa, int64_t pa_ld,
+                          const uint8_t *panel, bool b_signed, int32_t *tile);
+
+#endif /* TOLK_IGEMM_H */
