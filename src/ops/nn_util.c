@@ -1,0 +1,208 @@
+/*
+ * nn_util.c — attribute, axis and fp16 staging helpers for the reduce,
+ * softmax, norm, conv and pool families (see nn_util.h).
+ */
+#include "nn_util.h"
+
+#include <math.h>
+#include <string.h>
+
+int nn_attr_ints(const struct ir_node *node, const char *name, int64_t *out, int max,
+                 tolk_error *err) {
+  const struct ir_attr *a = ir_node_attr(node, name);
+  if (!a) return -1;
+  if (a->type != IR_ATTR_INTS && !(a->type == IR_ATTR_INT && max >= 1)) {
+    tolk_fail(err, TOLK_ERR_INVALID_MODEL, "attribute '%s' must be a list of ints", name);
+    return -2;
+  }
+  if (a->type == IR_ATTR_INT) {
+    out[0] = a->i;
+    return 1;
+  }
+  if (a->n > (size_t)max) {
+    tolk_fail(err, TOLK_ERR_UNSUPPORTED, "attribute '%s' has %zu entries (at most %d)",
+              name, a->n, max);
+    return -2;
+  }
+  if (a->n) memcpy(out, a->ints, a->n * sizeof *out);
+  return (int)a->n;
+}
+
+bool nn_axis(int64_t axis, int rank, int *out) {
+  if (axis < -(int64_t)rank || axis >= rank) return false;
+  *out = (int)(axis < 0 ? axis + rank : axis);
+  return true;
+}
+
+bool nn_is_float(int32_t dtype) {
+  return dtype == TOLK_FLOAT || dtype == TOLK_DOUBLE || dtype == TOLK_FLOAT16 ||
+         dtype == TOLK_BFLOAT16;
+}
+
+float nn_h2f(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
+  if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else if (exp != 0) {
+    bits = sign | ((exp + 112u) << 23) | (man << 13);
+  } else if (man == 0) {
+    bits = sign;
+  } else {
+    /* Subnormal half: value = man * 2^-24, exact in float. */
+    float v = (float)man * 0x1p-24f;
+    memcpy(&bits, &v, sizeof bits);
+    bits |= sign;
+  }
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t nn_f2h(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  uint32_t ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) /* inf or NaN (keep NaN quiet and non-zero) */
+    return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0));
+  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to inf */
+  if (ax < 0x38800000u) {
+    /* Result is subnormal or zero: scale so the rounding of the float add
+     * does the round-to-nearest-even for us. */
+    float a;
+    memcpy(&a, &ax, sizeof a);
+    float r = a + 0.5f; /* 0.5 = 2^-1: ulp there is 2^-24, the half ulp */
+    uint32_t rb;
+    memcpy(&rb, &r, sizeof rb);
+    return (uint16_t)(sign | (rb - 0x3f000000u));
+  }
+  uint32_t mant_odd = (ax >> 13) & 1u;
+  ax += 0xc8000fffu + mant_odd; /* rebias exponent (-112 << 23) and round */
+  return (uint16_t)(sign | (ax >> 13));
+}
+
+float nn_bf2f(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t nn_f2bf(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+
+const float *nn_in_f32(struct op_ctx *c, const struct tensor *t) {
+  if (t->dtype == TOLK_FLOAT) return (const float *)t->data;
+  if (t->dtype != TOLK_FLOAT16 && t->dtype != TOLK_BFLOAT16 && t->dtype != TOLK_DOUBLE) {
+    op_fail(c, TOLK_ERR_TYPE, "dtype %s has no fp32 path",
+            tolk_dtype_name((tolk_dtype)t->dtype));
+    return NULL;
+  }
+  size_t bytes;
+  if (!tolk_mul_size((size_t)t->numel, sizeof(float), &bytes)) {
+    op_fail(c, TOLK_ERR_LIMIT, "tensor of %lld elements is too large", (long long)t->numel);
+    return NULL;
+  }
+  float *buf = op_scratch(c, bytes ? bytes : sizeof(float));
+  if (!buf) return NULL;
+  if (t->dtype == TOLK_DOUBLE) {
+    const double *s = t->data;
+    for (int64_t i = 0; i < t->numel; i++) buf[i] = (float)s[i];
+  } else {
+    const uint16_t *s = t->data;
+    if (t->dtype == TOLK_FLOAT16)
+      for (int64_t i = 0; i < t->numel; i++) buf[i] = nn_h2f(s[i]);
+    else
+      for (int64_t i = 0; i < t->numel; i++) buf[i] = nn_bf2f(s[i]);
+  }
+  return buf;
+}
+
+float *nn_out_f32(struct op_ctx *c, struct tensor *out) {
+  if (out->dtype == TOLK_FLOAT) return (float *)out->data;
+  size_t bytes;
+  if (!tolk_mul_size((size_t)out->numel, sizeof(float), &bytes)) {
+    op_fail(c, TOLK_ERR_LIMIT, "tensor of %lld elements is too large",
+            (long long)out->numel);
+    return NULL;
+  }
+  return op_scratch(c, bytes ? bytes : sizeof(float));
+}
+
+void nn_out_f32_finish(struct tensor *out, const float *buf) {
+  if (out->dtype == TOLK_FLOAT) return;
+  if (out->dtype == TOLK_DOUBLE) {
+    double *d = out->data;
+    for (int64_t i = 0; i < out->numel; i++) d[i] = buf[i];
+  } else if (out->dtype == TOLK_FLOAT16) {
+    uint16_t *d = out->data;
+    for (int64_t i = 0; i < out->numel; i++) d[i] = nn_f2h(buf[i]);
+  } else if (out->dtype == TOLK_BFLOAT16) {
+    uint16_t *d = out->data;
+    for (int64_t i = 0; i < out->numel; i++) d[i] = nn_f2bf(buf[i]);
+  }
+}
+
+double nn_get_f64(const struct tensor *t, int64_t i) {
+  switch (t->dtype) {
+  case TOLK_FLOAT: return ((const float *)t->data)[i];
+  case TOLK_DOUBLE: return ((const double *)t->data)[i];
+  case TOLK_FLOAT16: return nn_h2f(((const uint16_t *)t->data)[i]);
+  case TOLK_BFLOAT16: return nn_bf2f(((const uint16_t *)t->data)[i]);
+  default: return (double)nn_get_i64(t, i);
+  }
+}
+
+int64_t nn_get_i64(const struct tensor *t, int64_t i) {
+  switch (t->dtype) {
+  case TOLK_INT64: return ((const int64_t *)t->data)[i];
+  case TOLK_INT32: return ((const int32_t *)t->data)[i];
+  case TOLK_INT16: return ((const int16_t *)t->data)[i];
+  case TOLK_INT8: return ((const int8_t *)t->data)[i];
+  case TOLK_UINT64: return (int64_t)((const uint64_t *)t->data)[i];
+  case TOLK_UINT32: return ((const uint32_t *)t->data)[i];
+  case TOLK_UINT16: return ((const uint16_t *)t->data)[i];
+  case TOLK_UINT8:
+  case TOLK_BOOL: return ((const uint8_t *)t->data)[i];
+  case TOLK_FLOAT:
+  case TOLK_DOUBLE:
+  case TOLK_FLOAT16:
+  case TOLK_BFLOAT16: return (int64_t)nn_get_f64(t, i);
+  default: return 0;
+  }
+}
+
+int nn_axes_from_tensor(struct op_ctx *c, const struct tensor *t, int rank, int *out) {
+  if (!t || t->numel == 0) return 0;
+  if (t->dtype != TOLK_INT64 && t->dtype != TOLK_INT32) {
+    op_fail(c, TOLK_ERR_TYPE, "axes must be int64, got %s",
+            tolk_dtype_name((tolk_dtype)t->dtype));
+    return -1;
+  }
+  if (t->numel > IR_MAX_RANK || t->numel > (rank ? rank : 1)) {
+    op_fail(c, TOLK_ERR_INVALID_ARGUMENT, "%lld axes for a tensor of rank %d",
+            (long long)t->numel, rank);
+    return -1;
+  }
+  int n = (int)t->numel;
+  for (int i = 0; i < n; i++) {
+    int64_t a = nn_get_i64(t, i);
+    if (!nn_axis(a, rank, &out[i])) {
+      op_fail(c, TOLK_ERR_INVALID_ARGUMENT, "axis %lld is out of range for rank %d",
+              (long long)a, rank);
+      return -1;
+    }
+    for (int j = 0; j < i; j++)
+      if (out[j] == out[i]) {
+        op_fail(c, TOLK_ERR_INVALID_ARGUMENT, "axis %lld is repeated", (long long)a);
+        return -1;
+      }
+  }
+  return n;
+}
