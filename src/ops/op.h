@@ -133,5 +133,6 @@ extern const struct op_def tolk_ops_index[];
 extern const struct op_def tolk_ops_control[];
 extern const struct op_def tolk_ops_quant[];
 extern const struct op_def tolk_ops_contrib[];
+extern const struct op_def tolk_ops_quant_matmul[];
 
 #endif /* TOLK_OP_H */
