@@ -211,6 +211,9 @@ struct ir_external_file {
   const char *location;  /* as declared, relative to the model folder */
   const uint8_t *map;    /* NULL until mapped */
   size_t size;
+  const char *path;      /* resolved real path (NULL until resolved) */
+  int64_t n_tensors;     /* tensors stored in it */
+  int64_t bytes_used;    /* sum of their byte lengths */
 };
 
 struct ir_model {
@@ -251,5 +254,19 @@ const char *ir_attr_string(const struct ir_node *n, const char *name, const char
 /* The opset version the model imports for `domain` ("" = ai.onnx), 0 if
  * none. */
 int64_t ir_model_opset(const struct ir_model *m, const char *domain);
+
+/* A name -> value hash map living in an arena (one per graph scope). */
+struct ir_name_map *ir_name_map_new(struct tolk_arena *a, size_t expected);
+/* The value named `name` in this map only (not enclosing scopes), or NULL. */
+struct ir_value *ir_name_map_get(const struct ir_name_map *m, const char *name);
+/* Adds name -> v unless the name is present; then *existing (if non-NULL)
+ * receives the value already there and nothing changes. Returns false when
+ * out of memory. `name` must outlive the map (arena string). */
+bool ir_name_map_put(struct ir_name_map *m, const char *name, struct ir_value *v,
+                     struct ir_value **existing);
+
+/* Element count of a tensor type's declared shape, or -1 when a dim is
+ * unknown or the product overflows. */
+int64_t ir_type_numel(const struct ir_type *t);
 
 #endif /* TOLK_IR_H */

@@ -1,0 +1,795 @@
+/*
+ * load.c — ModelProto → IR: graphs, nodes, attributes, value infos, opset
+ * imports, metadata and local functions.
+ *
+ * A graph is decoded in phases so that every name a node can refer to is
+ * known before inputs are resolved: initializers and graph inputs first, then
+ * every node's outputs, then graph outputs and value_info annotations, and
+ * last each node's attributes (subgraphs) and inputs. Inputs are therefore
+ * resolved even when nodes are out of order (the checker reports that, and
+ * cycles), and a subgraph sees all names of the graphs around it. A name that
+ * resolves to nothing becomes an IR_VALUE_UNDEFINED value for the checker.
+ *
+ * Subgraph nesting is bounded by params.max_graph_depth, checked before
+ * descending, so a crafted 10,000-deep nesting ends at the bound instead of
+ * exhausting the stack. Every repeated field is counted before the array for
+ * it is allocated; counts are bounded by the bytes present.
+ */
+#include "onnx.h"
+
+#include <string.h>
+
+/* Field numbers of GraphProto, and of FunctionProto seen as a graph. */
+struct graph_fields {
+  uint32_t node, input, output, value_info, initializer, sparse_init, name, doc;
+  bool names_only; /* inputs/outputs are bare names (FunctionProto) */
+};
+static const struct graph_fields graph_proto = {1, 11, 12, 13, 5, 15, 2, 10, false};
+static const struct graph_fields function_proto = {7, 4, 5, 12, 0, 0, 1, 8, true};
+
+/* Decoding state of one graph; linked to the graphs enclosing it. */
+struct gctx {
+  struct ir_graph *g;
+  struct gctx *parent;
+  size_t values_cap, outer_cap;
+  struct ir_name_map *outer_set; /* names already in g->outer_refs */
+  const struct ir_opset *opsets;  /* imports that resolve node->opset */
+  size_t n_opsets;
+  int depth;
+};
+
+static tolk_status oom(struct onnx_loader *l) {
+  return tolk_fail(l->err, TOLK_ERR_NO_MEMORY, "out of memory while decoding the model");
+}
+
+static struct pb reader(const struct onnx_loader *l, const uint8_t *p, size_t len) {
+  struct pb r = {p, p + len, l->base};
+  return r;
+}
+
+/* Appends to an arena array that doubles when full. */
+static bool push_ptr(struct tolk_arena *a, void ***arr, size_t *n, size_t *cap, void *p) {
+  if (*n == *cap) {
+    size_t nc = *cap ? *cap * 2 : 8;
+    void **na = tolk_arena_array(a, nc, sizeof *na);
+    if (!na) return false;
+    if (*n) memcpy(na, *arr, *n * sizeof *na);
+    *arr = na;
+    *cap = nc;
+  }
+  (*arr)[(*n)++] = p;
+  return true;
+}
+
+static struct ir_value *new_value(struct onnx_loader *l, struct gctx *c, const char *name) {
+  struct ir_value *v = tolk_arena_alloc(l->arena, sizeof *v);
+  if (!v) return NULL;
+  v->name = name;
+  v->graph = c->g;
+  v->type.rank = -1;
+  v->index = (int)c->g->n_values;
+  if (c->g->n_values >= INT32_MAX ||
+      !push_ptr(l->arena, (void ***)&c->g->values, &c->g->n_values, &c->values_cap, v))
+    return NULL;
+  return v;
+}
+
+/* Registers v under its name unless the name is taken (duplicates stay in
+ * values[] for the checker to report). */
+static bool define(struct gctx *c, struct ir_value *v) {
+  if (!v->name[0]) return true;
+  return ir_name_map_put(c->g->names, v->name, v, NULL);
+}
+
+/* Resolves `name` as seen from graph c: local first, then enclosing graphs.
+ * A value from an enclosing graph is recorded in outer_refs of every graph
+ * between the use and the definition. Unknown names yield an UNDEFINED
+ * value defined in c. */
+static struct ir_value *resolve(struct onnx_loader *l, struct gctx *c, const char *name) {
+  struct ir_value *v = ir_name_map_get(c->g->names, name);
+  if (v) return v;
+  struct gctx *def = c->parent;
+  for (; def; def = def->parent)
+    if ((v = ir_name_map_get(def->g->names, name))) break;
+  if (!v) {
+    v = new_value(l, c, name);
+    if (!v) return NULL;
+    v->flags |= IR_VALUE_UNDEFINED;
+    return define(c, v) ? v : NULL;
+  }
+  for (struct gctx *u = c; u != def; u = u->parent) {
+    if (!u->outer_set && !(u->outer_set = ir_name_map_new(l->arena, 8))) return NULL;
+    struct ir_value *had;
+    if (!ir_name_map_put(u->outer_set, v->name, v, &had)) return NULL;
+    if (had) continue;
+    if (!push_ptr(l->arena, (void ***)&u->g->outer_refs, &u->g->n_outer_refs, &u->outer_cap, v))
+      return NULL;
+  }
+  return v;
+}
+
+/* ------------------------------------------------------------ value info */
+
+static tolk_status value_info(struct onnx_loader *l, const uint8_t *p, size_t len, const char **name,
+                              struct ir_type *type, const char **doc) {
+  struct pb r = reader(l, p, len);
+  struct pb_field f;
+  const char *why;
+  *name = "";
+  memset(type, 0, sizeof *type);
+  type->rank = -1;
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "ValueInfoProto", f.offset, why);
+    if (f.number < 1 || f.number > 3) continue;
+    if (f.wire != PB_LEN) return onnx_malformed(l, "ValueInfoProto", f.offset, "expected a length-delimited field");
+    if (f.number == 1) {
+      if (!(*name = onnx_str(l, &f))) return oom(l);
+    } else if (f.number == 2) {
+      tolk_status st = onnx_type_proto(l, f.data, f.len, type);
+      if (st) return st;
+    } else if (doc && !(*doc = onnx_str(l, &f))) {
+      return oom(l);
+    }
+  }
+  return TOLK_OK;
+}
+
+/* ------------------------------------------------------------ attributes */
+
+static tolk_status decode_graph(struct onnx_loader *l, const uint8_t *p, size_t len,
+                                const struct graph_fields *fields, struct gctx *parent,
+                                struct ir_node *owner, const struct ir_opset *opsets, size_t n_opsets,
+                                int depth, struct ir_graph **out);
+
+static tolk_status subgraph(struct onnx_loader *l, struct gctx *c, struct ir_node *node,
+                            const struct pb_field *f, struct ir_graph **out) {
+  /* c is NULL for a function's attribute defaults: no enclosing graph. */
+  int depth = c ? c->depth + 1 : 1;
+  if (depth > l->params.max_graph_depth)
+    return tolk_fail(l->err, TOLK_ERR_LIMIT, "subgraphs nested deeper than %d levels",
+                     l->params.max_graph_depth);
+  return decode_graph(l, f->data, f->len, &graph_proto, c, node, c ? c->opsets : l->m->opsets,
+                      c ? c->n_opsets : l->m->n_opsets, depth, out);
+}
+
+enum {
+  AF_NAME = 1, AF_F = 2, AF_I = 3, AF_S = 4, AF_T = 5, AF_G = 6, AF_FLOATS = 7, AF_INTS = 8,
+  AF_STRINGS = 9, AF_TENSORS = 10, AF_GRAPHS = 11, AF_DOC = 13, AF_TP = 14, AF_TPS = 15,
+  AF_TYPE = 20, AF_REF = 21, AF_SPARSE = 22, AF_SPARSES = 23
+};
+
+static const char *attr_what(int type) {
+  static const char *const names[] = {"UNDEFINED", "FLOAT", "INT", "STRING", "TENSOR", "GRAPH",
+                                      "FLOATS", "INTS", "STRINGS", "TENSORS", "GRAPHS",
+                                      "SPARSE_TENSOR", "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
+  return type >= 0 && type <= 14 ? names[type] : "unknown";
+}
+
+static tolk_status decode_attr(struct onnx_loader *l, struct gctx *c, struct ir_node *node,
+                               const uint8_t *p, size_t len, struct ir_attr *a) {
+  struct pb r = reader(l, p, len);
+  struct pb_field f;
+  const char *why;
+  size_t counts[24] = {0};
+  bool seen[24] = {false};
+  int64_t type = 0;
+  tolk_status st;
+  a->name = "";
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "AttributeProto", f.offset, why);
+    if (f.number >= 24) continue;
+    seen[f.number] = true;
+    switch (f.number) {
+    case AF_F:
+      if (f.wire != PB_FIXED32) return onnx_malformed(l, "AttributeProto.f", f.offset, "not a fixed32");
+      a->f = pb_f32(f.u64);
+      break;
+    case AF_I:
+    case AF_TYPE:
+      if (f.wire != PB_VARINT) return onnx_malformed(l, "AttributeProto", f.offset, "i/type is not a varint");
+      if (f.number == AF_I) a->i = pb_i64(f.u64);
+      else type = pb_i64(f.u64);
+      break;
+    case AF_FLOATS:
+      if (f.wire == PB_LEN) {
+        if (f.len % 4) return onnx_malformed(l, "AttributeProto.floats", f.offset, "packed floats not a multiple of 4");
+        counts[AF_FLOATS] += f.len / 4;
+      } else if (f.wire == PB_FIXED32) {
+        counts[AF_FLOATS]++;
+      } else {
+        return onnx_malformed(l, "AttributeProto.floats", f.offset, "wrong wire type");
+      }
+      break;
+    case AF_INTS:
+      if (f.wire == PB_LEN) {
+        size_t n;
+        if (!pb_count_varints(f.data, f.len, &n))
+          return onnx_malformed(l, "AttributeProto.ints", f.offset, "packed varints end mid-value");
+        counts[AF_INTS] += n;
+      } else if (f.wire == PB_VARINT) {
+        counts[AF_INTS]++;
+      } else {
+        return onnx_malformed(l, "AttributeProto.ints", f.offset, "wrong wire type");
+      }
+      break;
+    case AF_NAME: case AF_S: case AF_T: case AF_G: case AF_STRINGS: case AF_TENSORS: case AF_GRAPHS:
+    case AF_DOC: case AF_TP: case AF_TPS: case AF_REF: case AF_SPARSE: case AF_SPARSES:
+      if (f.wire != PB_LEN)
+        return onnx_malformed(l, "AttributeProto", f.offset, "expected a length-delimited field");
+      counts[f.number]++;
+      if (f.number == AF_NAME && !(a->name = onnx_str(l, &f))) return oom(l);
+      if (f.number == AF_DOC && !(a->doc = onnx_str(l, &f))) return oom(l);
+      if (f.number == AF_REF && !(a->ref_attr_name = onnx_str(l, &f))) return oom(l);
+      break;
+    default:
+      break;
+    }
+  }
+  /* IR version 1 files carry no type: infer it from the field that is set. */
+  if (!type) {
+    static const struct { int field, type; } infer[] = {
+        {AF_F, IR_ATTR_FLOAT}, {AF_I, IR_ATTR_INT}, {AF_S, IR_ATTR_STRING}, {AF_T, IR_ATTR_TENSOR},
+        {AF_G, IR_ATTR_GRAPH}, {AF_SPARSE, IR_ATTR_SPARSE_TENSOR}, {AF_TP, IR_ATTR_TYPE_PROTO},
+        {AF_FLOATS, IR_ATTR_FLOATS}, {AF_INTS, IR_ATTR_INTS}, {AF_STRINGS, IR_ATTR_STRINGS},
+        {AF_TENSORS, IR_ATTR_TENSORS}, {AF_GRAPHS, IR_ATTR_GRAPHS}, {AF_SPARSES, IR_ATTR_SPARSE_TENSORS},
+        {AF_TPS, IR_ATTR_TYPE_PROTOS}};
+    for (size_t i = 0; i < sizeof infer / sizeof infer[0] && !type; i++)
+      if (seen[infer[i].field]) type = infer[i].type;
+  }
+  if (type < 0 || type > IR_ATTR_TYPE_PROTOS) {
+    a->type = IR_ATTR_UNDEFINED;
+    return tolk_fail(l->err, TOLK_ERR_INVALID_MODEL, "attribute '%s' has unknown type %lld", a->name,
+                     (long long)type);
+  }
+  a->type = (enum ir_attr_type)type;
+  /* A reference to a function's attribute carries no value of its own. */
+  if (a->ref_attr_name) return TOLK_OK;
+
+  int list = 0;
+  switch (a->type) {
+  case IR_ATTR_FLOATS: list = AF_FLOATS; break;
+  case IR_ATTR_INTS: list = AF_INTS; break;
+  case IR_ATTR_STRINGS: list = AF_STRINGS; break;
+  case IR_ATTR_TENSORS: list = AF_TENSORS; break;
+  case IR_ATTR_GRAPHS: list = AF_GRAPHS; break;
+  case IR_ATTR_SPARSE_TENSORS: list = AF_SPARSES; break;
+  case IR_ATTR_TYPE_PROTOS: list = AF_TPS; break;
+  default: break;
+  }
+  size_t n = list ? counts[list] : 0;
+  a->n = n;
+  if (n) {
+    void *arr = NULL;
+    switch (list) {
+    case AF_FLOATS: arr = a->floats = tolk_arena_array(l->arena, n, sizeof *a->floats); break;
+    case AF_INTS: arr = a->ints = tolk_arena_array(l->arena, n, sizeof *a->ints); break;
+    case AF_STRINGS: arr = a->strings = tolk_arena_array(l->arena, n, sizeof *a->strings); break;
+    case AF_TENSORS:
+    case AF_SPARSES: arr = a->tensors = tolk_arena_array(l->arena, n, sizeof *a->tensors); break;
+    case AF_GRAPHS: arr = a->graphs = tolk_arena_array(l->arena, n, sizeof *a->graphs); break;
+    case AF_TPS: arr = a->tps = tolk_arena_array(l->arena, n, sizeof *a->tps); break;
+    }
+    if (!arr) return oom(l);
+  }
+  size_t k = 0;
+  r = reader(l, p, len);
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "AttributeProto", f.offset, why);
+    if (f.number == AF_S && a->type == IR_ATTR_STRING) {
+      /* Kept NUL-terminated so ir_attr_string can hand it out as a C string. */
+      char *s = tolk_arena_strndup(l->arena, (const char *)f.data, f.len);
+      if (!s) return oom(l);
+      a->s.data = (const uint8_t *)s;
+      a->s.len = f.len;
+    } else if (f.number == AF_T && a->type == IR_ATTR_TENSOR) {
+      if ((st = onnx_tensor_proto(l, f.data, f.len, &a->t))) return st;
+    } else if (f.number == AF_SPARSE && a->type == IR_ATTR_SPARSE_TENSOR) {
+      if ((st = onnx_sparse_tensor_proto(l, f.data, f.len, &a->t))) return st;
+    } else if (f.number == AF_TP && a->type == IR_ATTR_TYPE_PROTO) {
+      if (!(a->tp = tolk_arena_alloc(l->arena, sizeof *a->tp))) return oom(l);
+      if ((st = onnx_type_proto(l, f.data, f.len, a->tp))) return st;
+    } else if (f.number == AF_G && a->type == IR_ATTR_GRAPH) {
+      if ((st = subgraph(l, c, node, &f, &a->g))) return st;
+    } else if ((int)f.number == list) {
+      switch (list) {
+      case AF_FLOATS:
+        if (f.wire == PB_LEN) {
+          for (size_t o = 0; o < f.len; o += 4) a->floats[k++] = pb_f32((uint64_t)f.data[o] | (uint64_t)f.data[o + 1] << 8 |
+                                                                      (uint64_t)f.data[o + 2] << 16 | (uint64_t)f.data[o + 3] << 24);
+        } else {
+          a->floats[k++] = pb_f32(f.u64);
+        }
+        break;
+      case AF_INTS:
+        if (f.wire == PB_LEN) {
+          struct pb in = pb_sub(&r, &f);
+          uint64_t v;
+          while (!pb_eof(&in)) {
+            if (!pb_varint(&in, &v)) return onnx_malformed(l, "AttributeProto.ints", pb_offset(&in), "bad varint");
+            a->ints[k++] = pb_i64(v);
+          }
+        } else {
+          a->ints[k++] = pb_i64(f.u64);
+        }
+        break;
+      case AF_STRINGS: {
+        char *s = tolk_arena_strndup(l->arena, (const char *)f.data, f.len);
+        if (!s) return oom(l);
+        a->strings[k].data = (const uint8_t *)s;
+        a->strings[k++].len = f.len;
+        break;
+      }
+      case AF_TENSORS:
+        if ((st = onnx_tensor_proto(l, f.data, f.len, &a->tensors[k++]))) return st;
+        break;
+      case AF_SPARSES:
+        if ((st = onnx_sparse_tensor_proto(l, f.data, f.len, &a->tensors[k++]))) return st;
+        break;
+      case AF_GRAPHS:
+        if ((st = subgraph(l, c, node, &f, &a->graphs[k++]))) return st;
+        break;
+      case AF_TPS:
+        if ((st = onnx_type_proto(l, f.data, f.len, &a->tps[k++]))) return st;
+        break;
+      }
+    }
+  }
+  /* The value field for a singular type must be there. */
+  static const int single[] = {[IR_ATTR_TENSOR] = AF_T, [IR_ATTR_GRAPH] = AF_G,
+                               [IR_ATTR_SPARSE_TENSOR] = AF_SPARSE, [IR_ATTR_TYPE_PROTO] = AF_TP};
+  if ((size_t)a->type < sizeof single / sizeof single[0] && single[a->type] && !seen[single[a->type]])
+    return tolk_fail(l->err, TOLK_ERR_INVALID_MODEL, "attribute '%s' of type %s has no value", a->name,
+                     attr_what(a->type));
+  return TOLK_OK;
+}
+
+/* ------------------------------------------------------------ nodes */
+
+enum { NF_INPUT = 1, NF_OUTPUT = 2, NF_NAME = 3, NF_OP = 4, NF_ATTR = 5, NF_DOC = 6, NF_DOMAIN = 7 };
+
+static int64_t scope_opset(const struct gctx *c, const char *domain) {
+  for (size_t i = 0; i < c->n_opsets; i++)
+    if (!strcmp(c->opsets[i].domain, domain)) return c->opsets[i].version;
+  return 0;
+}
+
+/* Pass A: identity, outputs (defining their values), counts. */
+static tolk_status node_head(struct onnx_loader *l, struct gctx *c, const uint8_t *p, size_t len,
+                             struct ir_node *n) {
+  struct pb r = reader(l, p, len);
+  struct pb_field f;
+  const char *why;
+  n->name = n->op_type = n->domain = "";
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "NodeProto", f.offset, why);
+    if (f.number < 1 || f.number > 7) continue;
+    if (f.wire != PB_LEN) return onnx_malformed(l, "NodeProto", f.offset, "expected a length-delimited field");
+    switch (f.number) {
+    case NF_INPUT: n->n_inputs++; break;
+    case NF_OUTPUT: n->n_outputs++; break;
+    case NF_ATTR: n->n_attrs++; break;
+    case NF_NAME: if (!(n->name = onnx_str(l, &f))) return oom(l); break;
+    case NF_OP: if (!(n->op_type = onnx_str(l, &f))) return oom(l); break;
+    case NF_DOC: if (!(n->doc = onnx_str(l, &f))) return oom(l); break;
+    case NF_DOMAIN:
+      if (f.len == 7 && !memcmp(f.data, "ai.onnx", 7)) n->domain = "";
+      else if (!(n->domain = onnx_str(l, &f))) return oom(l);
+      break;
+    }
+  }
+  n->opset = (int)scope_opset(c, n->domain);
+  n->inputs = n->n_inputs ? tolk_arena_array(l->arena, n->n_inputs, sizeof *n->inputs) : NULL;
+  n->outputs = n->n_outputs ? tolk_arena_array(l->arena, n->n_outputs, sizeof *n->outputs) : NULL;
+  n->attrs = n->n_attrs ? tolk_arena_array(l->arena, n->n_attrs, sizeof *n->attrs) : NULL;
+  if ((n->n_inputs && !n->inputs) || (n->n_outputs && !n->outputs) || (n->n_attrs && !n->attrs))
+    return oom(l);
+  size_t k = 0;
+  r = reader(l, p, len);
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "NodeProto", f.offset, why);
+    if (f.number != NF_OUTPUT) continue;
+    size_t i = k++;
+    if (!f.len) continue; /* omitted optional output */
+    const char *name = onnx_str(l, &f);
+    struct ir_value *v = name ? new_value(l, c, name) : NULL;
+    if (!v) return oom(l);
+    v->producer = n;
+    v->producer_output = (int)i;
+    n->outputs[i] = v;
+    if (!define(c, v)) return oom(l);
+  }
+  return TOLK_OK;
+}
+
+/* Pass B: attributes (with subgraphs) and inputs. */
+static tolk_status node_body(struct onnx_loader *l, struct gctx *c, const uint8_t *p, size_t len,
+                             struct ir_node *n) {
+  struct pb r = reader(l, p, len);
+  struct pb_field f;
+  const char *why;
+  size_t ki = 0, ka = 0;
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "NodeProto", f.offset, why);
+    if (f.number == NF_INPUT) {
+      size_t i = ki++;
+      if (!f.len) continue;
+      const char *name = onnx_str(l, &f);
+      if (!name || !(n->inputs[i] = resolve(l, c, name))) return oom(l);
+    } else if (f.number == NF_ATTR) {
+      tolk_status st = decode_attr(l, c, n, f.data, f.len, &n->attrs[ka]);
+      if (st) {
+        tolk_error_prefix(l->err, "attribute %zu '%s'", ka, n->attrs[ka].name ? n->attrs[ka].name : "");
+        return st;
+      }
+      ka++;
+    }
+  }
+  return TOLK_OK;
+}
+
+/* ------------------------------------------------------------ graphs */
+
+struct graph_counts {
+  size_t nodes, inputs, outputs, value_info, inits, sparse;
+};
+
+static tolk_status decode_graph(struct onnx_loader *l, const uint8_t *p, size_t len,
+                                const struct graph_fields *gf, struct gctx *parent,
+                                struct ir_node *owner, const struct ir_opset *opsets, size_t n_opsets,
+                                int depth, struct ir_graph **out) {
+  struct ir_graph *g = tolk_arena_alloc(l->arena, sizeof *g);
+  if (!g) return oom(l);
+  g->name = "";
+  g->parent = parent ? parent->g : NULL;
+  g->owner = owner;
+  g->depth = depth;
+  if (depth > l->m->max_depth_seen) l->m->max_depth_seen = depth;
+  struct gctx c = {.g = g, .parent = parent, .opsets = opsets, .n_opsets = n_opsets, .depth = depth};
+  *out = g;
+
+  struct graph_counts n = {0};
+  struct pb r = reader(l, p, len);
+  struct pb_field f;
+  const char *why;
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
+    uint32_t k = f.number;
+    bool known = k == gf->node || k == gf->input || k == gf->output || k == gf->value_info ||
+                 (gf->initializer && (k == gf->initializer || k == gf->sparse_init)) || k == gf->name ||
+                 k == gf->doc;
+    if (!known) continue;
+    if (f.wire != PB_LEN) return onnx_malformed(l, "GraphProto", f.offset, "expected a length-delimited field");
+    if (k == gf->node) n.nodes++;
+    else if (k == gf->input) n.inputs++;
+    else if (k == gf->output) n.outputs++;
+    else if (k == gf->value_info) n.value_info++;
+    else if (k == gf->initializer) n.inits++;
+    else if (k == gf->sparse_init) n.sparse++;
+    else if (k == gf->name) { if (!(g->name = onnx_str(l, &f))) return oom(l); }
+    else if (!(g->doc = onnx_str(l, &f))) return oom(l);
+  }
+  size_t expect = n.inits + n.sparse + n.inputs + n.nodes;
+  if (!(g->names = ir_name_map_new(l->arena, expect))) return oom(l);
+  g->nodes = n.nodes ? tolk_arena_array(l->arena, n.nodes, sizeof *g->nodes) : NULL;
+  struct ir_node *node_mem = n.nodes ? tolk_arena_array(l->arena, n.nodes, sizeof *node_mem) : NULL;
+  g->inputs = n.inputs ? tolk_arena_array(l->arena, n.inputs, sizeof *g->inputs) : NULL;
+  g->outputs = n.outputs ? tolk_arena_array(l->arena, n.outputs, sizeof *g->outputs) : NULL;
+  g->value_info = n.value_info ? tolk_arena_array(l->arena, n.value_info, sizeof *g->value_info) : NULL;
+  size_t n_inits = n.inits + n.sparse;
+  g->initializers = n_inits ? tolk_arena_array(l->arena, n_inits, sizeof *g->initializers) : NULL;
+  if ((n.nodes && (!g->nodes || !node_mem)) || (n.inputs && !g->inputs) || (n.outputs && !g->outputs) ||
+      (n.value_info && !g->value_info) || (n_inits && !g->initializers))
+    return oom(l);
+  /* Node windows, kept for pass B. */
+  struct pb_field *node_f = n.nodes ? tolk_arena_array(l->arena, n.nodes, sizeof *node_f) : NULL;
+  if (n.nodes && !node_f) return oom(l);
+
+  tolk_status st = TOLK_OK;
+  const char *what = "graph";
+  size_t idx = 0;
+
+  /* Initializers. */
+  r = reader(l, p, len);
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
+    if (!gf->initializer || (f.number != gf->initializer && f.number != gf->sparse_init)) continue;
+    struct ir_tensor *t;
+    st = f.number == gf->initializer ? onnx_tensor_proto(l, f.data, f.len, &t)
+                                     : onnx_sparse_tensor_proto(l, f.data, f.len, &t);
+    if (st) {
+      what = "initializer";
+      goto fail;
+    }
+    struct ir_value *v = new_value(l, &c, t->name);
+    if (!v) return oom(l);
+    v->init = t;
+    v->flags |= IR_VALUE_INITIALIZER;
+    v->type.kind = IR_TYPE_TENSOR;
+    v->type.dtype = t->dtype;
+    v->type.rank = t->rank;
+    if (t->rank) {
+      v->type.dims = tolk_arena_array(l->arena, (size_t)t->rank, sizeof *v->type.dims);
+      if (!v->type.dims) return oom(l);
+      for (int i = 0; i < t->rank; i++) v->type.dims[i].value = t->dims[i];
+    }
+    g->initializers[g->n_initializers++] = v;
+    if (!define(&c, v)) return oom(l);
+    idx++;
+  }
+
+  /* Graph inputs; in IR < 4 they also list the initializers. */
+  idx = 0;
+  r = reader(l, p, len);
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
+    if (f.number != gf->input) continue;
+    const char *name = "";
+    struct ir_type type = {.rank = -1};
+    const char *doc = NULL;
+    if (gf->names_only) {
+      if (!(name = onnx_str(l, &f))) return oom(l);
+    } else if ((st = value_info(l, f.data, f.len, &name, &type, &doc))) {
+      what = "input";
+      goto fail;
+    }
+    struct ir_value *v = ir_name_map_get(g->names, name);
+    if (!(v && (v->flags & IR_VALUE_INITIALIZER) && !(v->flags & IR_VALUE_GRAPH_INPUT))) {
+      if (!(v = new_value(l, &c, name))) return oom(l);
+      v->type = type;
+      if (!define(&c, v)) return oom(l);
+    }
+    v->flags |= IR_VALUE_GRAPH_INPUT;
+    if (doc) v->doc = doc;
+    g->inputs[g->n_inputs++] = v;
+    idx++;
+  }
+
+  /* Nodes, pass A. */
+  idx = 0;
+  r = reader(l, p, len);
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
+    if (f.number != gf->node) continue;
+    struct ir_node *nd = &node_mem[idx];
+    nd->graph = g;
+    nd->index = (int)idx;
+    g->nodes[idx] = nd;
+    node_f[idx] = f;
+    if ((st = node_head(l, &c, f.data, f.len, nd))) {
+      what = "node";
+      goto fail;
+    }
+    g->n_nodes = ++idx;
+  }
+
+  /* Graph outputs and value_info annotations. */
+  idx = 0;
+  r = reader(l, p, len);
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
+    bool is_out = f.number == gf->output;
+    if (!is_out && f.number != gf->value_info) continue;
+    const char *name = "";
+    struct ir_type type = {.rank = -1};
+    const char *doc = NULL;
+    if (gf->names_only && is_out) {
+      if (!(name = onnx_str(l, &f))) return oom(l);
+    } else if ((st = value_info(l, f.data, f.len, &name, &type, &doc))) {
+      what = is_out ? "output" : "value_info";
+      goto fail;
+    }
+    if (is_out) {
+      struct ir_value *v = resolve(l, &c, name);
+      if (!v) return oom(l);
+      if (v->graph == g) {
+        v->flags |= IR_VALUE_GRAPH_OUTPUT;
+        if (v->type.kind == IR_TYPE_NONE) v->type = type;
+        if (doc && !v->doc) v->doc = doc;
+      }
+      g->outputs[g->n_outputs++] = v;
+    } else {
+      struct ir_value *v = ir_name_map_get(g->names, name);
+      if (!v) continue; /* annotates nothing in this graph */
+      if (v->type.kind == IR_TYPE_NONE) v->type = type;
+      g->value_info[g->n_value_info++] = v;
+    }
+  }
+
+  /* Nodes, pass B: attributes (subgraphs see every name above) and inputs. */
+  for (idx = 0; idx < g->n_nodes; idx++) {
+    if ((st = node_body(l, &c, node_f[idx].data, node_f[idx].len, g->nodes[idx]))) {
+      what = "node";
+      goto fail;
+    }
+  }
+  return TOLK_OK;
+
+fail:
+  if (!strcmp(what, "node")) {
+    const struct ir_node *nd = g->nodes[idx];
+    tolk_error_prefix(l->err, "graph '%s': node %zu '%s' (%s)", g->name, idx, nd->name ? nd->name : "",
+                      nd->op_type ? nd->op_type : "?");
+  } else {
+    tolk_error_prefix(l->err, "graph '%s': %s %zu", g->name, what, idx);
+  }
+  return st;
+}
+
+/* ------------------------------------------------------------ model */
+
+static tolk_status opset_import(struct onnx_loader *l, const struct pb_field *f, struct ir_opset *o) {
+  struct pb r = reader(l, f->data, f->len);
+  struct pb_field g;
+  const char *why;
+  o->domain = "";
+  o->version = 0;
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &g, &why)) return onnx_malformed(l, "OperatorSetIdProto", g.offset, why);
+    if (g.number == 1 && g.wire == PB_LEN) {
+      if (g.len == 7 && !memcmp(g.data, "ai.onnx", 7)) o->domain = "";
+      else if (!(o->domain = onnx_str(l, &g))) return oom(l);
+    } else if (g.number == 2 && g.wire == PB_VARINT) {
+      o->version = pb_i64(g.u64);
+    } else if (g.number == 1 || g.number == 2) {
+      return onnx_malformed(l, "OperatorSetIdProto", g.offset, "wrong wire type");
+    }
+  }
+  return TOLK_OK;
+}
+
+static tolk_status string_entry(struct onnx_loader *l, const struct pb_field *f, struct ir_kv *kv) {
+  struct pb r = reader(l, f->data, f->len);
+  struct pb_field g;
+  const char *why;
+  kv->key = kv->value = "";
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &g, &why)) return onnx_malformed(l, "StringStringEntryProto", g.offset, why);
+    if ((g.number == 1 || g.number == 2) && g.wire != PB_LEN)
+      return onnx_malformed(l, "StringStringEntryProto", g.offset, "expected a string");
+    if (g.number == 1 && !(kv->key = onnx_str(l, &g))) return oom(l);
+    if (g.number == 2 && !(kv->value = onnx_str(l, &g))) return oom(l);
+  }
+  return TOLK_OK;
+}
+
+/* Counts one repeated message field and allocates its array. */
+static void *alloc_repeated(struct onnx_loader *l, const uint8_t *p, size_t len, uint32_t number,
+                            size_t elem, size_t *count, tolk_status *st) {
+  struct pb r = reader(l, p, len);
+  struct pb_field f;
+  const char *why;
+  size_t n = 0;
+  *st = TOLK_OK;
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) {
+      *st = onnx_malformed(l, "message", f.offset, why);
+      return NULL;
+    }
+    if (f.number != number) continue;
+    if (f.wire != PB_LEN) {
+      *st = onnx_malformed(l, "message", f.offset, "expected a length-delimited field");
+      return NULL;
+    }
+    n++;
+  }
+  *count = 0;
+  if (!n) return NULL;
+  void *a = tolk_arena_array(l->arena, n, elem);
+  if (!a) *st = oom(l);
+  return a;
+}
+
+static tolk_status decode_function(struct onnx_loader *l, const uint8_t *p, size_t len,
+                                   struct ir_function *fn) {
+  tolk_status st;
+  fn->name = fn->domain = fn->overload = "";
+  fn->opsets = alloc_repeated(l, p, len, 9, sizeof *fn->opsets, &fn->n_opsets, &st);
+  if (st) return st;
+  fn->attr_names = alloc_repeated(l, p, len, 6, sizeof *fn->attr_names, &fn->n_attr_names, &st);
+  if (st) return st;
+  fn->attr_defaults = alloc_repeated(l, p, len, 11, sizeof *fn->attr_defaults, &fn->n_attr_defaults, &st);
+  if (st) return st;
+  struct pb r = reader(l, p, len);
+  struct pb_field f;
+  const char *why;
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "FunctionProto", f.offset, why);
+    if (f.wire != PB_LEN) continue;
+    switch (f.number) {
+    case 1: if (!(fn->name = onnx_str(l, &f))) return oom(l); break;
+    case 8: if (!(fn->doc = onnx_str(l, &f))) return oom(l); break;
+    case 10:
+      if (f.len == 7 && !memcmp(f.data, "ai.onnx", 7)) fn->domain = "";
+      else if (!(fn->domain = onnx_str(l, &f))) return oom(l);
+      break;
+    case 13: if (!(fn->overload = onnx_str(l, &f))) return oom(l); break;
+    case 9:
+      if ((st = opset_import(l, &f, &fn->opsets[fn->n_opsets++]))) return st;
+      break;
+    case 6:
+      if (!(fn->attr_names[fn->n_attr_names++] = onnx_str(l, &f))) return oom(l);
+      break;
+    case 11:
+      if ((st = decode_attr(l, NULL, NULL, f.data, f.len, &fn->attr_defaults[fn->n_attr_defaults++])))
+        return st;
+      break;
+    }
+  }
+  /* The body's nodes resolve opsets through the function's own imports,
+   * falling back to the model's for domains the function does not list. */
+  size_t n_all;
+  if (!tolk_add_size(fn->n_opsets, l->m->n_opsets, &n_all)) return oom(l);
+  struct ir_opset *all = n_all ? tolk_arena_array(l->arena, n_all, sizeof *all) : NULL;
+  if (n_all && !all) return oom(l);
+  if (fn->n_opsets) memcpy(all, fn->opsets, fn->n_opsets * sizeof *all);
+  if (l->m->n_opsets) memcpy(all + fn->n_opsets, l->m->opsets, l->m->n_opsets * sizeof *all);
+  st = decode_graph(l, p, len, &function_proto, NULL, NULL, all, n_all, 0, &fn->body);
+  if (st) return st;
+  fn->body->name = fn->name;
+  return TOLK_OK;
+}
+
+tolk_status onnx_decode_model(struct onnx_loader *l);
+
+/* Decodes l->base as a ModelProto into l->m (called by model.c). */
+tolk_status onnx_decode_model(struct onnx_loader *l) {
+  struct ir_model *m = l->m;
+  tolk_status st;
+  m->producer_name = m->producer_version = m->domain = "";
+  m->opsets = alloc_repeated(l, l->base, l->size, 8, sizeof *m->opsets, &m->n_opsets, &st);
+  if (st) return st;
+  m->metadata = alloc_repeated(l, l->base, l->size, 14, sizeof *m->metadata, &m->n_metadata, &st);
+  if (st) return st;
+  size_t n_fn = 0;
+  m->functions = alloc_repeated(l, l->base, l->size, 25, sizeof *m->functions, &n_fn, &st);
+  if (st) return st;
+  struct pb r = reader(l, l->base, l->size);
+  struct pb_field f, graph = {0};
+  const char *why;
+  bool have_graph = false;
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "ModelProto", f.offset, why);
+    switch (f.number) {
+    case 1: case 5:
+      if (f.wire != PB_VARINT) return onnx_malformed(l, "ModelProto", f.offset, "ir_version/model_version is not a varint");
+      if (f.number == 1) m->ir_version = pb_i64(f.u64);
+      else m->model_version = pb_i64(f.u64);
+      break;
+    case 2: case 3: case 4: case 6: case 7: {
+      if (f.wire != PB_LEN) return onnx_malformed(l, "ModelProto", f.offset, "expected a length-delimited field");
+      const char **dst = f.number == 2 ? &m->producer_name : f.number == 3 ? &m->producer_version
+                         : f.number == 4 ? &m->domain : f.number == 6 ? &m->doc : NULL;
+      if (dst && !(*dst = onnx_str(l, &f))) return oom(l);
+      if (f.number == 7) {
+        graph = f;
+        have_graph = true;
+      }
+      break;
+    }
+    case 8:
+      if ((st = opset_import(l, &f, &m->opsets[m->n_opsets++]))) return st;
+      break;
+    case 14:
+      if ((st = string_entry(l, &f, &m->metadata[m->n_metadata++]))) return st;
+      break;
+    default:
+      break; /* training_info, configuration, future fields */
+    }
+  }
+  if (!have_graph) return tolk_fail(l->err, TOLK_ERR_INVALID_MODEL, "the model has no graph");
+  if ((st = decode_graph(l, graph.data, graph.len, &graph_proto, NULL, NULL, m->opsets, m->n_opsets, 0,
+                         &m->graph)))
+    return st;
+  r = reader(l, l->base, l->size);
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "ModelProto", f.offset, why);
+    if (f.number != 25) continue;
+    struct ir_function *fn = &m->functions[m->n_functions];
+    if ((st = decode_function(l, f.data, f.len, fn))) {
+      tolk_error_prefix(l->err, "function %zu '%s'", m->n_functions, fn->name ? fn->name : "");
+      return st;
+    }
+    m->n_functions++;
+  }
+  return TOLK_OK;
+}
