@@ -178,7 +178,11 @@ struct ir_graph {
   size_t n_values;
   struct ir_value **value_info; /* values with a ValueInfoProto annotation */
   size_t n_value_info;
-  struct ir_value **outer_refs; /* values of enclosing graphs this one reads */
+  /* Values of enclosing graphs this one (or a graph nested in it) reads.
+   * Node inputs point straight at those values, so a reference is outer
+   * exactly when input->graph != node->graph; IR_VALUE_OUTER is not set on
+   * them (they belong to their own graph). */
+  struct ir_value **outer_refs;
   size_t n_outer_refs;
   struct ir_name_map *names;    /* name -> value lookup for this scope */
 };
