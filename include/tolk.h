@@ -90,6 +90,9 @@ typedef enum tolk_dtype {
   TOLK_BFLOAT16 = 16
 } tolk_dtype;
 
+/* Frees memory the library handed to the caller where a comment says so. */
+void tolk_free(void *p);
+
 /* "float", "int64", …; "undefined" for unknown values. Static storage. */
 const char *tolk_dtype_name(tolk_dtype dtype);
 
@@ -143,8 +146,223 @@ tolk_status tolk_model_check(const tolk_model *model, tolk_report_fn report,
 /* ------------------------------------------------------------------ tensors and sessions
  * (src/exec/: owned by the execution engine) */
 
+#define TOLK_MAX_RANK 16
+
+/* A dense, row-major tensor in native (little-endian) layout. Either owns its
+ * data or borrows the caller's. STRING tensors are not supported yet. */
+typedef struct tolk_tensor tolk_tensor;
+
+/* Creates a tensor of `dtype` with shape dims[0..rank) holding a copy of
+ * `nbytes` bytes at `data`; nbytes must equal numel × tolk_dtype_size(dtype).
+ * data NULL: zero-filled (nbytes is then ignored). rank 0 is a scalar; dims
+ * may be NULL when rank is 0. On success *out receives a tensor the caller
+ * frees with tolk_tensor_free(); on failure *out is NULL. */
+tolk_status tolk_tensor_create(tolk_dtype dtype, int rank, const int64_t *dims,
+                               const void *data, size_t nbytes, tolk_tensor **out,
+                               tolk_error *err);
+
+/* Like tolk_tensor_create, but borrows `data` (no copy): it must stay valid,
+ * aligned for the element type, and, while a run reads it, unchanged, until
+ * the tensor is freed. Used as a caller-provided output buffer (see
+ * tolk_session_run) the library writes into it. */
+tolk_status tolk_tensor_wrap(tolk_dtype dtype, int rank, const int64_t *dims,
+                             void *data, size_t nbytes, tolk_tensor **out,
+                             tolk_error *err);
+
+void tolk_tensor_free(tolk_tensor *t);
+
+tolk_dtype tolk_tensor_dtype(const tolk_tensor *t);
+int tolk_tensor_rank(const tolk_tensor *t);
+/* rank entries, borrowed from the tensor. */
+const int64_t *tolk_tensor_dims(const tolk_tensor *t);
+/* Product of the dims (1 for a scalar, 0 for an empty tensor). */
+int64_t tolk_tensor_numel(const tolk_tensor *t);
+size_t tolk_tensor_nbytes(const tolk_tensor *t);
+/* The element data (may be NULL when numel is 0), borrowed from the tensor. */
+void *tolk_tensor_data(const tolk_tensor *t);
+
+/* A session: a model prepared to run. Creating one resolves a kernel for
+ * every node (an unsupported operator, domain or opset version fails here,
+ * naming the node) and prepares them.
+ *
+ * Thread safety: a session may be run from several threads at once. Each run
+ * takes its own execution state (value table and memory arena) from a pool
+ * kept by the session, so concurrent runs never share buffers; the plan
+ * cache is guarded by a mutex held only at the start and end of a run. The
+ * intra-op thread pool serves one run at a time: a concurrent run that finds
+ * it busy runs its kernels on its own thread, so threads are never
+ * oversubscribed. tolk_session_free must not race with runs. */
+typedef struct tolk_session tolk_session;
+
+typedef enum tolk_opt_level {
+  TOLK_OPT_NONE = 0,  /* run the graph as written */
+  TOLK_OPT_BASIC = 1, /* + constant folding of nodes fed only by constants */
+  TOLK_OPT_ALL = 2    /* + fusions as they land */
+} tolk_opt_level;
+
+typedef struct tolk_session_params {
+  /* Intra-op threads, the caller's included; <= 0: the machine's cores. */
+  int threads;
+  tolk_opt_level opt_level;
+  /* Bound on the intermediate memory one run may hold, in bytes (0: none);
+   * exceeding it fails the run with TOLK_ERR_LIMIT. */
+  uint64_t memory_limit;
+  /* Execution plans kept, one per input-shape signature (0: default 16). */
+  int plan_cache_size;
+} tolk_session_params;
+
+tolk_session_params tolk_session_default_params(void);
+
+/* Creates a session for `model`, which the session borrows: the model must
+ * outlive it. On success *out receives a session the caller frees with
+ * tolk_session_free(); on failure *out is NULL. */
+tolk_status tolk_session_create(const tolk_model *model, tolk_session_params params,
+                                tolk_session **out, tolk_error *err);
+
+/* Loads the model at `path` (with external data) and creates a session that
+ * owns it. */
+tolk_status tolk_session_create_from_file(const char *path, tolk_session_params params,
+                                          tolk_session **out, tolk_error *err);
+
+/* Like tolk_session_create_from_file from `size` bytes at `data`, which must
+ * outlive the session; `base_dir` as for tolk_model_load_buffer. */
+tolk_status tolk_session_create_from_buffer(const void *data, size_t size,
+                                            const char *base_dir,
+                                            tolk_session_params params,
+                                            tolk_session **out, tolk_error *err);
+
+void tolk_session_free(tolk_session *session);
+
+/* A declared graph input or output. All pointers are borrowed from the
+ * session. */
+typedef struct tolk_value_info {
+  const char *name;
+  tolk_dtype dtype;          /* TOLK_UNDEFINED when not declared */
+  int rank;                  /* -1: rank not declared */
+  const int64_t *dims;       /* rank entries; -1 for a symbolic or unknown dim */
+  const char *const *dim_names; /* rank entries; the symbol, or NULL */
+} tolk_value_info;
+
+/* Inputs the caller supplies (initializers that are also declared inputs are
+ * not listed, though a run may override them by name), and the outputs. */
+size_t tolk_session_input_count(const tolk_session *session);
+size_t tolk_session_output_count(const tolk_session *session);
+/* NULL when i is out of range. */
+const tolk_value_info *tolk_session_input(const tolk_session *session, size_t i);
+const tolk_value_info *tolk_session_output(const tolk_session *session, size_t i);
+
+/* Figures about one run. */
+typedef struct tolk_run_stats {
+  uint64_t peak_bytes;   /* most intermediate bytes live at once */
+  uint64_t arena_bytes;  /* the planned arena serving this input signature */
+  uint64_t heap_bytes;   /* intermediate bytes that came from the heap (the
+                            first run of a signature, data-dependent shapes) */
+  uint64_t output_bytes; /* bytes of the returned outputs */
+  uint32_t nodes_run;    /* kernels executed, subgraph nodes included */
+  int plan_reused;       /* 1 when a cached plan served the run */
+} tolk_run_stats;
+
+/* Runs the model. inputs[i] is bound to the graph input named
+ * input_names[i]; every input without an initializer must be given, with the
+ * declared dtype and a shape matching the declared one (symbolic dims take
+ * one value per run across all inputs). output_names[0..n_outputs) selects
+ * outputs; output_names NULL means all, in declared order (n_outputs must
+ * then equal tolk_session_output_count()).
+ *
+ * outputs[i] NULL on entry: on success it receives a new tensor the caller
+ * frees with tolk_tensor_free(). outputs[i] non-NULL on entry: a
+ * caller-provided buffer (IO binding) of the output's exact dtype and shape,
+ * which the run fills in place; a mismatch fails with TOLK_ERR_SHAPE or
+ * TOLK_ERR_TYPE. On failure, outputs that were NULL on entry are NULL.
+ *
+ * stats (may be NULL) receives figures about the run. */
+tolk_status tolk_session_run(tolk_session *session, size_t n_inputs,
+                             const char *const *input_names,
+                             const tolk_tensor *const *inputs, size_t n_outputs,
+                             const char *const *output_names, tolk_tensor **outputs,
+                             tolk_run_stats *stats, tolk_error *err);
+
 /* ------------------------------------------------------------------ tokenizer
  * (src/text/: owned by the tokenizer) */
+
+/* A Marian tokenizer as HuggingFace's MarianTokenizer (transformers 4.57):
+ * source.spm encodes, target.spm decodes, vocab.json maps pieces to ids.
+ * Immutable once created; safe to use from many threads at once. */
+typedef struct tolk_tokenizer tolk_tokenizer;
+
+typedef struct tolk_tokenizer_params {
+  /* Truncate encodings to this many ids including </s>. 0 (the default, as
+   * MarianTokenizer's __call__): never; -1: the model's model_max_length
+   * from tokenizer_config.json (512 if absent). */
+  int max_length;
+} tolk_tokenizer_params;
+
+tolk_tokenizer_params tolk_tokenizer_default_params(void);
+
+/* Loads source.spm, target.spm, vocab.json (or target_vocab.json as well when
+ * tokenizer_config.json says separate_vocabs) and tokenizer_config.json from
+ * the folder `model_dir`. *out is freed with tolk_tokenizer_free(). */
+tolk_status tolk_tokenizer_create(const char *model_dir, tolk_tokenizer_params params,
+                                  tolk_tokenizer **out, tolk_error *err);
+void tolk_tokenizer_free(tolk_tokenizer *tok);
+
+/* Ids of one encoded text. `ids` is owned by the caller: free the array of
+ * results with tolk_ids_free(). */
+typedef struct tolk_ids {
+  int32_t *ids;
+  size_t n;
+  size_t dropped; /* ids cut off by truncation (0 when none) */
+} tolk_ids;
+
+void tolk_ids_free(tolk_ids *ids, size_t n);
+
+enum {
+  TOLK_TOKENIZE_TARGET = 1 << 0, /* encode with the target side (labels) */
+  TOLK_TOKENIZE_NO_EOS = 1 << 1  /* do not append </s> */
+};
+
+/* Encodes n texts (texts[i] has lens[i] bytes; lens may be NULL for
+ * NUL-terminated texts) into out[0..n). Any bytes are accepted: invalid UTF-8
+ * is replaced per byte by U+FFFD, as sentencepiece does. A leading
+ * language tag (">>cmn_Hans<<") is mapped straight to its id. On failure no
+ * out entry needs freeing. */
+tolk_status tolk_tokenizer_encode_batch(const tolk_tokenizer *tok, const char *const *texts,
+                                        const size_t *lens, size_t n, int flags,
+                                        tolk_ids *out, tolk_error *err);
+
+enum {
+  TOLK_DECODE_SKIP_SPECIAL = 1 << 0, /* drop </s>, <unk>, <pad> */
+  TOLK_DECODE_SOURCE = 1 << 1        /* decode with source.spm */
+};
+
+/* Decodes n id sequences into out[0..n): NUL-terminated strings the caller
+ * frees one by one with tolk_free(). Ids outside the vocabulary decode as
+ * <unk>, as MarianTokenizer does. */
+tolk_status tolk_tokenizer_decode_batch(const tolk_tokenizer *tok, const tolk_ids *in, size_t n,
+                                        int flags, char **out, tolk_error *err);
+void tolk_strings_free(char **strings, size_t n);
+
+/* The tokens of one text before they become ids — language tag, special
+ * tokens and sentencepiece pieces, as MarianTokenizer.tokenize() gives them.
+ * *tokens (n strings) is freed with tolk_strings_free(*tokens, *n). */
+tolk_status tolk_tokenizer_tokenize(const tolk_tokenizer *tok, const char *text, size_t len,
+                                    int flags, char ***tokens, size_t *n, tolk_error *err);
+
+/* Vocabulary size, and the piece for `id` (borrowed, NUL-terminated; NULL if
+ * out of range). */
+size_t tolk_tokenizer_vocab_size(const tolk_tokenizer *tok);
+const char *tolk_tokenizer_id_to_piece(const tolk_tokenizer *tok, int32_t id);
+/* The id of `piece`, or -1 when it is not in the vocabulary. */
+int32_t tolk_tokenizer_piece_to_id(const tolk_tokenizer *tok, const char *piece);
+
+typedef struct tolk_special_ids {
+  int32_t eos, unk, pad;
+} tolk_special_ids;
+tolk_special_ids tolk_tokenizer_special_ids(const tolk_tokenizer *tok);
+
+/* The target-language tags of the vocabulary (">>cmn_Hans<<", …) in id
+ * order: *n receives the count; the array and strings are borrowed. */
+const char *const *tolk_tokenizer_language_tags(const tolk_tokenizer *tok, size_t *n);
 
 #ifdef __cplusplus
 }
