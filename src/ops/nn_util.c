@@ -149,6 +149,52 @@ void nn_out_f32_finish(struct tensor *out, const float *buf) {
   }
 }
 
+const double *nn_in_f64(struct op_ctx *c, const struct tensor *t) {
+  if (t->dtype == TOLK_DOUBLE) return (const double *)t->data;
+  if (!nn_is_float(t->dtype)) {
+    op_fail(c, TOLK_ERR_TYPE, "dtype %s has no floating-point path",
+            tolk_dtype_name((tolk_dtype)t->dtype));
+    return NULL;
+  }
+  size_t bytes;
+  if (!tolk_mul_size((size_t)t->numel, sizeof(double), &bytes)) {
+    op_fail(c, TOLK_ERR_LIMIT, "tensor of %lld elements is too large", (long long)t->numel);
+    return NULL;
+  }
+  double *buf = op_scratch(c, bytes ? bytes : sizeof(double));
+  if (!buf) return NULL;
+  for (int64_t i = 0; i < t->numel; i++) buf[i] = nn_get_f64(t, i);
+  return buf;
+}
+
+double *nn_out_f64(struct op_ctx *c, struct tensor *out) {
+  if (out->dtype == TOLK_DOUBLE) return (double *)out->data;
+  size_t bytes;
+  if (!tolk_mul_size((size_t)out->numel, sizeof(double), &bytes)) {
+    op_fail(c, TOLK_ERR_LIMIT, "tensor of %lld elements is too large",
+            (long long)out->numel);
+    return NULL;
+  }
+  return op_scratch(c, bytes ? bytes : sizeof(double));
+}
+
+void nn_out_f64_finish(struct tensor *out, const double *buf) {
+  switch (out->dtype) {
+  case TOLK_FLOAT:
+    for (int64_t i = 0; i < out->numel; i++) ((float *)out->data)[i] = (float)buf[i];
+    break;
+  case TOLK_FLOAT16:
+    for (int64_t i = 0; i < out->numel; i++)
+      ((uint16_t *)out->data)[i] = nn_f2h((float)buf[i]);
+    break;
+  case TOLK_BFLOAT16:
+    for (int64_t i = 0; i < out->numel; i++)
+      ((uint16_t *)out->data)[i] = nn_f2bf((float)buf[i]);
+    break;
+  default: break;
+  }
+}
+
 double nn_get_f64(const struct tensor *t, int64_t i) {
   switch (t->dtype) {
   case TOLK_FLOAT: return ((const float *)t->data)[i];

@@ -51,6 +51,12 @@ const float *nn_in_f32(struct op_ctx *c, const struct tensor *t);
 float *nn_out_f32(struct op_ctx *c, struct tensor *out);
 void nn_out_f32_finish(struct tensor *out, const float *buf);
 
+/* The same for double: nn_in_f64 widens float, float16 and bfloat16 inputs
+ * exactly; nn_out_f64_finish rounds into the output's dtype. */
+const double *nn_in_f64(struct op_ctx *c, const struct tensor *t);
+double *nn_out_f64(struct op_ctx *c, struct tensor *out);
+void nn_out_f64_finish(struct tensor *out, const double *buf);
+
 /* Reads element i of a numeric tensor as double / int64 (for small side
  * inputs such as axes or scales, never for bulk data). */
 double nn_get_f64(const struct tensor *t, int64_t i);
