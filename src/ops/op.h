@@ -134,5 +134,6 @@ extern const struct op_def tolk_ops_control[];
 extern const struct op_def tolk_ops_quant[];
 extern const struct op_def tolk_ops_contrib[];
 extern const struct op_def tolk_ops_quant_matmul[];
+extern const struct op_def tolk_ops_quant_conv[];
 
 #endif /* TOLK_OP_H */
