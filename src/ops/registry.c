@@ -11,7 +11,8 @@ static const struct op_def *const families[] = {
     tolk_ops_elementwise, tolk_ops_activation, tolk_ops_cast,  tolk_ops_reduce,
     tolk_ops_softmax,     tolk_ops_norm,       tolk_ops_matmul, tolk_ops_conv,
     tolk_ops_pool,        tolk_ops_shape,      tolk_ops_index, tolk_ops_control,
-    tolk_ops_quant,       tolk_ops_contrib,    tolk_ops_quant_matmul, tolk_ops_quant_conv,
+    tolk_ops_quant,       tolk_ops_contrib,    tolk_ops_quant_matmul, tolk_ops_quant_conv, tolk_ops_copy,
+    tolk_ops_sort,
 };
 
 const struct op_def *op_find(const char *domain, const char *op_type, int64_t opset) {

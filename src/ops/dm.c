@@ -1,0 +1,421 @@
+/*
+ * dm.c — helpers shared by the data-movement operator families: integer
+ * tensor readers, axis checks, numeric element access for the few operators
+ * that compute (Range, OneHot, EyeLike, scatter reductions), 16-bit float
+ * conversion, and the strided copy engine (see dm.h).
+ */
+#include "dm.h"
+
+#include <math.h>
+#include <string.h>
+
+size_t dm_esize(int32_t dtype) {
+  if (dtype == TOLK_STRING) return 0;
+  return op_dtype_size(dtype);
+}
+
+tolk_status dm_need_esize(struct op_ctx *c, const struct tensor *t, const char *what,
+                          size_t *esize) {
+  size_t es = dm_esize(t->dtype);
+  if (es == 0)
+    return op_fail(c, TOLK_ERR_UNSUPPORTED, "%s: dtype %s is not supported by this operator",
+                   what, tolk_dtype_name((tolk_dtype)t->dtype));
+  *esize = es;
+  return TOLK_OK;
+}
+
+bool dm_is_index_dtype(int32_t dtype) { return dtype == TOLK_INT32 || dtype == TOLK_INT64; }
+
+tolk_status dm_read_ints(struct op_ctx *c, const struct tensor *t, const char *what,
+                         int64_t *out, int64_t cap, int64_t *n) {
+  char sb[96];
+  if (!dm_is_index_dtype(t->dtype))
+    return op_fail(c, TOLK_ERR_TYPE, "%s: expected int32 or int64, got %s", what,
+                   tolk_dtype_name((tolk_dtype)t->dtype));
+  if (t->rank > 1)
+    return op_fail(c, TOLK_ERR_SHAPE, "%s: expected a 1-D tensor, got shape %s", what,
+                   shape_str(t, sb, sizeof sb));
+  if (t->numel > cap)
+    return op_fail(c, TOLK_ERR_LIMIT, "%s: %lld values, at most %lld allowed", what,
+                   (long long)t->numel, (long long)cap);
+  for (int64_t i = 0; i < t->numel; i++) out[i] = dm_index_at(t, i);
+  *n = t->numel;
+  return TOLK_OK;
+}
+
+tolk_status dm_read_int_scalar(struct op_ctx *c, const struct tensor *t, const char *what,
+                               int64_t *out) {
+  char sb[96];
+  if (!dm_is_index_dtype(t->dtype))
+    return op_fail(c, TOLK_ERR_TYPE, "%s: expected int32 or int64, got %s", what,
+                   tolk_dtype_name((tolk_dtype)t->dtype));
+  if (t->numel != 1 || t->rank > 1)
+    return op_fail(c, TOLK_ERR_SHAPE, "%s: expected a single value, got shape %s", what,
+                   shape_str(t, sb, sizeof sb));
+  *out = dm_index_at(t, 0);
+  return TOLK_OK;
+}
+
+tolk_status dm_attr_ints(const struct ir_node *node, const char *name, int64_t *out,
+                         int64_t cap, int64_t *n, tolk_error *err) {
+  const struct ir_attr *a = ir_node_attr(node, name);
+  *n = -1;
+  if (!a) return TOLK_OK;
+  if (a->type != IR_ATTR_INTS)
+    return tolk_fail(err, TOLK_ERR_INVALID_MODEL, "attribute '%s' must be a list of ints",
+                     name);
+  if ((int64_t)a->n > cap)
+    return tolk_fail(err, TOLK_ERR_LIMIT, "attribute '%s' has %zu values, at most %lld allowed",
+                     name, a->n, (long long)cap);
+  for (size_t i = 0; i < a->n; i++) out[i] = a->ints[i];
+  *n = (int64_t)a->n;
+  return TOLK_OK;
+}
+
+tolk_status dm_axis(struct op_ctx *c, int64_t axis, int rank, const char *what, int *out) {
+  if (axis < -rank || axis >= rank)
+    return op_fail(c, TOLK_ERR_INVALID_MODEL, "%s %lld is out of range for rank %d", what,
+                   (long long)axis, rank);
+  *out = (int)(axis < 0 ? axis + rank : axis);
+  return TOLK_OK;
+}
+
+void dm_dense_strides(int rank, const int64_t *dims, int64_t *strides) {
+  int64_t s = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= dims[i];
+  }
+}
+
+/* ------------------------------------------------------------ 16-bit floats */
+
+float dm_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  uint32_t bits;
+  float f;
+  if (exp == 0) {
+    /* zero or subnormal: exact in float arithmetic */
+    f = (float)mant * 0x1p-24f;
+    return sign ? -f : f;
+  }
+  if (exp == 31)
+    bits = sign | 0x7f800000u | (mant << 13);
+  else
+    bits = sign | ((exp + 112u) << 23) | (mant << 13);
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t dm_f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+  uint32_t ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) /* inf, or NaN kept quiet with its top payload bits */
+    return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0));
+  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds past 65504 */
+  if (ax < 0x38800000u) { /* below half's smallest normal: scale, round to even */
+    float af;
+    memcpy(&af, &ax, sizeof af);
+    return (uint16_t)(sign | (uint16_t)lrintf(af * 0x1p24f));
+  }
+  /* rebias the exponent and round to nearest even on the 13 dropped bits */
+  ax += 0xc8000fffu + ((ax >> 13) & 1u);
+  return (uint16_t)(sign | (ax >> 13));
+}
+
+float dm_bf16_to_f32(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t dm_f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, sizeof x);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(x >> 16);
+}
+
+/* ------------------------------------------------------- numeric elements */
+
+bool dm_is_numeric(int32_t dtype) {
+  switch (dtype) {
+  case TOLK_FLOAT: case TOLK_DOUBLE: case TOLK_FLOAT16: case TOLK_BFLOAT16:
+  case TOLK_INT8: case TOLK_INT16: case TOLK_INT32: case TOLK_INT64:
+  case TOLK_UINT8: case TOLK_UINT16: case TOLK_UINT32: case TOLK_UINT64:
+  case TOLK_BOOL:
+    return true;
+  default:
+    return false;
+  }
+}
+
+double dm_get_f64(int32_t dtype, const void *data, int64_t i) {
+  switch (dtype) {
+  case TOLK_FLOAT: return ((const float *)data)[i];
+  case TOLK_DOUBLE: return ((const double *)data)[i];
+  case TOLK_FLOAT16: return dm_f16_to_f32(((const uint16_t *)data)[i]);
+  case TOLK_BFLOAT16: return dm_bf16_to_f32(((const uint16_t *)data)[i]);
+  case TOLK_INT8: return ((const int8_t *)data)[i];
+  case TOLK_INT16: return ((const int16_t *)data)[i];
+  case TOLK_INT32: return ((const int32_t *)data)[i];
+  case TOLK_INT64: return (double)((const int64_t *)data)[i];
+  case TOLK_UINT8: return ((const uint8_t *)data)[i];
+  case TOLK_UINT16: return ((const uint16_t *)data)[i];
+  case TOLK_UINT32: return ((const uint32_t *)data)[i];
+  case TOLK_UINT64: return (double)((const uint64_t *)data)[i];
+  case TOLK_BOOL: return ((const uint8_t *)data)[i] ? 1.0 : 0.0;
+  default: return 0.0;
+  }
+}
+
+/* A C cast of an out-of-range double to an integer type is undefined; the
+ * conversions below saturate instead (NaN becomes 0). */
+static int64_t sat_i64(double v, double lo, double hi) {
+  if (!(v == v)) return 0;
+  if (v <= lo) return (int64_t)lo;
+  if (v >= hi) return (int64_t)hi;
+  return (int64_t)v;
+}
+
+static uint64_t sat_u64(double v, double hi) {
+  if (!(v == v) || v <= 0) return 0;
+  if (v >= hi) return (uint64_t)hi;
+  return (uint64_t)v;
+}
+
+void dm_set_f64(int32_t dtype, void *data, int64_t i, double v) {
+  switch (dtype) {
+  case TOLK_FLOAT: ((float *)data)[i] = (float)v; break;
+  case TOLK_DOUBLE: ((double *)data)[i] = v; break;
+  case TOLK_FLOAT16: ((uint16_t *)data)[i] = dm_f32_to_f16((float)v); break;
+  case TOLK_BFLOAT16: ((uint16_t *)data)[i] = dm_f32_to_bf16((float)v); break;
+  case TOLK_INT8: ((int8_t *)data)[i] = (int8_t)sat_i64(v, INT8_MIN, INT8_MAX); break;
+  case TOLK_INT16: ((int16_t *)data)[i] = (int16_t)sat_i64(v, INT16_MIN, INT16_MAX); break;
+  case TOLK_INT32: ((int32_t *)data)[i] = (int32_t)sat_i64(v, INT32_MIN, INT32_MAX); break;
+  case TOLK_INT64:
+    /* 2^63 is the first double past INT64_MAX */
+    ((int64_t *)data)[i] = !(v == v) ? 0
+                           : v >= 0x1p63 ? INT64_MAX
+                           : v < -0x1p63 ? INT64_MIN
+                                         : (int64_t)v;
+    break;
+  case TOLK_UINT8: ((uint8_t *)data)[i] = (uint8_t)sat_u64(v, UINT8_MAX); break;
+  case TOLK_UINT16: ((uint16_t *)data)[i] = (uint16_t)sat_u64(v, UINT16_MAX); break;
+  case TOLK_UINT32: ((uint32_t *)data)[i] = (uint32_t)sat_u64(v, UINT32_MAX); break;
+  case TOLK_UINT64:
+    ((uint64_t *)data)[i] = (!(v == v) || v <= 0) ? 0 : v >= 0x1p64 ? UINT64_MAX : (uint64_t)v;
+    break;
+  case TOLK_BOOL: ((uint8_t *)data)[i] = v != 0; break;
+  default: break;
+  }
+}
+
+/* ------------------------------------------------------------ bulk copies */
+
+/* Below this many bytes a copy runs inline: a pool round trip costs more. */
+#define DM_PAR_BYTES ((size_t)1 << 20)
+#define DM_CHUNK_BYTES ((size_t)256 << 10)
+
+struct memcpy_job {
+  char *dst;
+  const char *src;
+  size_t n;
+};
+
+static void memcpy_range(void *arg, int64_t begin, int64_t end) {
+  const struct memcpy_job *j = arg;
+  size_t lo = (size_t)begin * DM_CHUNK_BYTES;
+  size_t hi = (size_t)end * DM_CHUNK_BYTES;
+  if (hi > j->n) hi = j->n;
+  memcpy(j->dst + lo, j->src + lo, hi - lo);
+}
+
+void dm_memcpy(struct op_ctx *c, void *dst, const void *src, size_t n) {
+  if (n == 0 || dst == src) return;
+  if (n < DM_PAR_BYTES || !c) {
+    memcpy(dst, src, n);
+    return;
+  }
+  struct memcpy_job j = {dst, src, n};
+  op_parallel_for(c, (int64_t)((n + DM_CHUNK_BYTES - 1) / DM_CHUNK_BYTES), 1, memcpy_range,
+                  &j);
+}
+
+void dm_fill(struct op_ctx *c, void *dst, const void *elem, size_t esize, int64_t count) {
+  (void)c;
+  if (count <= 0) return;
+  size_t total = (size_t)count * esize;
+  bool zero = true;
+  for (size_t b = 0; b < esize; b++) zero = zero && ((const uint8_t *)elem)[b] == 0;
+  if (zero) {
+    memset(dst, 0, total);
+    return;
+  }
+  /* doubling copies: log2(count) memcpy calls */
+  char *d = dst;
+  memcpy(d, elem, esize);
+  size_t done = esize;
+  while (done < total) {
+    size_t n = done < total - done ? done : total - done;
+    memcpy(d + done, d, n);
+    done += n;
+  }
+}
+
+tolk_status dm_copy_reshaped(struct op_ctx *c, size_t out_i, const struct tensor *t,
+                             int rank, const int64_t *dims) {
+  size_t es;
+  tolk_status st = dm_need_esize(c, t, "input 0", &es);
+  if (st) return st;
+  struct tensor *o;
+  st = dm_output(c, out_i, t->dtype, rank, dims, &o);
+  if (st) return st;
+  if (o->numel != t->numel)
+    return op_fail(c, TOLK_ERR_INTERNAL, "reshape copy: %lld elements into %lld",
+                   (long long)t->numel, (long long)o->numel);
+  dm_memcpy(c, o->data, t->data, (size_t)t->numel * es);
+  return TOLK_OK;
+}
+
+/* ------------------------------------------------------ strided copy engine */
+
+struct strided_job {
+  int rank; /* >= 1; the last dim is the row */
+  int64_t dims[DM_MAX_RANK];
+  int64_t dst_st[DM_MAX_RANK], src_st[DM_MAX_RANK]; /* in bytes */
+  char *dst;
+  const char *src;
+  size_t esize;
+};
+
+static inline void copy_elem(char *d, const char *s, size_t esize) {
+  switch (esize) {
+  case 1: *d = *s; break;
+  case 2: memcpy(d, s, 2); break;
+  case 4: memcpy(d, s, 4); break;
+  case 8: memcpy(d, s, 8); break;
+  case 16: memcpy(d, s, 16); break;
+  default: memcpy(d, s, esize); break;
+  }
+}
+
+static void copy_row(const struct strided_job *j, char *d, const char *s) {
+  int last = j->rank - 1;
+  int64_t n = j->dims[last];
+  int64_t ds = j->dst_st[last], ss = j->src_st[last];
+  size_t es = j->esize;
+  if (ds == (int64_t)es && ss == (int64_t)es) {
+    memcpy(d, s, (size_t)n * es);
+    return;
+  }
+  if (ds == (int64_t)es && ss == 0) { /* broadcast one element along the row */
+    dm_fill(NULL, d, s, es, n);
+    return;
+  }
+  switch (es) {
+  case 1:
+    for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];
+    break;
+  case 2:
+    for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 2);
+    break;
+  case 4:
+    for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 4);
+    break;
+  case 8:
+    for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 8);
+    break;
+  default:
+    for (int64_t i = 0; i < n; i++) copy_elem(d + i * ds, s + i * ss, es);
+    break;
+  }
+}
+
+static void strided_range(void *arg, int64_t begin, int64_t end) {
+  const struct strided_job *j = arg;
+  int outer = j->rank - 1;
+  int64_t ctr[DM_MAX_RANK];
+  int64_t doff = 0, soff = 0, r = begin;
+  for (int k = outer - 1; k >= 0; k--) {
+    ctr[k] = r % j->dims[k];
+    r /= j->dims[k];
+    doff += ctr[k] * j->dst_st[k];
+    soff += ctr[k] * j->src_st[k];
+  }
+  for (int64_t row = begin; row < end; row++) {
+    copy_row(j, j->dst + doff, j->src + soff);
+    for (int k = outer - 1; k >= 0; k--) { /* odometer step */
+      doff += j->dst_st[k];
+      soff += j->src_st[k];
+      if (++ctr[k] < j->dims[k]) break;
+      doff -= ctr[k] * j->dst_st[k];
+      soff -= ctr[k] * j->src_st[k];
+      ctr[k] = 0;
+    }
+  }
+}
+
+void dm_strided(struct op_ctx *c, const struct dm_copy *p, void *dst, const void *src,
+                size_t esize) {
+  struct strided_job j;
+  j.rank = 0;
+  j.dst = dst;
+  j.src = src;
+  j.esize = esize;
+  /* Drop unit dims, then merge a dim into the one inside it whenever both
+   * strides say the pair walks memory as one longer dim. Built outermost
+   * first. */
+  for (int k = 0; k < p->rank; k++) {
+    if (p->dims[k] == 0) return;
+    if (p->dims[k] == 1) continue;
+    j.dims[j.rank] = p->dims[k];
+    j.dst_st[j.rank] = p->dst_st[k] * (int64_t)esize;
+    j.src_st[j.rank] = p->src_st[k] * (int64_t)esize;
+    j.rank++;
+  }
+  int m = 0;
+  for (int k = 0; k < j.rank; k++) {
+    if (m > 0 && j.dst_st[m - 1] == j.dst_st[k] * j.dims[k] &&
+        j.src_st[m - 1] == j.src_st[k] * j.dims[k]) {
+      j.dims[m - 1] *= j.dims[k];
+      j.dst_st[m - 1] = j.dst_st[k];
+      j.src_st[m - 1] = j.src_st[k];
+      continue;
+    }
+    j.dims[m] = j.dims[k];
+    j.dst_st[m] = j.dst_st[k];
+    j.src_st[m] = j.src_st[k];
+    m++;
+  }
+  j.rank = m;
+  if (j.rank == 0) { /* a single element */
+    copy_elem(dst, src, esize);
+    return;
+  }
+  int64_t rows = 1;
+  for (int k = 0; k < j.rank - 1; k++) rows *= j.dims[k];
+  int64_t row_bytes = j.dims[j.rank - 1] * (int64_t)esize;
+  int64_t total = rows * row_bytes;
+  if (c && total >= (int64_t)DM_PAR_BYTES && rows > 1) {
+    int64_t grain = (int64_t)DM_CHUNK_BYTES / (row_bytes > 0 ? row_bytes : 1);
+    op_parallel_for(c, rows, grain > 0 ? grain : 1, strided_range, &j);
+  } else {
+    strided_range(&j, 0, rows);
+  }
+}
+
+void dm_plan_dense_dst(struct dm_copy *p, int rank, const int64_t *dims,
+                       const int64_t *src_st) {
+  p->rank = rank;
+  for (int k = 0; k < rank; k++) {
+    p->dims[k] = dims[k];
+    p->src_st[k] = src_st[k];
+  }
+  dm_dense_strides(rank, dims, p->dst_st);
+}
