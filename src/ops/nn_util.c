@@ -252,3 +252,51 @@ int nn_axes_from_tensor(struct op_ctx *c, const struct tensor *t, int rank, int 
   }
   return n;
 }
+
+tolk_status nn_window_attrs(struct op_ctx *c, int nsp, const int64_t *in, const int64_t *k,
+                            bool dilations_allowed, struct nn_window *w,
+                            enum nn_auto_pad *auto_pad) {
+  if (nsp < 1 || nsp > NN_MAX_SPATIAL)
+    return op_fail(c, TOLK_ERR_SHAPE, "%d spatial dims are not supported", nsp);
+  memset(w, 0, sizeof *w);
+  w->nsp = nsp;
+  const char *ap = ir_attr_string(c->node, "auto_pad", "NOTSET");
+  if (strcmp(ap, "NOTSET") == 0 || ap[0] == '\0')
+    *auto_pad = NN_PAD_NOTSET;
+  else if (strcmp(ap, "SAME_UPPER") == 0)
+    *auto_pad = NN_PAD_SAME_UPPER;
+  else if (strcmp(ap, "SAME_LOWER") == 0)
+    *auto_pad = NN_PAD_SAME_LOWER;
+  else if (strcmp(ap, "VALID") == 0)
+    *auto_pad = NN_PAD_VALID;
+  else
+    return op_fail(c, TOLK_ERR_INVALID_MODEL, "auto_pad '%s' is not one of NOTSET, "
+                   "SAME_UPPER, SAME_LOWER, VALID", ap);
+  int64_t v[2 * NN_MAX_SPATIAL];
+  static const char *const names[3] = {"strides", "dilations", "pads"};
+  for (int a = 0; a < 3; a++) {
+    int want = a == 2 ? 2 * nsp : nsp;
+    int n = a == 1 && !dilations_allowed ? -1 : nn_attr_ints(c->node, names[a], v, want, c->err);
+    if (n == -2) return nn_status(c);
+    if (n >= 0 && n != want)
+      return op_fail(c, TOLK_ERR_INVALID_MODEL, "'%s' has %d values; %d spatial dims need %d",
+                     names[a], n, nsp, want);
+    for (int d = 0; d < want; d++) {
+      int64_t val = n < 0 ? (a == 2 ? 0 : 1) : v[d];
+      if (a < 2 ? val < 1 : val < 0)
+        return op_fail(c, TOLK_ERR_INVALID_MODEL, "'%s' has the invalid value %lld", names[a],
+                       (long long)val);
+      if (val > ((int64_t)1 << 40))
+        return op_fail(c, TOLK_ERR_LIMIT, "'%s' value %lld is too large", names[a],
+                       (long long)val);
+      if (a == 0) w->stride[d] = val;
+      if (a == 1) w->dil[d] = val;
+      if (a == 2) (d < nsp ? w->pad0 : w->pad1)[d % nsp] = val;
+    }
+  }
+  for (int d = 0; d < nsp; d++) {
+    w->in[d] = in[d];
+    w->k[d] = k[d];
+  }
+  return TOLK_OK;
+}

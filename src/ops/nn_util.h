@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "nn_cpu.h"
 #include "op.h"
 
 /* The status op_fail() recorded on c (for returning after a helper that
@@ -67,5 +68,14 @@ int64_t nn_get_i64(const struct tensor *t, int64_t i);
  * Returns the count (0 for an absent or empty tensor), -1 with c->err set on
  * a bad axis. */
 int nn_axes_from_tensor(struct op_ctx *c, const struct tensor *t, int rank, int *out);
+
+/* Reads the sliding-window attributes shared by Conv, ConvTranspose and the
+ * pools — auto_pad, strides, pads and (when `dilations_allowed`) dilations —
+ * for an input of spatial extent in[0..nsp) and a kernel k[0..nsp), into w
+ * (pads explicit or 0; w->out is left for nn_window_out). Checks counts and
+ * signs; errors name the attribute. */
+tolk_status nn_window_attrs(struct op_ctx *c, int nsp, const int64_t *in, const int64_t *k,
+                            bool dilations_allowed, struct nn_window *w,
+                            enum nn_auto_pad *auto_pad);
 
 #endif /* TOLK_NN_UTIL_H */
