@@ -39,64 +39,6 @@ bool nn_is_float(int32_t dtype) {
          dtype == TOLK_BFLOAT16;
 }
 
-float nn_h2f(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112u) << 23) | (man << 13);
-  } else if (man == 0) {
-    bits = sign;
-  } else {
-    /* Subnormal half: value = man * 2^-24, exact in float. */
-    float v = (float)man * 0x1p-24f;
-    memcpy(&bits, &v, sizeof bits);
-    bits |= sign;
-  }
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-uint16_t nn_f2h(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-  uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u) /* inf or NaN (keep NaN quiet and non-zero) */
-    return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0));
-  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to inf */
-  if (ax < 0x38800000u) {
-    /* Result is subnormal or zero: scale so the rounding of the float add
-     * does the round-to-nearest-even for us. */
-    float a;
-    memcpy(&a, &ax, sizeof a);
-    float r = a + 0.5f; /* 0.5 = 2^-1: ulp there is 2^-24, the half ulp */
-    uint32_t rb;
-    memcpy(&rb, &r, sizeof rb);
-    return (uint16_t)(sign | (rb - 0x3f000000u));
-  }
-  uint32_t mant_odd = (ax >> 13) & 1u;
-  ax += 0xc8000fffu + mant_odd; /* rebias exponent (-112 << 23) and round */
-  return (uint16_t)(sign | (ax >> 13));
-}
-
-float nn_bf2f(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-uint16_t nn_f2bf(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return (uint16_t)(x >> 16);
-}
-
 const float *nn_in_f32(struct op_ctx *c, const struct tensor *t) {
   if (t->dtype == TOLK_FLOAT) return (const float *)t->data;
   if (t->dtype != TOLK_FLOAT16 && t->dtype != TOLK_BFLOAT16 && t->dtype != TOLK_DOUBLE) {
@@ -117,9 +59,9 @@ const float *nn_in_f32(struct op_ctx *c, const struct tensor *t) {
   } else {
     const uint16_t *s = t->data;
     if (t->dtype == TOLK_FLOAT16)
-      for (int64_t i = 0; i < t->numel; i++) buf[i] = nn_h2f(s[i]);
+      tolk_f16_to_f32_n(s, buf, t->numel);
     else
-      for (int64_t i = 0; i < t->numel; i++) buf[i] = nn_bf2f(s[i]);
+      tolk_bf16_to_f32_n(s, buf, t->numel);
   }
   return buf;
 }
@@ -141,11 +83,9 @@ void nn_out_f32_finish(struct tensor *out, const float *buf) {
     double *d = out->data;
     for (int64_t i = 0; i < out->numel; i++) d[i] = buf[i];
   } else if (out->dtype == TOLK_FLOAT16) {
-    uint16_t *d = out->data;
-    for (int64_t i = 0; i < out->numel; i++) d[i] = nn_f2h(buf[i]);
+    tolk_f32_to_f16_n(buf, out->data, out->numel);
   } else if (out->dtype == TOLK_BFLOAT16) {
-    uint16_t *d = out->data;
-    for (int64_t i = 0; i < out->numel; i++) d[i] = nn_f2bf(buf[i]);
+    tolk_f32_to_bf16_n(buf, out->data, out->numel);
   }
 }
 
@@ -184,12 +124,11 @@ void nn_out_f64_finish(struct tensor *out, const double *buf) {
     for (int64_t i = 0; i < out->numel; i++) ((float *)out->data)[i] = (float)buf[i];
     break;
   case TOLK_FLOAT16:
-    for (int64_t i = 0; i < out->numel; i++)
-      ((uint16_t *)out->data)[i] = nn_f2h((float)buf[i]);
+    for (int64_t i = 0; i < out->numel; i++) ((uint16_t *)out->data)[i] = tolk_f64_to_f16(buf[i]);
     break;
   case TOLK_BFLOAT16:
     for (int64_t i = 0; i < out->numel; i++)
-      ((uint16_t *)out->data)[i] = nn_f2bf((float)buf[i]);
+      ((uint16_t *)out->data)[i] = tolk_f64_to_bf16(buf[i]);
     break;
   default: break;
   }

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "../core/half.h"
 #include "nn_cpu.h"
 #include "op.h"
 
@@ -35,11 +36,11 @@ bool nn_axis(int64_t axis, int rank, int *out);
 /* True for float, double, float16, bfloat16. */
 bool nn_is_float(int32_t dtype);
 
-/* fp16/bf16 <-> fp32 element conversions (IEEE, round to nearest even). */
-float nn_h2f(uint16_t h);
-uint16_t nn_f2h(float f);
-float nn_bf2f(uint16_t h);
-uint16_t nn_f2bf(float f);
+/* fp16/bf16 <-> fp32 element conversions (src/core/half.h). */
+static inline float nn_h2f(uint16_t h) { return tolk_f16_to_f32(h); }
+static inline uint16_t nn_f2h(float f) { return tolk_f32_to_f16(f); }
+static inline float nn_bf2f(uint16_t h) { return tolk_bf16_to_f32(h); }
+static inline uint16_t nn_f2bf(float f) { return tolk_f32_to_bf16(f); }
 
 /* Returns t's elements as fp32: t->data itself for float tensors, else a
  * converted copy (from float16, bfloat16 or double) in run scratch. NULL with

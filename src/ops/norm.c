@@ -76,8 +76,8 @@ static void store_f64(struct tensor *t, int64_t i, double v) {
   switch (t->dtype) {
   case TOLK_FLOAT: ((float *)t->data)[i] = (float)v; break;
   case TOLK_DOUBLE: ((double *)t->data)[i] = v; break;
-  case TOLK_FLOAT16: ((uint16_t *)t->data)[i] = nn_f2h((float)v); break;
-  case TOLK_BFLOAT16: ((uint16_t *)t->data)[i] = nn_f2bf((float)v); break;
+  case TOLK_FLOAT16: ((uint16_t *)t->data)[i] = tolk_f64_to_f16(v); break;
+  case TOLK_BFLOAT16: ((uint16_t *)t->data)[i] = tolk_f64_to_bf16(v); break;
   default: break;
   }
 }
