@@ -1,8 +1,136 @@
 /*
- * contrib.c — the contrib operator family (placeholder: no operators yet).
+ * contrib.c — com.microsoft element-wise and matmul operators that ONNX
+ * Runtime's optimizers write into transformer graphs: Gelu, BiasGelu,
+ * FastGelu, QuickGelu (ORT fuses Marian's x * Sigmoid(x) into QuickGelu with
+ * alpha 1) and FusedMatMul (MatMul with transposes and a scale folded in).
+ * The normalisations are in contrib_norm.c, attention in attention.c, the
+ * integer matmuls in quant_matmul.c; kernels in contrib_cpu.c.
  */
-#include "op.h"
+#include <string.h>
+
+#include "contrib_cpu.h"
+#include "kern/kern.h"
+#include "quant_util.h"
+
+static tolk_status need_float(struct op_ctx *c, const struct tensor *t, const char *what) {
+  if (!t) return op_fail(c, TOLK_ERR_INVALID_MODEL, "%s is required", what);
+  if (t->dtype != TOLK_FLOAT)
+    return op_fail(c, TOLK_ERR_UNSUPPORTED, "%s: dtype %s (only float is supported)", what,
+                   tolk_dtype_name((tolk_dtype)t->dtype));
+  return TOLK_OK;
+}
+
+/* ------------------------------------------------------------ GELU family */
+
+struct act_job {
+  enum cx_act act;
+  const float *x, *bias;
+  int64_t bias_n;
+  float alpha;
+  float *y;
+};
+
+static void act_range(void *arg, int64_t begin, int64_t end) {
+  const struct act_job *j = arg;
+  cx_act_f32(j->act, j->x, j->bias, j->bias_n, j->alpha, j->y, begin, end);
+}
+
+static tolk_status run_act(struct op_ctx *c, enum cx_act act, size_t bias_idx, float alpha) {
+  const struct tensor *x = op_in(c, 0), *bias = bias_idx ? op_in(c, bias_idx) : NULL;
+  char b1[128], b2[128];
+  tolk_status st = need_float(c, x, "input 0");
+  if (st) return st;
+  if (bias) {
+    if ((st = need_float(c, bias, "bias"))) return st;
+    int64_t last = x->rank ? x->dims[x->rank - 1] : 1;
+    if (bias->rank != 1 || bias->dims[0] != last || last == 0)
+      return op_fail(c, TOLK_ERR_SHAPE, "bias %s must be 1-D with the last dimension of %s",
+                     shape_str(bias, b1, sizeof b1), shape_str(x, b2, sizeof b2));
+  }
+  struct tensor *y = op_output(c, 0, TOLK_FLOAT, x->rank, x->dims);
+  if (!y) return quant_err(c);
+  struct act_job j = {act, x->data, bias ? bias->data : NULL, bias ? bias->dims[0] : 0, alpha,
+                      y->data};
+  op_parallel_for(c, x->numel, 8192, act_range, &j);
+  return TOLK_OK;
+}
+
+static tolk_status run_gelu(struct op_ctx *c) { return run_act(c, CX_GELU, 0, 0); }
+static tolk_status run_bias_gelu(struct op_ctx *c) {
+  if (!op_in(c, 1)) return op_fail(c, TOLK_ERR_INVALID_MODEL, "bias input B is required");
+  return run_act(c, CX_GELU, 1, 0);
+}
+static tolk_status run_fast_gelu(struct op_ctx *c) { return run_act(c, CX_FAST_GELU, 1, 0); }
+static tolk_status run_quick_gelu(struct op_ctx *c) {
+  return run_act(c, CX_QUICK_GELU, 0, ir_attr_float(c->node, "alpha", 1.702f));
+}
+
+/* ----------------------------------------------------------- FusedMatMul */
+
+/* Y = alpha * op(A) @ op(B) with numpy-matmul batch broadcasting; op()
+ * transposes the last two dims when transA / transB is set (rank-1 inputs
+ * are never transposed). */
+static tolk_status run_fused_matmul(struct op_ctx *c) {
+  const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
+  char b1[128], b2[128];
+  tolk_status st;
+  if ((st = need_float(c, a, "input A")) || (st = need_float(c, b, "input B"))) return st;
+  if (ir_attr_int(c->node, "transBatchA", 0) || ir_attr_int(c->node, "transBatchB", 0))
+    return op_fail(c, TOLK_ERR_UNSUPPORTED, "transBatchA/transBatchB are not supported");
+  bool ta = ir_attr_int(c->node, "transA", 0) && a->rank >= 2;
+  bool tb = ir_attr_int(c->node, "transB", 0) && b->rank >= 2;
+  float alpha = ir_attr_float(c->node, "alpha", 1.0f);
+  if (a->rank < 1 || b->rank < 1)
+    return op_fail(c, TOLK_ERR_SHAPE, "inputs must have rank >= 1");
+  int ar = a->rank, br = b->rank;
+  int64_t m = ar >= 2 ? a->dims[ar - (ta ? 1 : 2)] : 1;
+  int64_t k = ar >= 2 ? a->dims[ar - (ta ? 2 : 1)] : a->dims[0];
+  int64_t bk = br >= 2 ? b->dims[br - (tb ? 1 : 2)] : b->dims[0];
+  int64_t n = br >= 2 ? b->dims[br - (tb ? 2 : 1)] : 1;
+  if (k != bk)
+    return op_fail(c, TOLK_ERR_SHAPE, "inner dimensions differ: %s x %s (transA %d, transB %d)",
+                   shape_str(a, b1, sizeof b1), shape_str(b, b2, sizeof b2), ta, tb);
+  int abr = ar > 2 ? ar - 2 : 0, bbr = br > 2 ? br - 2 : 0;
+  int brank = abr > bbr ? abr : bbr, orank = 0;
+  int64_t bd[IR_MAX_RANK], as[IR_MAX_RANK], bs[IR_MAX_RANK], odims[IR_MAX_RANK];
+  int64_t amul = 1, bmul = 1, nbatch = 1;
+  for (int d = brank - 1; d >= 0; d--) {
+    int ai = d - (brank - abr), bi = d - (brank - bbr);
+    int64_t ad = ai >= 0 ? a->dims[ai] : 1, bdd = bi >= 0 ? b->dims[bi] : 1;
+    if (ad != bdd && ad != 1 && bdd != 1)
+      return op_fail(c, TOLK_ERR_SHAPE, "batch dimensions do not broadcast: %s x %s",
+                     shape_str(a, b1, sizeof b1), shape_str(b, b2, sizeof b2));
+    bd[d] = ad == 1 ? bdd : ad;
+    as[d] = ad == 1 ? 0 : amul;
+    bs[d] = bdd == 1 ? 0 : bmul;
+    amul *= ad, bmul *= bdd, nbatch *= bd[d];
+  }
+  for (int d = 0; d < brank; d++) odims[orank++] = bd[d];
+  if (ar >= 2) odims[orank++] = m;
+  if (br >= 2) odims[orank++] = n;
+  struct tensor *y = op_output(c, 0, TOLK_FLOAT, orank, odims);
+  if (!y) return quant_err(c);
+  if (y->numel == 0) return TOLK_OK;
+  const float *ad = a->data, *bdta = b->data;
+  float *yd = y->data;
+  for (int64_t bi = 0; bi < nbatch; bi++) {
+    int64_t rem = bi, ai = 0, bj = 0;
+    for (int d = brank - 1; d >= 0; d--) {
+      int64_t idx = rem % bd[d];
+      rem /= bd[d];
+      ai += idx * as[d], bj += idx * bs[d];
+    }
+    kern_sgemm(ta, tb, m, n, k, alpha, ad + ai * m * k, ta ? m : k, bdta + bj * k * n,
+               tb ? k : n, 0.0f, yd + bi * m * n, n, c->pool);
+  }
+  return TOLK_OK;
+}
 
 const struct op_def tolk_ops_contrib[] = {
+    {"com.microsoft", "Gelu", 1, 0, NULL, run_gelu, NULL},
+    {"com.microsoft", "BiasGelu", 1, 0, NULL, run_bias_gelu, NULL},
+    {"com.microsoft", "FastGelu", 1, 0, NULL, run_fast_gelu, NULL},
+    {"com.microsoft", "QuickGelu", 1, 0, NULL, run_quick_gelu, NULL},
+    {"com.microsoft", "FusedMatMul", 1, 0, NULL, run_fused_matmul, NULL},
     {0},
 };

@@ -137,5 +137,7 @@ extern const struct op_def tolk_ops_quant[];
 extern const struct op_def tolk_ops_contrib[];
 extern const struct op_def tolk_ops_quant_matmul[];
 extern const struct op_def tolk_ops_quant_conv[];
+extern const struct op_def tolk_ops_contrib_norm[];
+extern const struct op_def tolk_ops_attention[];
 
 #endif /* TOLK_OP_H */

@@ -12,6 +12,7 @@ static const struct op_def *const families[] = {
     tolk_ops_softmax,     tolk_ops_norm,       tolk_ops_matmul, tolk_ops_conv,
     tolk_ops_pool,        tolk_ops_shape,      tolk_ops_index, tolk_ops_control,
     tolk_ops_quant,       tolk_ops_contrib,    tolk_ops_quant_matmul, tolk_ops_quant_conv, tolk_ops_copy,
+    tolk_ops_contrib_norm, tolk_ops_attention,
     tolk_ops_sort,
 };
 

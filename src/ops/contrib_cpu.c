@@ -1,0 +1,128 @@
+/*
+ * contrib_cpu.c — the kernels of contrib_cpu.h: GELU variants, (skip) layer
+ * normalisation rows, attention masks and the per-head attention core on
+ * kern_sgemm.
+ */
+#include "contrib_cpu.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kern/kern.h"
+
+void cx_act_f32(enum cx_act act, const float *x, const float *bias, int64_t bias_n, float alpha,
+                float *y, int64_t begin, int64_t end) {
+  int64_t bi = bias ? begin % bias_n : 0;
+  for (int64_t i = begin; i < end; i++) {
+    float v = x[i];
+    if (bias) {
+      v += bias[bi];
+      if (++bi == bias_n) bi = 0;
+    }
+    switch (act) {
+    case CX_GELU: y[i] = 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2)); break;
+    case CX_FAST_GELU:
+      y[i] = v * (0.5f + 0.5f * tanhf(v * (0.7978845608028654f + 0.035677408136300125f * v * v)));
+      break;
+    case CX_QUICK_GELU: y[i] = v / (1.0f + expf(-alpha * v)); break;
+    }
+  }
+}
+
+void cx_norm_rows(const struct cx_norm *p, int64_t begin, int64_t end) {
+  int64_t n = p->n;
+  for (int64_t r = begin; r < end; r++) {
+    const float *x = p->x + r * n;
+    const float *skip = p->skip ? p->skip + (r * n) % p->skip_numel : NULL;
+    float *y = p->y + r * n;
+    double sum = 0, sq = 0;
+    for (int64_t i = 0; i < n; i++) {
+      float v = x[i];
+      if (skip) v += skip[i];
+      if (p->bias) v += p->bias[i];
+      if (p->sum) p->sum[r * n + i] = v;
+      y[i] = v;
+      sum += v;
+      sq += (double)v * v;
+    }
+    double mean = 0, var;
+    if (p->simplified) {
+      var = n ? sq / (double)n : 0;
+    } else {
+      mean = n ? sum / (double)n : 0;
+      /* Second pass for the variance: the one-pass formula loses digits when
+       * the mean is large against the spread. */
+      var = 0;
+      for (int64_t i = 0; i < n; i++) var += ((double)y[i] - mean) * ((double)y[i] - mean);
+      var = n ? var / (double)n : 0;
+    }
+    double inv = 1.0 / sqrt(var + (double)p->eps);
+    if (p->mean) p->mean[r] = (float)mean;
+    if (p->inv_std) p->inv_std[r] = (float)inv;
+    float fm = (float)mean, fi = (float)inv;
+    if (p->beta) {
+      for (int64_t i = 0; i < n; i++) y[i] = (y[i] - fm) * fi * p->gamma[i] + p->beta[i];
+    } else {
+      for (int64_t i = 0; i < n; i++) y[i] = (y[i] - fm) * fi * p->gamma[i];
+    }
+  }
+}
+
+void cx_attn_mask(enum cx_mask_kind kind, const int32_t *m, int64_t B, int64_t S, int64_t T,
+                  bool causal, int64_t past, float filter, float *mask) {
+  for (int64_t b = 0; b < B; b++) {
+    float *mb = mask + b * S * T;
+    for (int64_t s = 0; s < S; s++) {
+      float *row = mb + s * T;
+      for (int64_t t = 0; t < T; t++) {
+        bool keep = true;
+        switch (kind) {
+        case CX_MASK_NONE: break;
+        case CX_MASK_LEN: keep = t < m[b]; break;
+        case CX_MASK_LEN_START: keep = t < m[b] && t >= m[B + b]; break;
+        case CX_MASK_2D: keep = m[b * T + t] > 0; break;
+        case CX_MASK_3D: keep = m[(b * S + s) * T + t] > 0; break;
+        }
+        row[t] = keep ? 0.0f : filter;
+        if (causal && t > past + s) row[t] += filter;
+      }
+    }
+  }
+}
+
+static void softmax_row(float *x, int64_t n) {
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+  float sum = 0;
+  for (int64_t i = 0; i < n; i++) {
+    x[i] = expf(x[i] - mx);
+    sum += x[i];
+  }
+  float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; i++) x[i] *= inv;
+}
+
+void cx_attn_heads(const struct cx_attn *a, int64_t begin, int64_t end) {
+  int64_t st = a->S * a->T;
+  for (int64_t i = begin; i < end; i++) {
+    int64_t b = i / a->N, n = i % a->N;
+    float *sc = a->scores + i * st;
+    float beta = 0.0f;
+    if (a->attn_bias || a->mask) {
+      if (a->attn_bias) {
+        int64_t off = ((a->bias_b ? b * a->N : 0) + (a->bias_n ? n : 0)) * st;
+        memcpy(sc, a->attn_bias + off, (size_t)st * sizeof(float));
+        if (a->mask)
+          for (int64_t j = 0; j < st; j++) sc[j] += a->mask[b * st + j];
+      } else {
+        memcpy(sc, a->mask + b * st, (size_t)st * sizeof(float));
+      }
+      beta = 1.0f;
+    }
+    kern_sgemm(false, true, a->S, a->T, a->H, a->scale, a->q + i * a->S * a->H, a->H,
+               a->k + i * a->T * a->H, a->H, beta, sc, a->T, NULL);
+    for (int64_t s = 0; s < a->S; s++) softmax_row(sc + s * a->T, a->T);
+    kern_sgemm(false, false, a->S, a->Hv, a->T, 1.0f, sc, a->T, a->v + i * a->T * a->Hv, a->Hv,
+               0.0f, a->out + b * a->S * a->N * a->Hv + n * a->Hv, a->N * a->Hv, NULL);
+  }
+}
