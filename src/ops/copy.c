@@ -236,9 +236,11 @@ static tolk_status slice_run(struct op_ctx *c) {
       b = b < 0 ? 0 : b > d - 1 ? d - 1 : b;
       e = e < -1 ? -1 : e > d - 1 ? d - 1 : e;
     }
-    lo[a] = b;
-    step[a] = s;
     dims[a] = d == 0 ? 0 : slice_count(b, e, s);
+    lo[a] = b;
+    /* a step only matters between two elements, and then |step| < d, so
+     * step * stride below cannot overflow */
+    step[a] = dims[a] > 1 ? s : 1;
   }
   struct tensor *o;
   if ((st = dm_output(c, 0, x->dtype, x->rank, dims, &o))) return st;
@@ -247,7 +249,7 @@ static tolk_status slice_run(struct op_ctx *c) {
   dm_dense_strides(x->rank, x->dims, in_st);
   for (int i = 0; i < x->rank; i++) {
     base += lo[i] * in_st[i];
-    src_st[i] = step[i] * in_st[i]; /* |step| <= dim here, as count >= 1 */
+    src_st[i] = step[i] * in_st[i];
   }
   struct dm_copy p;
   dm_plan_dense_dst(&p, x->rank, dims, src_st);

@@ -9,6 +9,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "../core/half.h"
+
 size_t dm_esize(int32_t dtype) {
   if (dtype == TOLK_STRING) return 0;
   return op_dtype_size(dtype);
@@ -90,56 +92,11 @@ void dm_dense_strides(int rank, const int64_t *dims, int64_t *strides) {
 
 /* ------------------------------------------------------------ 16-bit floats */
 
-float dm_f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  uint32_t bits;
-  float f;
-  if (exp == 0) {
-    /* zero or subnormal: exact in float arithmetic */
-    f = (float)mant * 0x1p-24f;
-    return sign ? -f : f;
-  }
-  if (exp == 31)
-    bits = sign | 0x7f800000u | (mant << 13);
-  else
-    bits = sign | ((exp + 112u) << 23) | (mant << 13);
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-uint16_t dm_f32_to_f16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-  uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u) /* inf, or NaN kept quiet with its top payload bits */
-    return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u | ((ax >> 13) & 0x3ffu) : 0));
-  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds past 65504 */
-  if (ax < 0x38800000u) { /* below half's smallest normal: scale, round to even */
-    float af;
-    memcpy(&af, &ax, sizeof af);
-    return (uint16_t)(sign | (uint16_t)lrintf(af * 0x1p24f));
-  }
-  /* rebias the exponent and round to nearest even on the 13 dropped bits */
-  ax += 0xc8000fffu + ((ax >> 13) & 1u);
-  return (uint16_t)(sign | (ax >> 13));
-}
-
-float dm_bf16_to_f32(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-uint16_t dm_f32_to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return (uint16_t)(x >> 16);
-}
+/* Thin wrappers over core/half.h, kept so the dm API is self-contained. */
+float dm_f16_to_f32(uint16_t h) { return tolk_f16_to_f32(h); }
+uint16_t dm_f32_to_f16(float f) { return tolk_f32_to_f16(f); }
+float dm_bf16_to_f32(uint16_t h) { return tolk_bf16_to_f32(h); }
+uint16_t dm_f32_to_bf16(float f) { return tolk_f32_to_bf16(f); }
 
 /* ------------------------------------------------------- numeric elements */
 
@@ -193,8 +150,8 @@ void dm_set_f64(int32_t dtype, void *data, int64_t i, double v) {
   switch (dtype) {
   case TOLK_FLOAT: ((float *)data)[i] = (float)v; break;
   case TOLK_DOUBLE: ((double *)data)[i] = v; break;
-  case TOLK_FLOAT16: ((uint16_t *)data)[i] = dm_f32_to_f16((float)v); break;
-  case TOLK_BFLOAT16: ((uint16_t *)data)[i] = dm_f32_to_bf16((float)v); break;
+  case TOLK_FLOAT16: ((uint16_t *)data)[i] = tolk_f64_to_f16(v); break;
+  case TOLK_BFLOAT16: ((uint16_t *)data)[i] = tolk_f64_to_bf16(v); break;
   case TOLK_INT8: ((int8_t *)data)[i] = (int8_t)sat_i64(v, INT8_MIN, INT8_MAX); break;
   case TOLK_INT16: ((int16_t *)data)[i] = (int16_t)sat_i64(v, INT16_MIN, INT16_MAX); break;
   case TOLK_INT32: ((int32_t *)data)[i] = (int32_t)sat_i64(v, INT32_MIN, INT32_MAX); break;

@@ -1,0 +1,240 @@
+/*
+ * ops_model.h — builds a one-node ONNX model in memory and runs it through
+ * the public session API, for operator tests that need exact control over
+ * inputs, attributes and opset (tests/test_ops_shape*.c). Every input is a
+ * graph input fed at run time, so kernels see run-time tensors, never folded
+ * constants.
+ *
+ *   struct tm m;
+ *   tm_begin(&m, "Slice", 13);
+ *   tm_in(&m, TOLK_FLOAT, 2, (int64_t[]){2, 3}, data);
+ *   tm_in_i64(&m, 1, (int64_t[]){1}, (int64_t[]){-1});
+ *   tm_attr_int(&m, "axis", 0);
+ *   tm_out(&m, 1);                     // number of outputs
+ *   tolk_status st = tm_run(&m, &err); // m.out[i] hold the results
+ *   tm_end(&m);
+ *
+ * The writer emits only the protobuf fields the loader needs.
+ */
+#ifndef TOLK_TESTS_OPS_MODEL_H
+#define TOLK_TESTS_OPS_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tolk.h"
+
+struct pbw {
+  uint8_t *p;
+  size_t n, cap;
+};
+
+static inline void pbw_put(struct pbw *w, const void *d, size_t n) {
+  if (w->n + n > w->cap) {
+    size_t nc = w->cap ? w->cap * 2 : 256;
+    while (nc < w->n + n) nc *= 2;
+    uint8_t *np = realloc(w->p, nc);
+    if (!np) abort(); /* test code: out of memory ends the test */
+    w->p = np;
+    w->cap = nc;
+  }
+  if (n) memcpy(w->p + w->n, d, n);
+  w->n += n;
+}
+
+static inline void pbw_varint(struct pbw *w, uint64_t v) {
+  uint8_t b[10];
+  size_t n = 0;
+  do {
+    b[n] = (uint8_t)(v & 0x7f);
+    v >>= 7;
+    if (v) b[n] |= 0x80;
+    n++;
+  } while (v);
+  pbw_put(w, b, n);
+}
+
+static inline void pbw_tag(struct pbw *w, int field, int wt) { pbw_varint(w, (uint64_t)(field << 3 | wt)); }
+
+static inline void pbw_bytes(struct pbw *w, int field, const void *d, size_t n) {
+  pbw_tag(w, field, 2);
+  pbw_varint(w, n);
+  pbw_put(w, d, n);
+}
+
+static inline void pbw_str(struct pbw *w, int field, const char *s) { pbw_bytes(w, field, s, strlen(s)); }
+
+static inline void pbw_sub(struct pbw *w, int field, struct pbw *sub) {
+  pbw_bytes(w, field, sub->p, sub->n);
+  free(sub->p);
+  memset(sub, 0, sizeof *sub);
+}
+
+static inline void pbw_int(struct pbw *w, int field, int64_t v) {
+  pbw_tag(w, field, 0);
+  pbw_varint(w, (uint64_t)v);
+}
+
+#define TM_MAX 16
+
+struct tm {
+  const char *op;
+  int opset;
+  struct pbw node, graph;
+  int n_in, n_out;
+  char names[TM_MAX][16];
+  tolk_tensor *in[TM_MAX];
+  const char *in_names[TM_MAX];
+  int n_fed;
+  tolk_tensor *out[TM_MAX];
+};
+
+static inline void tm_begin(struct tm *m, const char *op, int opset) {
+  memset(m, 0, sizeof *m);
+  m->op = op;
+  m->opset = opset;
+}
+
+/* A graph input of the given dtype and shape, fed with `data` (NULL: zeros). */
+static inline void tm_in(struct tm *m, tolk_dtype dt, int rank, const int64_t *dims, const void *data) {
+  int i = m->n_in++;
+  snprintf(m->names[i], sizeof m->names[i], "i%d", i);
+  pbw_str(&m->node, 1, m->names[i]);
+  int64_t numel = 1;
+  for (int k = 0; k < rank; k++) numel *= dims[k];
+  tolk_error err = {0};
+  tolk_tensor_create(dt, rank, dims, data, (size_t)numel * tolk_dtype_size(dt),
+                     &m->in[m->n_fed], &err);
+  m->in_names[m->n_fed++] = m->names[i];
+  /* ValueInfoProto{name, type{tensor_type{elem_type, shape{dim...}}}} */
+  struct pbw shape = {0}, tt = {0}, type = {0}, vi = {0};
+  for (int k = 0; k < rank; k++) {
+    struct pbw dim = {0};
+    pbw_int(&dim, 1, dims[k]);
+    pbw_sub(&shape, 1, &dim);
+  }
+  pbw_int(&tt, 1, dt);
+  pbw_sub(&tt, 2, &shape);
+  pbw_sub(&type, 1, &tt);
+  pbw_str(&vi, 1, m->names[i]);
+  pbw_sub(&vi, 2, &type);
+  pbw_sub(&m->graph, 11, &vi);
+}
+
+static inline void tm_in_i64(struct tm *m, int rank, const int64_t *dims, const int64_t *data) {
+  tm_in(m, TOLK_INT64, rank, dims, data);
+}
+
+/* A 1-D int64 input holding n values. */
+static inline void tm_in_ints(struct tm *m, int64_t n, const int64_t *v) { tm_in_i64(m, 1, &n, v); }
+
+/* An omitted optional input (empty name). */
+static inline void tm_none(struct tm *m) {
+  pbw_str(&m->node, 1, "");
+  m->n_in++;
+}
+
+static inline void tm_attr_begin(struct pbw *a, const char *name, int type) {
+  memset(a, 0, sizeof *a);
+  pbw_str(a, 1, name);
+  pbw_int(a, 20, type);
+}
+
+static inline void tm_attr_int(struct tm *m, const char *name, int64_t v) {
+  struct pbw a;
+  tm_attr_begin(&a, name, 2);
+  pbw_int(&a, 3, v);
+  pbw_sub(&m->node, 5, &a);
+}
+
+static inline void tm_attr_float(struct tm *m, const char *name, float v) {
+  struct pbw a;
+  tm_attr_begin(&a, name, 1);
+  pbw_tag(&a, 2, 5);
+  pbw_put(&a, &v, 4);
+  pbw_sub(&m->node, 5, &a);
+}
+
+static inline void tm_attr_str(struct tm *m, const char *name, const char *s) {
+  struct pbw a;
+  tm_attr_begin(&a, name, 3);
+  pbw_str(&a, 4, s);
+  pbw_sub(&m->node, 5, &a);
+}
+
+static inline void tm_attr_ints(struct tm *m, const char *name, int n, const int64_t *v) {
+  struct pbw a, packed = {0};
+  tm_attr_begin(&a, name, 7);
+  for (int k = 0; k < n; k++) pbw_varint(&packed, (uint64_t)v[k]);
+  pbw_sub(&a, 8, &packed);
+  pbw_sub(&m->node, 5, &a);
+}
+
+/* A TENSOR attribute: TensorProto{dims, data_type, raw_data}. */
+static inline void tm_attr_tensor(struct tm *m, const char *name, tolk_dtype dt, int rank,
+                           const int64_t *dims, const void *data) {
+  struct pbw a, t = {0};
+  int64_t numel = 1;
+  tm_attr_begin(&a, name, 4);
+  for (int k = 0; k < rank; k++) {
+    pbw_int(&t, 1, dims[k]);
+    numel *= dims[k];
+  }
+  pbw_int(&t, 2, dt);
+  pbw_bytes(&t, 9, data, (size_t)numel * tolk_dtype_size(dt));
+  pbw_sub(&a, 5, &t);
+  pbw_sub(&m->node, 5, &a);
+}
+
+static inline void tm_out(struct tm *m, int n) { m->n_out = n; }
+
+/* Builds the model, runs it and leaves the outputs in m->out. */
+static inline tolk_status tm_run(struct tm *m, tolk_error *err) {
+  struct pbw node = m->node, graph = m->graph, model = {0}, opset = {0};
+  char onames[TM_MAX][16];
+  memset(&m->node, 0, sizeof m->node);
+  memset(&m->graph, 0, sizeof m->graph);
+  for (int i = 0; i < m->n_out; i++) {
+    snprintf(onames[i], sizeof onames[i], "o%d", i);
+    pbw_str(&node, 2, onames[i]);
+  }
+  pbw_str(&node, 4, m->op);
+  pbw_sub(&graph, 1, &node);
+  pbw_str(&graph, 2, "g");
+  for (int i = 0; i < m->n_out; i++) {
+    struct pbw vi = {0};
+    pbw_str(&vi, 1, onames[i]);
+    pbw_sub(&graph, 12, &vi);
+  }
+  pbw_int(&model, 1, 8);
+  pbw_str(&opset, 1, "");
+  pbw_int(&opset, 2, m->opset);
+  pbw_sub(&model, 8, &opset);
+  pbw_sub(&model, 7, &graph);
+  tolk_session *s = NULL;
+  tolk_session_params p = tolk_session_default_params();
+  p.threads = 1;
+  tolk_status st = tolk_session_create_from_buffer(model.p, model.n, NULL, p, &s, err);
+  if (st == TOLK_OK) {
+    st = tolk_session_run(s, (size_t)m->n_fed, m->in_names, (const tolk_tensor *const *)m->in,
+                          (size_t)m->n_out, NULL, m->out, NULL, err);
+    tolk_session_free(s);
+  }
+  free(model.p);
+  return st;
+}
+
+static inline void tm_end(struct tm *m) {
+  for (int i = 0; i < TM_MAX; i++) {
+    tolk_tensor_free(m->in[i]);
+    tolk_tensor_free(m->out[i]);
+  }
+  free(m->node.p);
+  free(m->graph.p);
+  memset(m, 0, sizeof *m);
+}
+
+#endif /* TOLK_TESTS_OPS_MODEL_H */
