@@ -104,6 +104,11 @@ void nn_layernorm_f64(const double *x, double *y, int64_t rows, int64_t n,
                       const double *scale, const double *bias, double eps, double *mean,
                       double *inv_std);
 
+/* RMS normalisation of contiguous rows: y = x / sqrt(mean(x^2) + eps) *
+ * scale, mean(x^2) in double. */
+void nn_rmsnorm_f32(const float *x, float *y, int64_t rows, int64_t n, const float *scale,
+                    float eps);
+
 /* Mean and biased variance of n floats (two passes in double). */
 void nn_moments_f32(const float *x, int64_t n, double *mean, double *var);
 void nn_moments_f64(const double *x, int64_t n, double *mean, double *var);

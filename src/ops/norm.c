@@ -3,7 +3,8 @@
  * later version), BatchNormalization (inference, plus training_mode's
  * batch statistics and running-stat outputs; `spatial` = 0 of opsets < 9),
  * InstanceNormalization, GroupNormalization (18: per-group scale and bias;
- * 21: per-channel), LpNormalization and MeanVarianceNormalization.
+ * 21: per-channel), RMSNormalization (23), LpNormalization and
+ * MeanVarianceNormalization.
  *
  * LayerNormalization on float (the translation model's hot path) and
  * BatchNormalization on float run on float data directly; every other case
@@ -198,6 +199,62 @@ static tolk_status run_layernorm(struct op_ctx *c) {
   for (int64_t r = 0; r < rows; r++) {
     if (mo) store_f64(mo, r, job.meand[r]);
     if (io) store_f64(io, r, job.invd[r]);
+  }
+  return TOLK_OK;
+}
+
+/* ------------------------------------------------------------- RMSNormalization */
+
+struct rms_job {
+  const float *x, *scale;
+  float *y;
+  int64_t n;
+  float eps;
+};
+
+static void rms_range(void *arg, int64_t b, int64_t e) {
+  const struct rms_job *j = arg;
+  nn_rmsnorm_f32(j->x + b * j->n, j->y + b * j->n, e - b, j->n, j->scale, j->eps);
+}
+
+static tolk_status run_rmsnorm(struct op_ctx *c) {
+  const struct tensor *x = op_in(c, 0), *sc = op_in(c, 1);
+  if (need_float(c, x, "X") || need_float(c, sc, "scale")) return nn_status(c);
+  int rank = x->rank, axis;
+  int64_t a_attr = ir_attr_int(c->node, "axis", -1);
+  if (!nn_axis(a_attr, rank, &axis))
+    return op_fail(c, TOLK_ERR_INVALID_ARGUMENT, "axis %lld is out of range for rank %d",
+                   (long long)a_attr, rank);
+  float eps = ir_attr_float(c->node, "epsilon", 1e-5f);
+  int64_t rows = 1, n = 1;
+  for (int d = 0; d < rank; d++) {
+    if (d < axis)
+      rows *= x->dims[d];
+    else
+      n *= x->dims[d];
+  }
+  const int64_t *nd = x->dims + axis;
+  int nr = rank - axis;
+  struct tensor *y = op_output(c, 0, x->dtype, rank, x->dims);
+  if (!y) return nn_status(c);
+  if (y->numel == 0) return TOLK_OK;
+  double *sd = expand_param(c, sc, nd, nr, n, "scale");
+  if (!sd) return nn_status(c);
+  if (x->dtype != TOLK_DOUBLE) {
+    struct rms_job job = {.x = nn_in_f32(c, x), .y = nn_out_f32(c, y), .n = n, .eps = eps};
+    job.scale = to_f32(c, sd, n);
+    if (!job.x || !job.y || !job.scale) return nn_status(c);
+    op_parallel_for(c, rows, n >= 4096 ? 1 : 4096 / n, rms_range, &job);
+    nn_out_f32_finish(y, job.y);
+    return TOLK_OK;
+  }
+  const double *xd = x->data;
+  double *yd = y->data;
+  for (int64_t r = 0; r < rows; r++) {
+    double q = 0;
+    for (int64_t j = 0; j < n; j++) q += xd[r * n + j] * xd[r * n + j];
+    double inv = 1.0 / sqrt(q / (double)n + (double)eps);
+    for (int64_t j = 0; j < n; j++) yd[r * n + j] = xd[r * n + j] * inv * sd[j];
   }
   return TOLK_OK;
 }
@@ -438,8 +495,8 @@ static tolk_status run_lpnorm(struct op_ctx *c) {
       double s = 0;
       for (int64_t r = 0; r < a; r++) s += p == 1 ? fabs(px[r * in]) : px[r * in] * px[r * in];
       double norm = p == 1 ? s : sqrt(s);
-      /* A zero vector stays zero rather than becoming 0/0. */
-      for (int64_t r = 0; r < a; r++) py[r * in] = norm == 0 ? 0 : px[r * in] / norm;
+      /* As the spec's reference: a zero vector gives 0/0 = NaN. */
+      for (int64_t r = 0; r < a; r++) py[r * in] = px[r * in] / norm;
     }
   nn_out_f64_finish(y, yd);
   return TOLK_OK;
@@ -509,6 +566,7 @@ static tolk_status run_mvn(struct op_ctx *c) {
 
 const struct op_def tolk_ops_norm[] = {
     {"", "LayerNormalization", 17, 0, NULL, run_layernorm, NULL},
+    {"", "RMSNormalization", 23, 0, NULL, run_rmsnorm, NULL},
     {"", "BatchNormalization", 1, 0, NULL, run_batchnorm, NULL},
     {"", "InstanceNormalization", 1, 0, NULL, run_instancenorm, NULL},
     {"", "GroupNormalization", 18, 0, NULL, run_groupnorm, NULL},

@@ -112,3 +112,14 @@ void nn_layernorm_f64(const double *x, double *y, int64_t rows, int64_t n,
     if (inv_std) inv_std[r] = inv;
   }
 }
+
+void nn_rmsnorm_f32(const float *x, float *y, int64_t rows, int64_t n, const float *scale,
+                    float eps) {
+  for (int64_t r = 0; r < rows; r++) {
+    const float *xr = x + r * n;
+    float *yr = y + r * n;
+    double inv = 1.0 / sqrt(sqdev_f32(xr, n, 0.0) / (double)(n ? n : 1) + (double)eps);
+    float invf = (float)inv;
+    for (int64_t j = 0; j < n; j++) yr[j] = xr[j] * invf * scale[j];
+  }
+}

@@ -259,25 +259,43 @@ static tolk_status run_maxunpool(struct op_ctx *c) {
   struct nn_window w;
   enum nn_auto_pad ap;
   if (nn_window_attrs(c, nsp, x->dims + 2, k, false, &w, &ap)) return nn_status(c);
-  int64_t ydims[IR_MAX_RANK] = {x->dims[0], x->dims[1]};
+  /* Indices address the shape the pool's input had (inferred from X and
+   * the window); an output_shape places that at the front of a larger or
+   * smaller output, as the ONNX reference does. */
+  int64_t idims[IR_MAX_RANK] = {x->dims[0], x->dims[1]}, ydims[IR_MAX_RANK];
+  for (int d = 0; d < nsp; d++)
+    idims[d + 2] = (x->dims[d + 2] - 1) * w.stride[d] + k[d] - w.pad0[d] - w.pad1[d];
+  memcpy(ydims, idims, sizeof ydims);
   if (osh) {
     if (osh->numel != x->rank)
       return op_fail(c, TOLK_ERR_SHAPE, "output_shape has %lld values for rank %d",
                      (long long)osh->numel, x->rank);
     for (int d = 0; d < x->rank; d++) ydims[d] = nn_get_i64(osh, d);
-  } else {
-    for (int d = 0; d < nsp; d++)
-      ydims[d + 2] = (x->dims[d + 2] - 1) * w.stride[d] + k[d] - w.pad0[d] - w.pad1[d];
+  }
+  int64_t inumel = 1;
+  for (int d = 0; d < x->rank; d++) {
+    if (idims[d] < 0) return op_fail(c, TOLK_ERR_SHAPE, "the unpooled shape is negative");
+    inumel *= idims[d];
   }
   struct tensor *y = op_output(c, 0, x->dtype, x->rank, ydims);
   if (!y) return nn_status(c);
   if (y->nbytes) memset(y->data, 0, y->nbytes);
   const int64_t *iv = ind->data;
   for (int64_t i = 0; i < x->numel; i++) {
-    if (iv[i] < 0 || iv[i] >= y->numel)
-      return op_fail(c, TOLK_ERR_INVALID_ARGUMENT, "index %lld is outside the output of %lld "
-                     "elements", (long long)iv[i], (long long)y->numel);
-    memcpy((char *)y->data + (size_t)iv[i] * es, (const char *)x->data + (size_t)i * es, es);
+    if (iv[i] < 0 || iv[i] >= inumel)
+      return op_fail(c, TOLK_ERR_INVALID_ARGUMENT, "index %lld is outside the unpooled "
+                     "tensor of %lld elements", (long long)iv[i], (long long)inumel);
+    int64_t rem = iv[i], off = 0, st = 1;
+    bool inside = true;
+    for (int d = x->rank - 1; d >= 0; d--) {
+      int64_t q = rem % idims[d];
+      rem /= idims[d];
+      if (q >= ydims[d]) inside = false;
+      off += q * st;
+      st *= ydims[d];
+    }
+    if (inside)
+      memcpy((char *)y->data + (size_t)off * es, (const char *)x->data + (size_t)i * es, es);
   }
   return TOLK_OK;
 }
