@@ -15,6 +15,9 @@ struct cli_command {
   int (*run)(int argc, char **argv);
 };
 
+int cmd_inspect(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+
 /* Prints "tolk VERB: message" for a failed library call to stderr; returns 2. */
 int cli_fail(const char *verb, const tolk_error *err);
 

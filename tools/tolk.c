@@ -8,6 +8,8 @@
 #include "cli.h"
 
 static const struct cli_command commands[] = {
+    {"inspect", "show a model's inputs, outputs, ops, parameters (--json, --dot)", cmd_inspect},
+    {"check", "validate a model as onnx.checker does", cmd_check},
     {NULL, NULL, NULL},
 };
 
