@@ -3,15 +3,47 @@
  * plain scalar reference (`_ref`) that tests compare the dispatched fast path
  * against. The fast path is picked once at run time from the CPU's features
  * (AVX-512, AVX2+FMA, scalar); TOLK_ISA=avx512|avx2|scalar in the environment
- * forces one.
+ * forces one (an ISA the CPU lacks falls back to the best it has).
+ *
+ * GEMM comes in two forms: kern_sgemm() takes B as it lies in memory and
+ * packs it piecewise on the fly (for activations × activations), and
+ * kern_sgemm_packed() takes B packed once by kern_sgemm_pack_b() (for constant
+ * weights, packed at session creation). Both split the work over n (and over
+ * m when n is narrow) on the pool; with m ≤ the register tile's height (a
+ * decoder step) the packed form streams B exactly once, front to back.
  */
 #ifndef TOLK_KERN_H
 #define TOLK_KERN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "../core/core.h"
+
 struct tolk_pool;
+
+/* ------------------------------------------------------------ dispatch */
+
+enum kern_isa {
+  KERN_ISA_SCALAR = 0, /* portable C: baseline ISA only (SSE2 on x86-64) */
+  KERN_ISA_AVX2 = 1,   /* AVX2 + FMA */
+  KERN_ISA_AVX512 = 2  /* AVX-512 F/BW/DQ/VL */
+};
+
+/* The ISA the dispatched kernels use: TOLK_ISA's when set and supported,
+ * otherwise the best this CPU supports. Decided on first use. */
+enum kern_isa kern_isa_active(void);
+/* Whether this build and this CPU can run `isa`. */
+bool kern_isa_supported(enum kern_isa isa);
+/* "scalar", "avx2" or "avx512". */
+const char *kern_isa_name(enum kern_isa isa);
+/* For tests and benchmarks: makes later calls use `isa`. Returns false (and
+ * changes nothing) when it is not supported. Not safe while other threads
+ * run kernels. */
+bool kern_isa_force(enum kern_isa isa);
+
+/* ---------------------------------------------------------------- sgemm */
 
 /* C = alpha * op(A) * op(B) + beta * C, all row-major. op(A) is m×k (A is k×m
  * when trans_a), op(B) is k×n (B is n×k when trans_b). lda/ldb/ldc are row
@@ -23,5 +55,27 @@ void kern_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, flo
 void kern_sgemm_ref(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                     float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                     float beta, float *c, int64_t ldc);
+
+/* op(B) (k×n) repacked into column panels of the register tile's width, each
+ * panel's k rows contiguous, for the ISA active when it was packed. Opaque;
+ * immutable once made, so any number of threads may use one at a time. */
+struct kern_packed_b;
+
+/* Packs op(B) (B is k×n, or n×k when trans_b, row stride ldb). On success
+ * *out owns a copy (the caller frees it with kern_packed_b_free; b is not
+ * referenced afterwards). Fails with TOLK_ERR_LIMIT when the size overflows
+ * and TOLK_ERR_NO_MEMORY when allocation fails. */
+tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float *b,
+                              int64_t ldb, struct kern_packed_b **out, tolk_error *err);
+/* NULL is a no-op. */
+void kern_packed_b_free(struct kern_packed_b *pb);
+/* Bytes the packed copy holds (for memory statistics). */
+size_t kern_packed_b_bytes(const struct kern_packed_b *pb);
+
+/* As kern_sgemm() with B = the packed matrix; n and k must be the ones it was
+ * packed with (a programmer error otherwise). */
+void kern_sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float *a, int64_t lda, const struct kern_packed_b *b,
+                       float beta, float *c, int64_t ldc, struct tolk_pool *pool);
 
 #endif /* TOLK_KERN_H */

@@ -1,7 +1,8 @@
 /*
  * sgemm_ref.c — the scalar reference GEMM every fast path is tested against.
  * Accumulates in double so that it is a stricter reference than any float
- * path and its own rounding does not hide their errors.
+ * path and its own rounding does not hide their errors. The dispatched fast
+ * paths live in sgemm.c.
  */
 #include "kern.h"
 
@@ -20,12 +21,4 @@ void kern_sgemm_ref(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
       c[i * ldc + j] = (float)(alpha * acc) + prev;
     }
   }
-}
-
-/* Until the blocked SIMD kernels land, the dispatched GEMM is the reference. */
-void kern_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
-                float *c, int64_t ldc, struct tolk_pool *pool) {
-  (void)pool;
-  kern_sgemm_ref(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

@@ -1,0 +1,429 @@
+/*
+ * sgemm.c — the GEMM driver: ISA dispatch, packing of B, cache blocking and
+ * threading around the per-ISA register-tile micro-kernels (sgemm_impl.h).
+ *
+ * Layout: op(B) is cut into panels of NR columns (the tile width); a packed
+ * panel holds its k rows contiguously (k × NR floats, zero-padded past n), so
+ * one panel is one sequential stream. A is never packed: the micro-kernel
+ * reads it in place through (row, column) strides, which also covers trans_a.
+ *
+ * Blocking (GotoBLAS order, minus the A pack): for each k block of KC, for
+ * each block of MC rows, for each panel, for each MR-row tile. A KC × NR
+ * piece of B then sits in L1 while every tile of the row block uses it, and
+ * the MC × KC block of A sits in L2 while the panels go by. When m ≤ MR (a
+ * decoder step) and B is packed, each panel is instead run over the whole k
+ * in one tile call: the accumulators stay in registers and B streams once.
+ *
+ * Threads take disjoint ranges of panels (and of row blocks when n is too
+ * narrow to feed them), so they never write the same C element and results
+ * do not depend on the thread count.
+ */
+#include <assert.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../exec/pool.h"
+#include "sgemm_impl.h"
+
+/* ------------------------------------------------------------ dispatch */
+
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+static enum kern_isa isa_current = KERN_ISA_SCALAR;
+
+bool kern_isa_supported(enum kern_isa isa) {
+  switch (isa) {
+  case KERN_ISA_SCALAR: return true;
+#if defined(__x86_64__) || defined(__i386__)
+  case KERN_ISA_AVX2:
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  case KERN_ISA_AVX512:
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  case KERN_ISA_AVX2:
+  case KERN_ISA_AVX512: return false;
+#endif
+  }
+  return false;
+}
+
+const char *kern_isa_name(enum kern_isa isa) {
+  switch (isa) {
+  case KERN_ISA_SCALAR: return "scalar";
+  case KERN_ISA_AVX2: return "avx2";
+  case KERN_ISA_AVX512: return "avx512";
+  }
+  return "unknown";
+}
+
+static void isa_init(void) {
+  enum kern_isa best = KERN_ISA_SCALAR;
+  if (kern_isa_supported(KERN_ISA_AVX512)) best = KERN_ISA_AVX512;
+  else if (kern_isa_supported(KERN_ISA_AVX2)) best = KERN_ISA_AVX2;
+  const char *env = getenv("TOLK_ISA");
+  if (env) {
+    for (int i = KERN_ISA_SCALAR; i <= KERN_ISA_AVX512; i++) {
+      /* An ISA the CPU lacks would fault: fall back to the best instead. */
+      if (strcmp(env, kern_isa_name((enum kern_isa)i)) == 0 &&
+          kern_isa_supported((enum kern_isa)i))
+        best = (enum kern_isa)i;
+    }
+  }
+  isa_current = best;
+}
+
+enum kern_isa kern_isa_active(void) {
+  pthread_once(&isa_once, isa_init);
+  return isa_current;
+}
+
+bool kern_isa_force(enum kern_isa isa) {
+  pthread_once(&isa_once, isa_init);
+  if (!kern_isa_supported(isa)) return false;
+  isa_current = isa;
+  return true;
+}
+
+static const struct sgemm_ukr *ukr_for(enum kern_isa isa) {
+  switch (isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  case KERN_ISA_AVX512: return &kern_sgemm_ukr_avx512;
+  case KERN_ISA_AVX2: return &kern_sgemm_ukr_avx2;
+#else
+  case KERN_ISA_AVX512:
+  case KERN_ISA_AVX2:
+#endif
+  case KERN_ISA_SCALAR: break;
+  }
+  return &kern_sgemm_ukr_scalar;
+}
+
+/* -------------------------------------------------------------- driver */
+
+struct gemm_job {
+  const struct sgemm_ukr *u;
+  bool trans_a, trans_b;
+  int64_t m, n, k;
+  float alpha, beta;
+  const float *a;
+  int64_t lda, rs_a, cs_a; /* op(A)(i, p) = a[i * rs_a + p * cs_a] */
+  const float *b;          /* B in memory (when packed == NULL) */
+  int64_t ldb;
+  const float *packed; /* or: panel-major packed op(B) */
+  float *c;
+  int64_t ldc;
+  int64_t panels;          /* ceil(n / NR) */
+  int64_t panels_per_task; /* the task grid: row tasks × panel tasks */
+  int64_t rows_per_task;
+  int64_t row_tasks;
+};
+
+/* Each thread packs into its own buffer, made on its first GEMM and freed
+ * when it exits, so a GEMM allocates nothing in the steady state. */
+#define BUF_FLOATS (SGEMM_MAX_MC * SGEMM_MAX_KC + SGEMM_MAX_KC * SGEMM_NC)
+static pthread_key_t buf_key;
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+static bool buf_key_ok;
+
+static void buf_key_init(void) { buf_key_ok = pthread_key_create(&buf_key, free) == 0; }
+
+static float *thread_buf(void) {
+  pthread_once(&buf_once, buf_key_init);
+  if (!buf_key_ok) return NULL;
+  float *p = pthread_getspecific(buf_key);
+  if (!p) {
+    p = aligned_alloc(64, BUF_FLOATS * sizeof(float));
+    if (p && pthread_setspecific(buf_key, p) != 0) {
+      free(p);
+      p = NULL;
+    }
+  }
+  return p;
+}
+
+/* Packs rows [pc, pc + kc) of op(B)'s panels [jp0, jp1) into buf, one kc × NR
+ * panel after the other, zero past column n. Rows of B are read as long
+ * contiguous runs, not a panel's width at a time. */
+static void pack_b_block(const struct gemm_job *j, float *buf, int64_t pc, int64_t kc,
+                         int64_t jp0, int64_t jp1) {
+  const int64_t nr = j->u->nr, c0 = jp0 * nr;
+  const int64_t width = (j->n < jp1 * nr ? j->n : jp1 * nr) - c0;
+  if (!j->trans_b) {
+    for (int64_t p = 0; p < kc; p++) {
+      const float *src = j->b + (pc + p) * j->ldb + c0;
+      for (int64_t x0 = 0; x0 < width; x0 += nr) {
+        float *dst = buf + x0 / nr * kc * nr + p * nr;
+        const int64_t nv = width - x0 < nr ? width - x0 : nr;
+        memcpy(dst, src + x0, (size_t)nv * sizeof(float));
+        for (int64_t x = nv; x < nr; x++) dst[x] = 0.0f;
+      }
+    }
+  } else {
+    for (int64_t x = 0; x < width; x++) {
+      const float *src = j->b + (c0 + x) * j->ldb + pc;
+      float *dst = buf + x / nr * kc * nr + x % nr;
+      for (int64_t p = 0; p < kc; p++) dst[p * nr] = src[p];
+    }
+    if (width % nr) {
+      float *last = buf + width / nr * kc * nr;
+      for (int64_t p = 0; p < kc; p++)
+        for (int64_t x = width % nr; x < nr; x++) last[p * nr + x] = 0.0f;
+    }
+  }
+}
+
+/* Packs op(A) rows [i0, i1) × columns [pc, pc + kc) into buf as consecutive
+ * kc × MR tiles (MR rows interleaved per k step). Reading A in place instead
+ * would put rows whose stride is a multiple of 1 KiB into the same few L1
+ * sets, which evict each other; packed, a tile is one sequential run. Rows
+ * past i1 in the last tile are left unset: the tile is then run with fewer
+ * rows and never reads them. */
+static void pack_a_block(const struct gemm_job *j, float *buf, int64_t i0, int64_t i1,
+                         int64_t pc, int64_t kc) {
+  const int64_t mr = j->u->mr;
+  for (int64_t ir = i0; ir < i1; ir += mr) {
+    const int64_t rows = i1 - ir < mr ? i1 - ir : mr;
+    float *dst = buf + (ir - i0) / mr * kc * mr;
+    if (!j->trans_a) {
+      for (int64_t r = 0; r < rows; r++) {
+        const float *src = j->a + (ir + r) * j->lda + pc;
+        for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = src[p];
+      }
+    } else {
+      for (int64_t p = 0; p < kc; p++) {
+        const float *src = j->a + (pc + p) * j->lda + ir;
+        for (int64_t r = 0; r < rows; r++) dst[p * mr + r] = src[r];
+      }
+    }
+  }
+}
+
+/* C rows [i0, i1) × panels [jp0, jp1). */
+static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t jp0,
+                       int64_t jp1) {
+  const struct sgemm_ukr *u = j->u;
+  const int64_t nr = u->nr, mr = u->mr, KC = u->kc, MC = u->mc;
+  assert(KC <= SGEMM_MAX_KC && MC <= SGEMM_MAX_MC && nr <= SGEMM_MAX_NR &&
+         SGEMM_NC % nr == 0 && MC % mr == 0);
+  if (j->packed && i1 - i0 <= mr) {
+    /* A decoder step: one tile height, each panel run over all of k with
+     * the sums in registers, B read once from front to back. */
+    for (int64_t jp = jp0; jp < jp1; jp++) {
+      int64_t nv = j->n - jp * nr < nr ? j->n - jp * nr : nr;
+      u->tile(i1 - i0, nv, j->k, j->a + i0 * j->rs_a, j->rs_a, j->cs_a,
+              j->packed + jp * j->k * nr, nr, j->c + i0 * j->ldc + jp * nr, j->ldc, j->alpha,
+              j->beta);
+    }
+    return;
+  }
+  if (!j->packed && !j->trans_b && i1 - i0 <= mr) {
+    /* The same for B as it lies (row-major k × n): copying it first would
+     * cost more than the few FMAs each element feeds, so full panels read
+     * their NR columns in place, row after row. The ragged last panel, whose
+     * loads would run past B's rows, goes through the packing path below. */
+    int64_t full = j->n / nr < jp1 ? j->n / nr : jp1;
+    for (int64_t jp = jp0; jp < full; jp++)
+      u->tile(i1 - i0, nr, j->k, j->a + i0 * j->rs_a, j->rs_a, j->cs_a, j->b + jp * nr,
+              j->ldb, j->c + i0 * j->ldc + jp * nr, j->ldc, j->alpha, j->beta);
+    if (full >= jp1) return;
+    jp0 = full > jp0 ? full : jp0;
+  }
+  float *buf = thread_buf();
+  if (!buf && !j->packed) {
+    /* Out of memory for the pack buffer: still give the right answer. */
+    const int64_t c0 = jp0 * nr, c1 = j->n < jp1 * nr ? j->n : jp1 * nr;
+    kern_sgemm_ref(j->trans_a, j->trans_b, i1 - i0, c1 - c0, j->k, j->alpha,
+                   j->trans_a ? j->a + i0 : j->a + i0 * j->lda, j->lda,
+                   j->trans_b ? j->b + c0 * j->ldb : j->b + c0, j->ldb, j->beta,
+                   j->c + i0 * j->ldc + c0, j->ldc);
+    return;
+  }
+  float *abuf = buf, *bbuf = buf ? buf + SGEMM_MAX_MC * SGEMM_MAX_KC : NULL;
+  const bool pack_a = buf && i1 - i0 > mr; /* one tile height reads A in place */
+  const int64_t ncp = j->packed ? jp1 - jp0 : SGEMM_NC / nr;
+  for (int64_t jc = jp0; jc < jp1; jc += ncp) {
+    const int64_t je = jp1 - jc < ncp ? jp1 : jc + ncp;
+    for (int64_t pc = 0; pc < j->k; pc += KC) {
+      const int64_t kc = j->k - pc < KC ? j->k - pc : KC;
+      const float beta = pc == 0 ? j->beta : 1.0f; /* later k blocks accumulate */
+      if (!j->packed) pack_b_block(j, bbuf, pc, kc, jc, je);
+      for (int64_t ic = i0; ic < i1; ic += MC) {
+        const int64_t ie = i1 - ic < MC ? i1 : ic + MC;
+        if (pack_a) pack_a_block(j, abuf, ic, ie, pc, kc);
+        for (int64_t jp = jc; jp < je; jp++) {
+          const int64_t nv = j->n - jp * nr < nr ? j->n - jp * nr : nr;
+          const float *bp =
+              j->packed ? j->packed + jp * j->k * nr + pc * nr : bbuf + (jp - jc) * kc * nr;
+          for (int64_t ir = ic; ir < ie; ir += mr) {
+            const int64_t rows = ie - ir < mr ? ie - ir : mr;
+            float *ct = j->c + ir * j->ldc + jp * nr;
+            if (pack_a)
+              u->tile(rows, nv, kc, abuf + (ir - ic) / mr * kc * mr, 1, mr, bp, nr, ct,
+                      j->ldc, j->alpha, beta);
+            else
+              u->tile(rows, nv, kc, j->a + ir * j->rs_a + pc * j->cs_a, j->rs_a, j->cs_a, bp,
+                      nr, ct, j->ldc, j->alpha, beta);
+          }
+        }
+      }
+    }
+  }
+}
+
+static void gemm_tasks(void *arg, int64_t t0, int64_t t1) {
+  const struct gemm_job *j = arg;
+  for (int64_t t = t0; t < t1; t++) {
+    int64_t rt = t % j->row_tasks, ct = t / j->row_tasks;
+    int64_t i0 = rt * j->rows_per_task, i1 = i0 + j->rows_per_task;
+    int64_t jp0 = ct * j->panels_per_task, jp1 = jp0 + j->panels_per_task;
+    gemm_block(j, i0, i1 < j->m ? i1 : j->m, jp0, jp1 < j->panels ? jp1 : j->panels);
+  }
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* C = beta * C, for k == 0. */
+static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t x = 0; x < n; x++) c[i * ldc + x] = beta == 0.0f ? 0.0f : beta * c[i * ldc + x];
+}
+
+/* Picks the task grid and runs it. */
+static void gemm_run(struct gemm_job *j, struct tolk_pool *pool) {
+  const int64_t mr = j->u->mr;
+  const double flops = 2.0 * (double)j->m * (double)j->n * (double)j->k;
+  int64_t threads = tolk_pool_threads(pool);
+  /* Below ~64 kflop per task the hand-off costs more than it saves. */
+  int64_t max_tasks = (int64_t)(flops / 65536.0);
+  if (max_tasks > 4 * threads) max_tasks = 4 * threads;
+  j->panels = ceil_div(j->n, j->u->nr);
+  j->row_tasks = 1;
+  j->rows_per_task = j->m;
+  j->panels_per_task = j->panels;
+  int64_t ntasks = 1;
+  if (threads > 1 && max_tasks > 1) {
+    if (j->panels < max_tasks && j->m > mr) {
+      /* Too few panels to go round: split the rows as well, in whole tiles. */
+      int64_t want = ceil_div(max_tasks, j->panels);
+      int64_t tiles = ceil_div(j->m, mr);
+      j->rows_per_task = ceil_div(tiles, want < tiles ? want : tiles) * mr;
+      j->row_tasks = ceil_div(j->m, j->rows_per_task);
+    }
+    int64_t col_tasks = max_tasks / j->row_tasks;
+    if (col_tasks < 1) col_tasks = 1;
+    if (col_tasks > j->panels) col_tasks = j->panels;
+    j->panels_per_task = ceil_div(j->panels, col_tasks);
+    ntasks = j->row_tasks * ceil_div(j->panels, j->panels_per_task);
+  }
+  if (ntasks == 1) gemm_tasks(j, 0, 1);
+  else tolk_pool_for(pool, ntasks, 1, gemm_tasks, j);
+}
+
+void kern_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                float *c, int64_t ldc, struct tolk_pool *pool) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    scale_c(m, n, beta, c, ldc);
+    return;
+  }
+  struct gemm_job j = {
+      .u = ukr_for(kern_isa_active()),
+      .trans_a = trans_a, .trans_b = trans_b,
+      .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta,
+      .a = a, .lda = lda, .rs_a = trans_a ? 1 : lda, .cs_a = trans_a ? lda : 1,
+      .b = b, .ldb = ldb,
+      .c = c, .ldc = ldc,
+  };
+  gemm_run(&j, pool);
+}
+
+/* --------------------------------------------------------------- packed */
+
+struct kern_packed_b {
+  const struct sgemm_ukr *u;
+  int64_t k, n;
+  float *data; /* ceil(n / NR) panels of k × NR */
+  size_t bytes;
+};
+
+tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float *b,
+                              int64_t ldb, struct kern_packed_b **out, tolk_error *err) {
+  *out = NULL;
+  if (k < 0 || n < 0)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "sgemm pack: negative size %lld x %lld",
+                     (long long)k, (long long)n);
+  const struct sgemm_ukr *u = ukr_for(kern_isa_active());
+  const int64_t nr = u->nr, panels = ceil_div(n, nr);
+  size_t elems, bytes;
+  if (!tolk_mul_size((size_t)panels * (size_t)nr, (size_t)k, &elems) ||
+      !tolk_mul_size(elems, sizeof(float), &bytes) || bytes > SIZE_MAX - 64)
+    return tolk_fail(err, TOLK_ERR_LIMIT, "sgemm pack: %lld x %lld matrix is too large",
+                     (long long)k, (long long)n);
+  struct kern_packed_b *pb = calloc(1, sizeof *pb);
+  if (!pb) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "sgemm pack: out of memory");
+  pb->u = u;
+  pb->k = k;
+  pb->n = n;
+  pb->bytes = bytes;
+  if (bytes > 0) {
+    pb->data = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!pb->data) {
+      free(pb);
+      return tolk_fail(err, TOLK_ERR_NO_MEMORY,
+                       "sgemm pack: out of memory for a %lld x %lld matrix (%zu bytes)",
+                       (long long)k, (long long)n, bytes);
+    }
+  }
+  for (int64_t jp = 0; jp < panels; jp++) {
+    float *dst = pb->data + jp * k * nr;
+    const int64_t j0 = jp * nr, nv = n - j0 < nr ? n - j0 : nr;
+    if (!trans_b) {
+      for (int64_t p = 0; p < k; p++) {
+        memcpy(dst + p * nr, b + p * ldb + j0, (size_t)nv * sizeof(float));
+        for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = 0.0f;
+      }
+    } else {
+      for (int64_t x = 0; x < nv; x++) {
+        const float *src = b + (j0 + x) * ldb;
+        for (int64_t p = 0; p < k; p++) dst[p * nr + x] = src[p];
+      }
+      for (int64_t p = 0; p < k; p++)
+        for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = 0.0f;
+    }
+  }
+  *out = pb;
+  return TOLK_OK;
+}
+
+void kern_packed_b_free(struct kern_packed_b *pb) {
+  if (!pb) return;
+  free(pb->data);
+  free(pb);
+}
+
+size_t kern_packed_b_bytes(const struct kern_packed_b *pb) { return pb ? pb->bytes : 0; }
+
+void kern_sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float *a, int64_t lda, const struct kern_packed_b *b,
+                       float beta, float *c, int64_t ldc, struct tolk_pool *pool) {
+  assert(b && b->n == n && b->k == k);
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    scale_c(m, n, beta, c, ldc);
+    return;
+  }
+  struct gemm_job j = {
+      .u = b->u,
+      .trans_a = trans_a,
+      .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta,
+      .a = a, .lda = lda, .rs_a = trans_a ? 1 : lda, .cs_a = trans_a ? lda : 1,
+      .packed = b->data,
+      .c = c, .ldc = ldc,
+  };
+  gemm_run(&j, pool);
+}

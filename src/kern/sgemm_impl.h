@@ -1,0 +1,47 @@
+/*
+ * sgemm_impl.h — the contract between the GEMM driver (sgemm.c: dispatch,
+ * packing, blocking, threading) and the per-ISA micro-kernels
+ * (sgemm_scalar.c, x86/sgemm_avx2.c, x86/sgemm_avx512.c). A micro-kernel
+ * computes one register tile of C; everything else is ISA-independent.
+ * Internal to src/kern/.
+ */
+#ifndef TOLK_SGEMM_IMPL_H
+#define TOLK_SGEMM_IMPL_H
+
+#include <stdint.h>
+
+#include "kern.h"
+
+/* Bounds on the ISAs' blocking, sizing the driver's per-thread buffers. */
+#define SGEMM_MAX_NR 32
+#define SGEMM_MAX_KC 256
+#define SGEMM_MAX_MC 96
+/* Columns of B packed per block when B is not prepacked (a multiple of every
+ * NR): KC × NC floats, 256 KiB, stay in L2 while the row blocks go by. */
+#define SGEMM_NC 256
+
+/* C[0:mr, 0:nr] = alpha * A[0:mr, 0:kc] * B[0:kc, 0:NR] + beta * C, where
+ * A(i, p) is a[i * rs_a + p * cs_a], row p of B is the NR floats at
+ * b + p * rs_b (rs_b = NR for a packed panel; B's own row stride when it is
+ * read in place), and beta == 0 means C is write-only. All NR columns of B
+ * are read: those past nr must be readable (finite values keep it fast) but
+ * do not reach C. 1 ≤ mr ≤ MR, 1 ≤ nr ≤ NR, kc ≥ 1. */
+typedef void (*sgemm_tile_fn)(int64_t mr, int64_t nr, int64_t kc, const float *a,
+                              int64_t rs_a, int64_t cs_a, const float *b, int64_t rs_b,
+                              float *c, int64_t ldc, float alpha, float beta);
+
+struct sgemm_ukr {
+  enum kern_isa isa;
+  int mr, nr; /* register tile: mr rows × nr columns of C */
+  int kc;     /* k block: a kc × nr panel of B stays in L1 */
+  int mc;     /* row block: an mc × kc block of A stays in L2 (multiple of mr) */
+  sgemm_tile_fn tile;
+};
+
+extern const struct sgemm_ukr kern_sgemm_ukr_scalar;
+#if defined(__x86_64__) || defined(__i386__)
+extern const struct sgemm_ukr kern_sgemm_ukr_avx2;
+extern const struct sgemm_ukr kern_sgemm_ukr_avx512;
+#endif
+
+#endif /* TOLK_SGEMM_IMPL_H */

@@ -1,0 +1,159 @@
+/*
+ * sgemm_tmpl.h — the SGEMM register-tile micro-kernel, written once and
+ * instantiated per ISA. The including file defines the vector type and a
+ * handful of inline vector helpers, then includes this; the ISA-specific code
+ * is thus a dozen one-line wrappers, and the tile logic every ISA runs is the
+ * logic the tests exercise on whichever ISA the test machine has.
+ *
+ * The includer defines before including:
+ *   V, VL                 vector type and its float lane count
+ *   TMPL_MR, TMPL_KC, TMPL_MC, TMPL_ISA, TMPL_NAME   tile geometry, the
+ *                         enum kern_isa value, and the name of the
+ *                         struct sgemm_ukr to define
+ *   v_zero() v_loadu(p) v_bcast(p) v_set1(x) v_fma(a, b, c) v_mul(a, b)
+ *   v_add(a, b) v_load_n(p, n) v_store(p, v) v_store_n(p, v, n)
+ *   (v_loadu/v_store: unaligned; *_n: the first n lanes only, 1 ≤ n ≤ VL,
+ *   touching no memory past them; v_fma = a*b + c)
+ * The tile is TMPL_MR rows × 2 vectors: 12 accumulators at MR = 6, which
+ * keeps both FMA ports busy through the FMA latency on AVX2 and AVX-512.
+ */
+#include "sgemm_impl.h"
+
+#define TMPL_NR (2 * VL)
+#define TMPL_AI static inline __attribute__((always_inline))
+
+/* One row of the finished tile: C = alpha * acc + beta * C over nr columns. */
+TMPL_AI void tmpl_row_store(float *c, V x0, V x1, int64_t nr, float alpha, float beta) {
+  V va = v_set1(alpha);
+  x0 = v_mul(x0, va);
+  x1 = v_mul(x1, va);
+  if (nr == TMPL_NR) {
+    if (beta != 0.0f) {
+      V vb = v_set1(beta);
+      x0 = v_fma(vb, v_loadu(c), x0);
+      x1 = v_fma(vb, v_loadu(c + VL), x1);
+    }
+    v_store(c, x0);
+    v_store(c + VL, x1);
+    return;
+  }
+  int64_t n0 = nr < VL ? nr : VL, n1 = nr - n0;
+  if (beta != 0.0f) {
+    V vb = v_set1(beta);
+    x0 = v_fma(vb, v_load_n(c, n0), x0);
+    if (n1 > 0) x1 = v_fma(vb, v_load_n(c + VL, n1), x1);
+  }
+  v_store_n(c, x0, n0);
+  if (n1 > 0) v_store_n(c + VL, x1, n1);
+}
+
+/* Writes the R × NR sums in `out` into C. Kept out of line so that none of
+ * its values compete for registers with the k loop's accumulators. */
+static __attribute__((noinline)) void tmpl_store(int R, V (*out)[2], float *c, int64_t ldc,
+                                                 int64_t nr, float alpha, float beta) {
+  for (int r = 0; r < R; r++) tmpl_row_store(c + r * ldc, out[r][0], out[r][1], nr, alpha, beta);
+}
+
+/* R rows (a compile-time constant after inlining). With few rows there are
+ * too few independent FMA chains to cover the FMA latency, so U accumulator
+ * sets take alternate k steps and are summed at the end — this is the path
+ * a decoder step (m = 1) streams its weights through. */
+TMPL_AI void tmpl_tile_body(const int R, const int U, int64_t nr, int64_t kc, const float *a,
+                            int64_t rs_a, int64_t cs_a, const float *b, int64_t rs_b,
+                            float *c, int64_t ldc, float alpha, float beta) {
+  V acc[4][TMPL_MR][2];
+#pragma GCC unroll 4
+  for (int u = 0; u < U; u++) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) acc[u][r][0] = acc[u][r][1] = v_zero();
+  }
+  int64_t p = 0;
+  if (U > 1) {
+    for (; p + U <= kc; p += U) {
+#pragma GCC unroll 4
+      for (int u = 0; u < U; u++) {
+        V b0 = v_loadu(b + u * rs_b), b1 = v_loadu(b + u * rs_b + VL);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+          V av = v_bcast(a + r * rs_a + u * cs_a);
+          acc[u][r][0] = v_fma(av, b0, acc[u][r][0]);
+          acc[u][r][1] = v_fma(av, b1, acc[u][r][1]);
+        }
+      }
+      b += U * rs_b;
+      a += U * cs_a;
+    }
+  }
+  for (; p < kc; p++) {
+    V b0 = v_loadu(b), b1 = v_loadu(b + VL);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) {
+      V av = v_bcast(a + r * rs_a);
+      acc[0][r][0] = v_fma(av, b0, acc[0][r][0]);
+      acc[0][r][1] = v_fma(av, b1, acc[0][r][1]);
+    }
+    b += rs_b;
+    a += cs_a;
+  }
+#pragma GCC unroll 4
+  for (int u = 1; u < U; u++) {
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) {
+      acc[0][r][0] = v_add(acc[0][r][0], acc[u][r][0]);
+      acc[0][r][1] = v_add(acc[0][r][1], acc[u][r][1]);
+    }
+  }
+  /* Park the sums in memory before the C update: with the update's values
+   * live at the same time as 12 accumulators the compiler spilled one inside
+   * the k loop, which cost a quarter of the throughput. */
+  V out[TMPL_MR][2];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++) {
+    out[r][0] = acc[0][r][0];
+    out[r][1] = acc[0][r][1];
+  }
+  tmpl_store(R, out, c, ldc, nr, alpha, beta);
+}
+
+#define TMPL_TILE(R, U)                                                                 \
+  static void tmpl_tile_##R(int64_t nr, int64_t kc, const float *a, int64_t rs_a,       \
+                            int64_t cs_a, const float *b, int64_t rs_b, float *c,       \
+                            int64_t ldc, float alpha, float beta) {                     \
+    tmpl_tile_body(R, U, nr, kc, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta);          \
+  }
+TMPL_TILE(1, 4)
+TMPL_TILE(2, 2)
+TMPL_TILE(3, 1)
+TMPL_TILE(4, 1)
+TMPL_TILE(5, 1)
+TMPL_TILE(6, 1)
+#undef TMPL_TILE
+
+#if TMPL_MR != 6
+#error "sgemm_tmpl.h: the tile table below assumes TMPL_MR == 6"
+#endif
+
+static void tmpl_tile(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_t rs_a,
+                      int64_t cs_a, const float *b, int64_t rs_b, float *c, int64_t ldc,
+                      float alpha, float beta) {
+  switch (mr) {
+  case 1: tmpl_tile_1(nr, kc, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta); break;
+  case 2: tmpl_tile_2(nr, kc, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta); break;
+  case 3: tmpl_tile_3(nr, kc, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta); break;
+  case 4: tmpl_tile_4(nr, kc, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta); break;
+  case 5: tmpl_tile_5(nr, kc, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta); break;
+  default: tmpl_tile_6(nr, kc, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta); break;
+  }
+}
+
+const struct sgemm_ukr TMPL_NAME = {
+    .isa = TMPL_ISA,
+    .mr = TMPL_MR,
+    .nr = TMPL_NR,
+    .kc = TMPL_KC,
+    .mc = TMPL_MC,
+    .tile = tmpl_tile,
+};
+
+#undef TMPL_NR
+#undef TMPL_AI

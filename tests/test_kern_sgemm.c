@@ -1,0 +1,210 @@
+/*
+ * test_kern_sgemm.c — every SGEMM fast path (each ISA this CPU supports;
+ * unpacked and prepacked B; serial and pooled) against kern_sgemm_ref, over
+ * odd sizes around the tile and block edges, all four transposes, padded
+ * row strides, alpha/beta and m = 1.
+ *
+ * Tolerance: the reference accumulates in double, so the fast path's error is
+ * its own fp32 rounding. For random data in [-1, 1] we allow
+ *   |fast - ref| ≤ 1e-5 · (sqrt(k) · |alpha| · max|A| · max|B| + |beta| · max|C|)
+ * (1e-5 per unit of the typical magnitude of a k-term sum; a wrong index or a
+ * dropped term is off by ~1). With small integers every product and sum is
+ * exact in fp32, so there the result must match bit for bit, which catches
+ * errors a tolerance could hide. Padding between rows of C must stay untouched
+ * (the edge tiles use masked stores), and beta = 0 must ignore NaNs in C.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/pool.h"
+#include "kern/kern.h"
+#include "testutil.h"
+
+static uint64_t rng = 88172645463325252ull;
+static float frand(void) { /* uniform in [-1, 1) */
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+static float irand(void) { return (float)((int)((frand() + 1.0f) * 4.5f) - 4); } /* -4..4 */
+
+#define SENTINEL 12345.0f
+
+struct gcase {
+  int64_t m, n, k;
+  bool ta, tb;
+  float alpha, beta;
+  int pad; /* extra elements at the end of each row of A, B and C */
+  bool ints;
+};
+
+static struct tolk_pool *pool2;
+static int n_cases;
+
+/* Runs one case through `form` (0 kern_sgemm, 1 kern_sgemm_packed) with
+ * `pool` and compares with the reference. */
+static void run_case(const struct gcase *g, int form, struct tolk_pool *pool) {
+  const int64_t m = g->m, n = g->n, k = g->k;
+  const int64_t arows = g->ta ? k : m, acols = g->ta ? m : k;
+  const int64_t brows = g->tb ? n : k, bcols = g->tb ? k : n;
+  const int64_t lda = acols + g->pad, ldb = bcols + g->pad, ldc = n + g->pad;
+  size_t asz = (size_t)(arows * lda), bsz = (size_t)(brows * ldb), csz = (size_t)(m * ldc);
+  float *a = malloc((asz + 1) * sizeof *a), *b = malloc((bsz + 1) * sizeof *b);
+  float *c = malloc((csz + 1) * sizeof *c), *r = malloc((csz + 1) * sizeof *r);
+  float amax = 0, bmax = 0, cmax = 0;
+  for (size_t i = 0; i < asz; i++) {
+    a[i] = g->ints ? irand() : frand();
+    amax = fmaxf(amax, fabsf(a[i]));
+  }
+  for (size_t i = 0; i < bsz; i++) {
+    b[i] = g->ints ? irand() : frand();
+    bmax = fmaxf(bmax, fabsf(b[i]));
+  }
+  for (int64_t i = 0; i < m; i++) {
+    for (int64_t j = 0; j < ldc; j++) {
+      float v = j >= n ? SENTINEL : g->beta == 0.0f ? NAN : g->ints ? irand() : frand();
+      c[i * ldc + j] = r[i * ldc + j] = v;
+      if (j < n && g->beta != 0.0f) cmax = fmaxf(cmax, fabsf(v));
+    }
+  }
+  kern_sgemm_ref(g->ta, g->tb, m, n, k, g->alpha, a, lda, b, ldb, g->beta, r, ldc);
+  if (form == 0) {
+    kern_sgemm(g->ta, g->tb, m, n, k, g->alpha, a, lda, b, ldb, g->beta, c, ldc, pool);
+  } else {
+    struct kern_packed_b *pb = NULL;
+    tolk_error err = {0};
+    CHECK(kern_sgemm_pack_b(g->tb, k, n, b, ldb, &pb, &err) == TOLK_OK);
+    /* The packed copy must not depend on B afterwards. */
+    for (size_t i = 0; i < bsz; i++) b[i] = NAN;
+    if (pb) kern_sgemm_packed(g->ta, m, n, k, g->alpha, a, lda, pb, g->beta, c, ldc, pool);
+    kern_packed_b_free(pb);
+  }
+  const double tol = g->ints ? 0.0
+                             : 1e-5 * (sqrt((double)k) * fabs(g->alpha) * amax * bmax +
+                                       fabs(g->beta) * cmax);
+  double worst = 0;
+  int64_t wi = -1, wj = -1;
+  bool pad_ok = true, finite = true;
+  for (int64_t i = 0; i < m; i++) {
+    for (int64_t j = 0; j < ldc; j++) {
+      float x = c[i * ldc + j], y = r[i * ldc + j];
+      if (j >= n) {
+        pad_ok &= x == SENTINEL;
+        continue;
+      }
+      finite &= isfinite(x);
+      double d = fabs((double)x - (double)y);
+      if (!(d <= worst)) {
+        worst = isnan(d) ? INFINITY : d;
+        wi = i, wj = j;
+      }
+    }
+  }
+  CHECK_MSG(worst <= tol && finite && pad_ok,
+            "isa %s form %s m=%lld n=%lld k=%lld ta=%d tb=%d alpha=%g beta=%g pad=%d "
+            "ints=%d: max err %g at (%lld,%lld), tol %g, pad %s, finite %d",
+            kern_isa_name(kern_isa_active()), form ? "packed" : "plain", (long long)m,
+            (long long)n, (long long)k, g->ta, g->tb, g->alpha, g->beta, g->pad, g->ints,
+            worst, (long long)wi, (long long)wj, tol, pad_ok ? "ok" : "overwritten",
+            finite);
+  n_cases++;
+  free(a);
+  free(b);
+  free(c);
+  free(r);
+}
+
+static void run_all_forms(const struct gcase *g) {
+  for (int form = 0; form < 2; form++) {
+    run_case(g, form, NULL);
+    run_case(g, form, pool2);
+  }
+}
+
+static const float alphas[] = {1.0f, 0.5f, 1.0f, -1.5f};
+static const float betas[] = {0.0f, 0.0f, 1.0f, 0.25f};
+
+static void test_isa(enum kern_isa isa) {
+  CHECK(kern_isa_force(isa));
+  CHECK(kern_isa_active() == isa);
+  int start = n_cases;
+  static const int64_t ms[] = {1, 2, 3, 5, 6, 7, 13};
+  static const int64_t ns[] = {1, 5, 8, 16, 17, 33};
+  static const int64_t ks[] = {1, 3, 17, 256, 257};
+  int idx = 0;
+  for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+      for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+        for (int t = 0; t < 4; t++, idx++) {
+          struct gcase g = {ms[mi], ns[ni], ks[ki], t & 1, t >> 1,
+                            alphas[idx % 4], betas[(idx / 4) % 4], idx % 3 * 3, idx % 5 == 0};
+          run_all_forms(&g);
+        }
+  /* Marian-like and block-crossing shapes. */
+  static const struct gcase big[] = {
+      {1, 512, 512, false, false, 1, 0, 0, false},
+      {1, 2048, 512, false, false, 1, 0, 0, false},
+      {1, 512, 2048, false, false, 1, 1, 0, false},
+      {1, 1001, 512, false, true, 1, 0, 0, false},
+      {4, 515, 300, false, false, 1, 0, 1, false},
+      {30, 512, 512, false, false, 1, 0, 0, false},
+      {30, 2048, 512, false, false, 1, 0.5f, 0, false},
+      {30, 64, 30, false, true, 0.125f, 0, 0, false},
+      {97, 70, 600, true, false, 1, 0, 2, false},
+      {200, 37, 513, false, false, -1, 1, 0, false},
+      {101, 49, 300, true, true, 2, 0, 5, false},
+      {200, 200, 600, false, false, 1, 0, 0, true},
+  };
+  for (size_t i = 0; i < sizeof big / sizeof *big; i++) run_all_forms(&big[i]);
+  printf("isa %s: %d cases\n", kern_isa_name(isa), n_cases - start);
+}
+
+/* k = 0: C = beta * C; m = 0 or n = 0: nothing touched. */
+static void test_degenerate(void) {
+  float c[6] = {1, 2, 3, 4, 5, 6};
+  float a[1] = {7}, b[1] = {8};
+  kern_sgemm(false, false, 2, 3, 0, 1.0f, a, 1, b, 3, 0.5f, c, 3, NULL);
+  CHECK(c[0] == 0.5f && c[5] == 3.0f);
+  kern_sgemm(false, false, 2, 3, 0, 1.0f, a, 1, b, 3, 0.0f, c, 3, NULL);
+  CHECK(c[0] == 0.0f && c[5] == 0.0f);
+  c[0] = 9;
+  kern_sgemm(false, false, 0, 3, 4, 1.0f, a, 1, b, 3, 0.0f, c, 3, NULL);
+  kern_sgemm(false, false, 2, 0, 4, 1.0f, a, 1, b, 3, 0.0f, c, 3, NULL);
+  CHECK(c[0] == 9);
+  struct kern_packed_b *pb = NULL;
+  tolk_error err = {0};
+  CHECK(kern_sgemm_pack_b(false, 0, 3, b, 3, &pb, &err) == TOLK_OK);
+  c[0] = 9;
+  kern_sgemm_packed(false, 2, 3, 0, 1.0f, a, 1, pb, 2.0f, c, 3, NULL);
+  CHECK(c[0] == 18);
+  kern_packed_b_free(pb);
+  kern_packed_b_free(NULL);
+  CHECK(kern_sgemm_pack_b(false, INT64_MAX / 2, INT64_MAX / 2, b, 1, &pb, &err) ==
+        TOLK_ERR_LIMIT);
+  CHECK(pb == NULL);
+}
+
+int main(void) {
+  tolk_error err = {0};
+  CHECK(tolk_pool_create(2, &pool2, &err) == TOLK_OK);
+  /* TOLK_ISA, when set to an ISA this CPU has, decides the initial choice. */
+  const char *env = getenv("TOLK_ISA");
+  enum kern_isa first = kern_isa_active();
+  printf("active ISA at start: %s (TOLK_ISA=%s)\n", kern_isa_name(first), env ? env : "");
+  for (int i = KERN_ISA_SCALAR; i <= KERN_ISA_AVX512; i++) {
+    enum kern_isa isa = (enum kern_isa)i;
+    if (env && strcmp(env, kern_isa_name(isa)) == 0 && kern_isa_supported(isa))
+      CHECK(first == isa);
+  }
+  CHECK(kern_isa_supported(first));
+  for (int i = KERN_ISA_SCALAR; i <= KERN_ISA_AVX512; i++) {
+    if (kern_isa_supported((enum kern_isa)i)) test_isa((enum kern_isa)i);
+    else CHECK(!kern_isa_force((enum kern_isa)i));
+  }
+  test_degenerate();
+  tolk_pool_free(pool2);
+  return tu_finish("test_kern_sgemm");
+}
