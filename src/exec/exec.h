@@ -1,0 +1,238 @@
+/*
+ * exec.h — the execution engine's private structures, shared by its files:
+ * session.c compiles a model's graphs into xgraphs (kernels resolved, inputs
+ * resolved to value slots, value lifetimes computed); run.c executes them and
+ * implements the kernel-facing half of src/ops/op.h; plan.c records the
+ * allocations of a run and turns them into a cached arena layout; tensor.c is
+ * the public tensor API.
+ *
+ * Memory plan, in short: every intermediate buffer of a run comes from
+ * exec_alloc() and goes back through exec_free(). The first run for an input
+ * signature (dtypes and shapes of the inputs) takes buffers from the heap and
+ * records a trace — node starts, allocations with their sizes, frees. The
+ * trace gives each buffer's lifetime, from which plan.c assigns offsets in
+ * one arena. Later runs with that signature replay the trace: as long as the
+ * run produces exactly the recorded events, each allocation is served from
+ * its planned offset. At the first event that differs (a data-dependent
+ * shape, another If branch), the run "diverges": buffers already placed stay
+ * valid (they were placed for an identical prefix), and everything after
+ * comes from the heap.
+ */
+#ifndef TOLK_EXEC_H
+#define TOLK_EXEC_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../core/core.h"
+#include "../ir/ir.h"
+#include "../ops/op.h"
+#include "pool.h"
+
+/* Where a value lives at run time: slot `slot` of the frame of graph
+ * `frame` (frames are per graph, indexed by xgraph id). */
+struct xref {
+  int32_t frame; /* -1: omitted optional input */
+  int32_t slot;
+};
+
+struct xgraph;
+
+struct xnode {
+  const struct ir_node *node;
+  const struct op_def *def;
+  void *state; /* from def->prepare */
+  int64_t opset;
+  uint32_t uid; /* unique across the session's graphs; names the node in traces */
+  uint32_t n_in, n_out;
+  struct xref *in;
+  int32_t *out; /* slot in this graph's frame; -1 omitted */
+  int32_t *release; /* own-frame slots whose last use is this node */
+  uint32_t n_release;
+  struct xgraph **subs; /* compiled subgraphs of this node's attributes */
+  uint32_t n_subs;
+};
+
+struct xgraph {
+  const struct ir_graph *g;
+  uint32_t id;
+  struct xgraph *parent;
+  struct xnode *nodes; /* in execution (topological) order */
+  uint32_t n_nodes;
+  uint32_t n_slots; /* g->n_values */
+  int32_t *in_slots; /* declared inputs */
+  uint32_t n_in;
+  struct xref *out_refs; /* declared outputs */
+  uint32_t n_out;
+  uint32_t max_in, max_out; /* largest node arity, for per-frame buffers */
+  /* Values of enclosing graphs read here or in nested subgraphs. */
+  const struct ir_value **outer;
+  uint32_t n_outer;
+};
+
+/* A buffer obtained from exec_alloc. */
+struct xbuf {
+  void *data;
+  size_t bytes;  /* rounded size, as counted */
+  uint32_t idx;  /* allocation number in the trace */
+  uint8_t heap;  /* 1: free() it; 0: arena or nothing */
+  uint8_t traced;/* 1: its free is a trace event */
+};
+
+struct xslot {
+  struct tensor t;
+  struct xbuf buf;         /* owned buffer, if the value was produced here */
+  struct tolk_tensor *res; /* main graph outputs: the tensor handed out */
+  uint64_t epoch;          /* frame invocation that last wrote it */
+};
+
+struct xframe {
+  struct xslot *slots;
+  const struct tensor **inbuf; /* max_in entries */
+  struct tensor *omitted;      /* max_out scratch tensors for omitted outputs */
+  struct xbuf *omitted_buf;
+  struct tensor *outs;         /* results of op_run_subgraph */
+  struct xbuf *pend, *pend_new;/* subgraph output buffers kept alive */
+  uint32_t n_pend;
+  uint64_t epoch;
+  bool bound;                  /* initializers written into slots */
+};
+
+/* A node being run: the kernel sees `c`; the executor finds the rest by
+ * container_of. */
+struct xctx {
+  struct op_ctx c;
+  struct xnode *xn;
+  struct xgraph *xg;
+  struct xframe *fr;
+};
+
+enum run_mode { RUN_RECORD, RUN_REPLAY, RUN_HEAP };
+
+/* An allocation of the recording run: lifetime in trace ticks. */
+struct rec_alloc {
+  uint64_t bytes;
+  uint64_t born, died; /* died == UINT64_MAX while live */
+};
+
+struct plan {
+  struct plan *next;
+  uint64_t hash;
+  int64_t *sig;
+  size_t n_sig;
+  uint64_t *events;
+  size_t n_events;
+  uint64_t *offsets; /* per allocation number */
+  uint32_t n_allocs;
+  uint64_t arena_bytes;
+  uint64_t peak_bytes;
+  int refs;          /* runs using it (under the session mutex) */
+  bool evicted;      /* out of the cache; freed when refs drops to 0 */
+  int divergences;   /* runs that left the trace */
+  uint64_t last_used;
+};
+
+struct exec_run {
+  struct tolk_session *s;
+  struct exec_run *next_free;
+  struct xframe *frames;
+  tolk_error *err;
+  /* memory */
+  unsigned char *arena;
+  size_t arena_cap;
+  enum run_mode mode;
+  struct plan *plan;
+  size_t tick;       /* replay position / events recorded */
+  uint32_t n_allocs; /* allocation numbers handed out */
+  uint64_t *events;  /* recording */
+  size_t cap_events;
+  struct rec_alloc *recs;
+  size_t cap_recs;
+  bool rec_overflow; /* trace grew past its bound: no plan from this run */
+  bool diverged;
+  uint64_t live, peak, heap_bytes, output_bytes;
+  uint32_t nodes_run;
+  uint64_t epoch_clock;
+  /* op_scratch buffers, a stack popped after each node */
+  struct xbuf *scratch;
+  size_t n_scratch, cap_scratch;
+  /* signature of this run's inputs */
+  int64_t *sig;
+  size_t n_sig;
+  /* caller-bound outputs: per main output slot, or NULL */
+  struct tolk_tensor **bound;
+  /* symbolic dims bound while checking inputs */
+  const char **sym_name;
+  int64_t *sym_val;
+  int *sym_from;
+  /* for stats, set by exec_plan_end */
+  uint64_t planned_arena;
+  int plan_reused;
+};
+
+struct tolk_session {
+  struct tolk_model *owned_model;
+  void (*free_model)(struct tolk_model *); /* set by whoever gave it ownership */
+  const struct ir_model *m;
+  tolk_session_params params;
+  struct xgraph **graphs; /* [0] is the main graph */
+  uint32_t n_graphs, cap_graphs;
+  uint32_t n_uids;
+  struct tolk_pool *pool;
+  pthread_mutex_t mu;
+  struct exec_run *free_runs;
+  struct plan *plans;
+  int n_plans;
+  uint64_t clock;
+  /* public value info */
+  tolk_value_info *inputs, *outputs;
+  size_t n_inputs, n_outputs;
+  int32_t *input_slot; /* main-graph slot of inputs[i] */
+  /* main-graph slot -> first output position, or -1 */
+  int32_t *out_pos;
+  size_t max_sig;
+  struct tolk_arena arena; /* everything compiled lives here */
+};
+
+struct tolk_tensor {
+  struct tensor t;
+  void *owned; /* separately allocated data, or NULL (borrowed or inline) */
+  uint8_t borrowed;
+};
+
+/* session.c: compiles `m` into a session. `extra` (may be NULL): a table of
+ * op defs searched before the registry — tests use it to run the executor
+ * with kernels of their own. The model is borrowed. */
+tolk_status exec_session_create_ir(const struct ir_model *m, const tolk_session_params *p,
+                                   const struct op_def *extra, tolk_session **out,
+                                   tolk_error *err);
+
+/* Prepends "node 'name' (#index Op)" to the message in err. */
+void exec_node_prefix(tolk_error *err, const struct ir_node *n);
+
+/* run.c */
+tolk_status exec_graph(struct exec_run *r, struct xgraph *xg, struct xframe *fr);
+void exec_frame_bind_constants(struct exec_run *r, struct xgraph *xg, struct xframe *fr);
+void exec_frame_sweep(struct exec_run *r, struct xgraph *xg, struct xframe *fr);
+
+/* plan.c: the allocator and the plan cache. */
+bool exec_alloc(struct exec_run *r, size_t bytes, struct xbuf *b);
+void exec_free(struct exec_run *r, struct xbuf *b);
+void exec_event_node(struct exec_run *r, uint32_t uid);
+/* Called at the start of a run: picks the plan for r->sig or starts a
+ * recording; makes sure the arena is large enough. */
+tolk_status exec_plan_begin(struct exec_run *r);
+/* Called at the end: publishes a recorded plan when the run succeeded. */
+void exec_plan_end(struct exec_run *r, bool ok);
+void exec_plan_free(struct plan *p);
+/* run.c */
+void exec_run_free(struct exec_run *r);
+/* A non-NULL, 64-byte aligned address for zero-byte buffers. */
+void *exec_zero_area(void);
+
+/* tensor.c: a tolk_tensor with inline data for `t`'s shape; NULL when out of
+ * memory. */
+struct tolk_tensor *exec_tensor_new(const struct tensor *shape);
+
+#endif /* TOLK_EXEC_H */

@@ -1,0 +1,350 @@
+/*
+ * plan.c — where intermediate buffers come from (see exec.h for the scheme):
+ * the recording allocator, the replaying allocator, the offset assignment
+ * that turns a recorded trace into an arena layout, and the per-session
+ * cache of plans keyed by input signature.
+ *
+ * A trace is a sequence of 64-bit events: node start (its uid), allocation
+ * (its rounded size) and free (the allocation's number). Replay compares
+ * each event with the recorded one — one load and compare — and serves
+ * allocation number k from offsets[k] while they agree.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+
+#define EV_NODE (UINT64_C(1) << 62)
+#define EV_ALLOC (UINT64_C(2) << 62)
+#define EV_FREE (UINT64_C(3) << 62)
+#define EV_PAYLOAD (~(UINT64_C(3) << 62))
+
+enum {
+  ALIGN = 64,
+  MAX_EVENTS = 1 << 21,  /* longer runs (long Loops) are not planned */
+  MAX_PLANNED = 1 << 14  /* allocations: placement is quadratic in them */
+};
+
+static _Alignas(64) unsigned char zero_area[64];
+
+void *exec_zero_area(void) { return zero_area; }
+
+/* Appends an event while recording; false when the trace is full, after
+ * which the run continues from the heap without a plan. */
+static bool record(struct exec_run *r, uint64_t ev) {
+  if (r->tick == r->cap_events) {
+    if (r->cap_events >= MAX_EVENTS) {
+      r->rec_overflow = true;
+      r->mode = RUN_HEAP;
+      return false;
+    }
+    size_t nc = r->cap_events ? r->cap_events * 2 : 4096;
+    uint64_t *ne = realloc(r->events, nc * sizeof *ne);
+    if (!ne) {
+      r->rec_overflow = true;
+      r->mode = RUN_HEAP;
+      return false;
+    }
+    r->events = ne;
+    r->cap_events = nc;
+  }
+  r->events[r->tick++] = ev;
+  return true;
+}
+
+/* Compares an event with the plan; on the first mismatch the run leaves
+ * the plan for good. */
+static bool replay(struct exec_run *r, uint64_t ev) {
+  const struct plan *p = r->plan;
+  if (r->tick < p->n_events && p->events[r->tick] == ev) {
+    r->tick++;
+    return true;
+  }
+  r->diverged = true;
+  r->mode = RUN_HEAP;
+  return false;
+}
+
+void exec_event_node(struct exec_run *r, uint32_t uid) {
+  if (r->mode == RUN_RECORD)
+    record(r, EV_NODE | uid);
+  else if (r->mode == RUN_REPLAY)
+    replay(r, EV_NODE | uid);
+}
+
+bool exec_alloc(struct exec_run *r, size_t bytes, struct xbuf *b) {
+  memset(b, 0, sizeof *b);
+  if (bytes == 0) {
+    b->data = zero_area;
+    return true;
+  }
+  size_t rounded;
+  if (!tolk_add_size(bytes, ALIGN - 1, &rounded) || rounded >= (SIZE_MAX >> 2)) {
+    tolk_fail(r->err, TOLK_ERR_LIMIT, "buffer of %zu bytes is too large", bytes);
+    return false;
+  }
+  rounded &= ~(size_t)(ALIGN - 1);
+  uint64_t limit = r->s->params.memory_limit;
+  if (limit && (rounded > limit || r->live > limit - rounded)) {
+    tolk_fail(r->err, TOLK_ERR_LIMIT,
+              "a buffer of %zu bytes would take intermediate memory past the limit of "
+              "%llu bytes (%llu live)",
+              bytes, (unsigned long long)limit, (unsigned long long)r->live);
+    return false;
+  }
+  uint64_t ev = EV_ALLOC | (uint64_t)rounded;
+  if (r->mode == RUN_REPLAY && replay(r, ev)) {
+    b->idx = r->n_allocs++;
+    b->data = r->arena + r->plan->offsets[b->idx];
+    b->traced = 1;
+  } else {
+    if (r->mode == RUN_RECORD && r->n_allocs < MAX_PLANNED && record(r, ev)) {
+      if (r->n_allocs == r->cap_recs) {
+        size_t nc = r->cap_recs ? r->cap_recs * 2 : 1024;
+        struct rec_alloc *nr = realloc(r->recs, nc * sizeof *nr);
+        if (!nr) {
+          r->rec_overflow = true;
+          r->mode = RUN_HEAP;
+          goto heap;
+        }
+        r->recs = nr;
+        r->cap_recs = nc;
+      }
+      b->idx = r->n_allocs++;
+      r->recs[b->idx].bytes = rounded;
+      r->recs[b->idx].born = r->tick - 1;
+      r->recs[b->idx].died = UINT64_MAX;
+      b->traced = 1;
+    } else if (r->mode == RUN_RECORD) {
+      r->rec_overflow = true;
+      r->mode = RUN_HEAP;
+    }
+  heap:
+    if (posix_memalign(&b->data, ALIGN, rounded)) {
+      b->data = NULL;
+      b->traced = 0;
+      tolk_fail(r->err, TOLK_ERR_NO_MEMORY, "out of memory for a buffer of %zu bytes", bytes);
+      return false;
+    }
+    b->heap = 1;
+    r->heap_bytes += rounded;
+  }
+  b->bytes = rounded;
+  r->live += rounded;
+  if (r->live > r->peak) r->peak = r->live;
+  return true;
+}
+
+void exec_free(struct exec_run *r, struct xbuf *b) {
+  if (!b->data || !b->bytes) {
+    memset(b, 0, sizeof *b);
+    return;
+  }
+  if (b->traced) {
+    uint64_t ev = EV_FREE | b->idx;
+    if (r->mode == RUN_RECORD) {
+      if (record(r, ev)) r->recs[b->idx].died = r->tick - 1;
+    } else if (r->mode == RUN_REPLAY) {
+      replay(r, ev);
+    }
+  }
+  if (b->heap) free(b->data);
+  r->live -= b->bytes;
+  memset(b, 0, sizeof *b);
+}
+
+/* ------------------------------------------------------------ placement */
+
+static const struct rec_alloc *sort_recs;
+
+static int by_size_desc(const void *a, const void *b) {
+  const struct rec_alloc *x = &sort_recs[*(const uint32_t *)a];
+  const struct rec_alloc *y = &sort_recs[*(const uint32_t *)b];
+  if (x->bytes != y->bytes) return x->bytes > y->bytes ? -1 : 1;
+  if (x->born != y->born) return x->born < y->born ? -1 : 1;
+  return 0;
+}
+
+static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* Greedy by size: biggest buffers first, each at the lowest offset where it
+ * overlaps no already-placed buffer that is live at the same time. Close to
+ * optimal on inference graphs and simple to trust. Returns false when out of
+ * memory. */
+static bool place(const struct rec_alloc *recs, uint32_t n, uint64_t *off, uint64_t *total) {
+  uint32_t *ord = malloc((n ? n : 1) * sizeof *ord);
+  uint32_t *placed = malloc((n ? n : 1) * sizeof *placed); /* by offset */
+  if (!ord || !placed) {
+    free(ord);
+    free(placed);
+    return false;
+  }
+  for (uint32_t i = 0; i < n; i++) ord[i] = i;
+  pthread_mutex_lock(&sort_mu); /* qsort has no context argument in C11 */
+  sort_recs = recs;
+  qsort(ord, n, sizeof *ord, by_size_desc);
+  pthread_mutex_unlock(&sort_mu);
+  uint32_t n_placed = 0;
+  uint64_t top = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const struct rec_alloc *b = &recs[ord[i]];
+    uint64_t cand = 0;
+    uint32_t at = n_placed; /* insertion point keeping offset order */
+    for (uint32_t j = 0; j < n_placed; j++) {
+      const struct rec_alloc *p = &recs[placed[j]];
+      uint64_t po = off[placed[j]];
+      if (!(p->born < b->died && b->born < p->died)) continue;
+      if (cand + b->bytes <= po) break;
+      if (po + p->bytes > cand) cand = po + p->bytes;
+    }
+    off[ord[i]] = cand;
+    while (at > 0 && off[placed[at - 1]] > cand) at--;
+    memmove(placed + at + 1, placed + at, (n_placed - at) * sizeof *placed);
+    placed[at] = ord[i];
+    n_placed++;
+    if (cand + b->bytes > top) top = cand + b->bytes;
+  }
+  free(ord);
+  free(placed);
+  *total = top;
+  return true;
+}
+
+/* ------------------------------------------------------------ the cache */
+
+static uint64_t sig_hash(const int64_t *sig, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (uint64_t)sig[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+void exec_plan_free(struct plan *p) {
+  if (!p) return;
+  free(p->sig);
+  free(p->events);
+  free(p->offsets);
+  free(p);
+}
+
+/* Takes p out of the cache list (under the mutex). */
+static void unlink_plan(tolk_session *s, struct plan *p) {
+  for (struct plan **pp = &s->plans; *pp; pp = &(*pp)->next)
+    if (*pp == p) {
+      *pp = p->next;
+      s->n_plans--;
+      break;
+    }
+  p->next = NULL;
+  p->evicted = true;
+}
+
+tolk_status exec_plan_begin(struct exec_run *r) {
+  tolk_session *s = r->s;
+  uint64_t h = sig_hash(r->sig, r->n_sig);
+  struct plan *found = NULL;
+  pthread_mutex_lock(&s->mu);
+  for (struct plan *p = s->plans; p; p = p->next)
+    if (p->hash == h && p->n_sig == r->n_sig && !memcmp(p->sig, r->sig, r->n_sig * sizeof *r->sig)) {
+      found = p;
+      break;
+    }
+  if (found) {
+    found->refs++;
+    found->last_used = ++s->clock;
+  }
+  pthread_mutex_unlock(&s->mu);
+  r->plan = found;
+  r->tick = 0;
+  r->n_allocs = 0;
+  r->live = r->peak = r->heap_bytes = r->output_bytes = 0;
+  r->nodes_run = 0;
+  r->rec_overflow = false;
+  r->diverged = false;
+  r->mode = found ? RUN_REPLAY : RUN_RECORD;
+  if (found && found->arena_bytes > r->arena_cap) {
+    free(r->arena);
+    r->arena = NULL;
+    r->arena_cap = 0;
+    void *a = NULL;
+    if (posix_memalign(&a, ALIGN, (size_t)found->arena_bytes)) {
+      /* Run from the heap instead; correctness does not need the arena. */
+      r->mode = RUN_HEAP;
+    } else {
+      r->arena = a;
+      r->arena_cap = (size_t)found->arena_bytes;
+    }
+  }
+  return TOLK_OK;
+}
+
+/* Builds a plan from the finished recording; NULL when it cannot. */
+static struct plan *build_plan(struct exec_run *r, uint64_t hash) {
+  for (uint32_t i = 0; i < r->n_allocs; i++)
+    if (r->recs[i].died == UINT64_MAX) return NULL; /* a buffer outlived the run */
+  struct plan *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->hash = hash;
+  p->n_sig = r->n_sig;
+  p->n_events = r->tick;
+  p->n_allocs = r->n_allocs;
+  p->sig = malloc((r->n_sig ? r->n_sig : 1) * sizeof *p->sig);
+  p->events = malloc((r->tick ? r->tick : 1) * sizeof *p->events);
+  p->offsets = malloc((r->n_allocs ? r->n_allocs : 1) * sizeof *p->offsets);
+  if (!p->sig || !p->events || !p->offsets ||
+      !place(r->recs, r->n_allocs, p->offsets, &p->arena_bytes)) {
+    exec_plan_free(p);
+    return NULL;
+  }
+  memcpy(p->sig, r->sig, r->n_sig * sizeof *p->sig);
+  memcpy(p->events, r->events, r->tick * sizeof *p->events);
+  p->peak_bytes = r->peak;
+  return p;
+}
+
+void exec_plan_end(struct exec_run *r, bool ok) {
+  tolk_session *s = r->s;
+  struct plan *fresh = NULL;
+  uint64_t h = 0;
+  if (ok && r->mode == RUN_RECORD && !r->rec_overflow) {
+    h = sig_hash(r->sig, r->n_sig);
+    fresh = build_plan(r, h); /* outside the lock: placement takes a while */
+  }
+  r->plan_reused = r->plan != NULL;
+  r->planned_arena = r->plan ? r->plan->arena_bytes : fresh ? fresh->arena_bytes : 0;
+  pthread_mutex_lock(&s->mu);
+  struct plan *p = r->plan;
+  if (p) {
+    p->refs--;
+    /* A run that left the plan keeps it: the plan still serves the common
+     * prefix, and re-recording could thrash between alternating paths. */
+    if (r->diverged) p->divergences++;
+    if (p->evicted && p->refs == 0) exec_plan_free(p);
+  }
+  if (fresh) {
+    bool dup = false;
+    for (struct plan *q = s->plans; q; q = q->next)
+      if (q->hash == h && q->n_sig == fresh->n_sig &&
+          !memcmp(q->sig, fresh->sig, fresh->n_sig * sizeof *fresh->sig))
+        dup = true;
+    if (dup) {
+      exec_plan_free(fresh);
+    } else {
+      while (s->n_plans >= s->params.plan_cache_size && s->plans) {
+        struct plan *lru = s->plans;
+        for (struct plan *q = s->plans; q; q = q->next)
+          if (q->last_used < lru->last_used) lru = q;
+        unlink_plan(s, lru);
+        if (lru->refs == 0) exec_plan_free(lru);
+      }
+      fresh->last_used = ++s->clock;
+      fresh->next = s->plans;
+      s->plans = fresh;
+      s->n_plans++;
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  r->plan = NULL;
+}

@@ -1,0 +1,612 @@
+/*
+ * run.c — executes compiled graphs: the run loop, the executor's half of the
+ * kernel contract in src/ops/op.h (op_output, op_scratch, op_fail,
+ * op_parallel_for, op_run_subgraph) and tolk_session_run.
+ *
+ * A run owns an exec_run: one frame (value table) per graph, the memory
+ * arena, and the scratch stack. exec_runs are pooled by the session, so a
+ * steady stream of runs allocates nothing beyond the outputs it returns. The
+ * loop itself does no allocation per node: input pointer arrays, omitted
+ * output tensors and subgraph result tables are sized at creation.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+
+#define XCTX(c) ((struct xctx *)((char *)(c) - offsetof(struct xctx, c)))
+
+/* ------------------------------------------------------------ run state */
+
+static void tensor_from_init(struct tensor *t, const struct ir_tensor *it) {
+  memset(t, 0, sizeof *t);
+  t->dtype = it->dtype;
+  t->rank = it->rank;
+  for (int d = 0; d < it->rank && d < IR_MAX_RANK; d++) t->dims[d] = it->dims[d];
+  t->numel = it->numel;
+  t->nbytes = it->nbytes;
+  t->data = it->data ? (void *)(uintptr_t)it->data : exec_zero_area();
+}
+
+void exec_frame_bind_constants(struct exec_run *r, struct xgraph *xg, struct xframe *fr) {
+  (void)r;
+  const struct ir_graph *g = xg->g;
+  for (size_t i = 0; i < g->n_initializers; i++) {
+    const struct ir_value *v = g->initializers[i];
+    tensor_from_init(&fr->slots[v->index].t, v->init);
+  }
+  fr->bound = true;
+}
+
+void exec_run_free(struct exec_run *r) {
+  if (!r) return;
+  if (r->frames)
+    for (uint32_t gi = 0; gi < r->s->n_graphs; gi++) {
+      struct xframe *fr = &r->frames[gi];
+      free(fr->slots);
+      free(fr->inbuf);
+      free(fr->omitted);
+      free(fr->outs);
+      free(fr->pend);
+      free(fr->pend_new);
+    }
+  free(r->frames);
+  free(r->arena);
+  free(r->events);
+  free(r->recs);
+  free(r->scratch);
+  free(r->sig);
+  free(r->bound);
+  free(r->sym_name);
+  free(r->sym_val);
+  free(r->sym_from);
+  free(r);
+}
+
+static struct exec_run *run_new(tolk_session *s) {
+  struct exec_run *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->s = s;
+  r->frames = calloc(s->n_graphs, sizeof *r->frames);
+  r->sig = calloc(s->max_sig + 1, sizeof *r->sig);
+  r->bound = calloc(s->graphs[0]->n_slots + 1, sizeof *r->bound);
+  r->sym_name = calloc(s->max_sig + 1, sizeof *r->sym_name);
+  r->sym_val = calloc(s->max_sig + 1, sizeof *r->sym_val);
+  r->sym_from = calloc(s->max_sig + 1, sizeof *r->sym_from);
+  if (!r->frames || !r->sig || !r->bound || !r->sym_name || !r->sym_val || !r->sym_from) {
+    exec_run_free(r);
+    return NULL;
+  }
+  for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
+    struct xgraph *xg = s->graphs[gi];
+    struct xframe *fr = &r->frames[gi];
+    fr->slots = calloc(xg->n_slots + 1, sizeof *fr->slots);
+    fr->inbuf = calloc(xg->max_in + 1, sizeof *fr->inbuf);
+    fr->omitted = calloc(xg->max_out + 1, sizeof *fr->omitted);
+    fr->outs = calloc(xg->n_out + 1, sizeof *fr->outs);
+    fr->pend = calloc(xg->n_out + 1, sizeof *fr->pend);
+    fr->pend_new = calloc(xg->n_out + 1, sizeof *fr->pend_new);
+    if (!fr->slots || !fr->inbuf || !fr->omitted || !fr->outs || !fr->pend || !fr->pend_new) {
+      exec_run_free(r);
+      return NULL;
+    }
+    exec_frame_bind_constants(r, xg, fr);
+  }
+  return r;
+}
+
+/* Frees every buffer still held after a failed run. */
+static void sweep_all(struct exec_run *r) {
+  tolk_session *s = r->s;
+  while (r->n_scratch) exec_free(r, &r->scratch[--r->n_scratch]);
+  for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
+    struct xgraph *xg = s->graphs[gi];
+    struct xframe *fr = &r->frames[gi];
+    for (uint32_t i = 0; i < xg->n_slots; i++) {
+      struct xslot *sl = &fr->slots[i];
+      if (sl->buf.data) exec_free(r, &sl->buf);
+      if (sl->res) {
+        tolk_tensor_free(sl->res);
+        sl->res = NULL;
+      }
+    }
+    for (uint32_t i = 0; i < fr->n_pend; i++) exec_free(r, &fr->pend[i]);
+    fr->n_pend = 0;
+  }
+}
+
+void exec_frame_sweep(struct exec_run *r, struct xgraph *xg, struct xframe *fr) {
+  for (uint32_t i = 0; i < fr->n_pend; i++) exec_free(r, &fr->pend[i]);
+  fr->n_pend = 0;
+  (void)xg;
+}
+
+/* ------------------------------------------------------------ the loop */
+
+tolk_status exec_graph(struct exec_run *r, struct xgraph *xg, struct xframe *fr) {
+  tolk_session *s = r->s;
+  fr->epoch = ++r->epoch_clock;
+  for (uint32_t k = 0; k < xg->n_nodes; k++) {
+    struct xnode *xn = &xg->nodes[k];
+    exec_event_node(r, xn->uid);
+    for (uint32_t i = 0; i < xn->n_in; i++) {
+      struct xref ref = xn->in[i];
+      fr->inbuf[i] = ref.frame < 0 ? NULL : &r->frames[ref.frame].slots[ref.slot].t;
+    }
+    struct xctx xc;
+    xc.c.node = xn->node;
+    xc.c.opset = xn->opset;
+    xc.c.in = fr->inbuf;
+    xc.c.n_in = xn->n_in;
+    xc.c.n_out = xn->n_out;
+    xc.c.state = xn->state;
+    xc.c.pool = s->pool;
+    xc.c.run = r;
+    xc.c.err = r->err;
+    xc.xn = xn;
+    xc.xg = xg;
+    xc.fr = fr;
+    size_t mark = r->n_scratch;
+    tolk_status st = xn->def->run(&xc.c);
+    r->nodes_run++;
+    while (r->n_scratch > mark) exec_free(r, &r->scratch[--r->n_scratch]);
+    for (uint32_t j = 0; j < xn->n_subs; j++)
+      exec_frame_sweep(r, xn->subs[j], &r->frames[xn->subs[j]->id]);
+    if (st == TOLK_OK)
+      for (uint32_t i = 0; i < xn->n_out; i++) {
+        int32_t sl = xn->out[i];
+        if (sl >= 0 && fr->slots[sl].epoch != fr->epoch) {
+          st = tolk_fail(r->err, TOLK_ERR_INTERNAL, "the kernel did not produce output %u ('%s')",
+                         i, xn->node->outputs[i]->name);
+          break;
+        }
+      }
+    if (st) {
+      if (r->err && r->err->status == TOLK_OK) r->err->status = st;
+      exec_node_prefix(r->err, xn->node);
+      return st;
+    }
+    for (uint32_t j = 0; j < xn->n_release; j++) exec_free(r, &fr->slots[xn->release[j]].buf);
+  }
+  return TOLK_OK;
+}
+
+/* ------------------------------------------------------------ kernel API */
+
+tolk_status op_fail(struct op_ctx *c, tolk_status status, const char *fmt, ...) {
+  if (c->err) {
+    va_list ap;
+    va_start(ap, fmt);
+    c->err->status = status;
+    vsnprintf(c->err->message, sizeof c->err->message, fmt, ap);
+    va_end(ap);
+  }
+  return status;
+}
+
+static bool push_scratch(struct exec_run *r, size_t bytes, struct xbuf **out) {
+  if (r->n_scratch == r->cap_scratch) {
+    size_t nc = r->cap_scratch ? r->cap_scratch * 2 : 16;
+    struct xbuf *ns = realloc(r->scratch, nc * sizeof *ns);
+    if (!ns) {
+      tolk_fail(r->err, TOLK_ERR_NO_MEMORY, "scratch table");
+      return false;
+    }
+    r->scratch = ns;
+    r->cap_scratch = nc;
+  }
+  struct xbuf *b = &r->scratch[r->n_scratch];
+  if (!exec_alloc(r, bytes, b)) return false;
+  r->n_scratch++;
+  *out = b;
+  return true;
+}
+
+void *op_scratch(struct op_ctx *c, size_t bytes) {
+  struct xbuf *b;
+  return push_scratch(c->run, bytes, &b) ? b->data : NULL;
+}
+
+struct tensor *op_output(struct op_ctx *c, size_t i, int32_t dtype, int rank,
+                         const int64_t *dims) {
+  struct xctx *xc = XCTX(c);
+  struct exec_run *r = c->run;
+  tolk_session *s = r->s;
+  if (i >= c->n_out) {
+    op_fail(c, TOLK_ERR_INTERNAL, "output %zu requested of a node with %zu outputs", i, c->n_out);
+    return NULL;
+  }
+  struct tensor shape;
+  memset(&shape, 0, sizeof shape);
+  shape.dtype = dtype;
+  size_t es = op_dtype_size(dtype);
+  if (!es) {
+    op_fail(c, dtype == TOLK_STRING ? TOLK_ERR_UNSUPPORTED : TOLK_ERR_INTERNAL,
+            "output %zu: %s tensors are not supported", i, tolk_dtype_name((tolk_dtype)dtype));
+    return NULL;
+  }
+  if (rank < 0 || rank > IR_MAX_RANK || !tensor_set_shape(&shape, rank, dims)) {
+    op_fail(c, TOLK_ERR_SHAPE, "output %zu: invalid shape (rank %d, negative dim or overflow)",
+            i, rank);
+    return NULL;
+  }
+  if ((uint64_t)shape.numel > SIZE_MAX || !tolk_mul_size((size_t)shape.numel, es, &shape.nbytes)) {
+    op_fail(c, TOLK_ERR_LIMIT, "output %zu: %lld elements overflow memory", i,
+            (long long)shape.numel);
+    return NULL;
+  }
+  int32_t slot = xc->xn->out[i];
+  if (slot < 0) {
+    struct tensor *t = &xc->fr->omitted[i];
+    struct xbuf *b;
+    if (!push_scratch(r, shape.nbytes, &b)) return NULL;
+    *t = shape;
+    t->data = b->data;
+    return t;
+  }
+  struct xslot *sl = &xc->fr->slots[slot];
+  if (sl->buf.data) exec_free(r, &sl->buf);
+  if (sl->res) {
+    r->output_bytes -= sl->res->t.nbytes;
+    tolk_tensor_free(sl->res);
+    sl->res = NULL;
+  }
+  sl->t = shape;
+  if (xc->xg->id == 0 && s->out_pos[slot] >= 0) {
+    struct tolk_tensor *bt = r->bound[slot];
+    if (bt) {
+      char a[160], b[160];
+      if (bt->t.dtype != dtype || bt->t.rank != rank ||
+          memcmp(bt->t.dims, shape.dims, (size_t)rank * sizeof *dims) != 0) {
+        op_fail(c, bt->t.dtype != dtype ? TOLK_ERR_TYPE : TOLK_ERR_SHAPE,
+                "output '%s' is %s %s but the caller's buffer is %s %s",
+                xc->xn->node->outputs[i]->name, tolk_dtype_name((tolk_dtype)dtype),
+                shape_str(&shape, a, sizeof a), tolk_dtype_name((tolk_dtype)bt->t.dtype),
+                shape_str(&bt->t, b, sizeof b));
+        return NULL;
+      }
+      sl->t.data = bt->t.data;
+    } else {
+      struct tolk_tensor *x = exec_tensor_new(&shape);
+      if (!x) {
+        op_fail(c, TOLK_ERR_NO_MEMORY, "output %zu: %zu bytes", i, shape.nbytes);
+        return NULL;
+      }
+      sl->res = x;
+      sl->t.data = x->t.data;
+      r->output_bytes += shape.nbytes;
+    }
+  } else {
+    if (!exec_alloc(r, shape.nbytes, &sl->buf)) return NULL;
+    sl->t.data = sl->buf.data;
+  }
+  sl->epoch = xc->fr->epoch;
+  return &sl->t;
+}
+
+void op_parallel_for(struct op_ctx *c, int64_t n, int64_t grain, op_range_fn fn, void *arg) {
+  tolk_pool_for(c->pool, n, grain, fn, arg);
+}
+
+tolk_status op_run_subgraph(struct op_ctx *c, const struct ir_graph *g,
+                            const struct tensor *const *inputs, size_t n_inputs,
+                            struct tensor **outputs, size_t n_outputs) {
+  struct xctx *xc = XCTX(c);
+  struct exec_run *r = c->run;
+  struct xgraph *sub = NULL;
+  for (uint32_t j = 0; j < xc->xn->n_subs; j++)
+    if (xc->xn->subs[j]->g == g) sub = xc->xn->subs[j];
+  if (!sub)
+    return op_fail(c, TOLK_ERR_INTERNAL, "subgraph '%s' does not belong to this node",
+                   g && g->name ? g->name : "");
+  if (n_inputs != sub->n_in || n_outputs != sub->n_out)
+    return op_fail(c, TOLK_ERR_INVALID_MODEL,
+                   "subgraph '%s' declares %u inputs and %u outputs; %zu and %zu given",
+                   g->name ? g->name : "", sub->n_in, sub->n_out, n_inputs, n_outputs);
+  struct xframe *fr = &r->frames[sub->id];
+  for (uint32_t i = 0; i < sub->n_in; i++) {
+    if (!inputs[i])
+      return op_fail(c, TOLK_ERR_INVALID_MODEL, "subgraph '%s': input %u not given",
+                     g->name ? g->name : "", i);
+    fr->slots[sub->in_slots[i]].t = *inputs[i];
+  }
+  tolk_status st = exec_graph(r, sub, fr);
+  if (st) return st;
+  uint32_t n_new = 0;
+  for (uint32_t i = 0; i < sub->n_out; i++) {
+    struct xref ref = sub->out_refs[i];
+    struct xslot *sl = &r->frames[ref.frame].slots[ref.slot];
+    fr->outs[i] = sl->t;
+    if (ref.frame == (int32_t)sub->id && sl->buf.data) {
+      fr->pend_new[n_new++] = sl->buf;
+      memset(&sl->buf, 0, sizeof sl->buf);
+    }
+    outputs[i] = &fr->outs[i];
+  }
+  /* Buffers of the previous call stay alive while an output still points
+   * into them (a body passing a carried value straight through). */
+  for (uint32_t j = 0; j < fr->n_pend; j++) {
+    bool keep = false;
+    for (uint32_t i = 0; i < sub->n_out && !keep; i++)
+      keep = fr->outs[i].data == fr->pend[j].data;
+    if (keep && n_new <= sub->n_out)
+      fr->pend_new[n_new++] = fr->pend[j];
+    else
+      exec_free(r, &fr->pend[j]);
+  }
+  struct xbuf *tmp = fr->pend;
+  fr->pend = fr->pend_new;
+  fr->pend_new = tmp;
+  fr->n_pend = n_new;
+  return TOLK_OK;
+}
+
+/* ------------------------------------------------------------ session run */
+
+static const char *declared_str(const struct ir_type *ty, char *buf, size_t size) {
+  size_t n = 0;
+  if (ty->rank < 0) {
+    snprintf(buf, size, "(any shape)");
+    return buf;
+  }
+  int w = snprintf(buf, size, "[");
+  if (w > 0) n = (size_t)w;
+  for (int d = 0; d < ty->rank && n < size; d++) {
+    const struct ir_dim *dm = &ty->dims[d];
+    if (dm->param && dm->param[0])
+      w = snprintf(buf + n, size - n, "%s%s", d ? ", " : "", dm->param);
+    else if (dm->value >= 0)
+      w = snprintf(buf + n, size - n, "%s%lld", d ? ", " : "", (long long)dm->value);
+    else
+      w = snprintf(buf + n, size - n, "%s?", d ? ", " : "");
+    if (w < 0) break;
+    n += (size_t)w;
+  }
+  if (n < size) snprintf(buf + n, size - n, "]");
+  return buf;
+}
+
+/* Checks one input against its declaration, binding symbolic dims. */
+static tolk_status check_input(struct exec_run *r, const struct ir_value *v, int idx,
+                               const struct tensor *t, size_t *n_sym, tolk_error *err) {
+  const struct ir_type *ty = &v->type;
+  char want[256], got[256];
+  if (ty->kind != IR_TYPE_TENSOR) return TOLK_OK;
+  if (ty->dtype != TOLK_UNDEFINED && ty->dtype != t->dtype)
+    return tolk_fail(err, TOLK_ERR_TYPE, "input '%s': expected %s %s, given %s %s", v->name,
+                     tolk_dtype_name((tolk_dtype)ty->dtype), declared_str(ty, want, sizeof want),
+                     tolk_dtype_name((tolk_dtype)t->dtype), shape_str(t, got, sizeof got));
+  if (ty->rank < 0) return TOLK_OK;
+  if (ty->rank != t->rank)
+    return tolk_fail(err, TOLK_ERR_SHAPE, "input '%s': expected rank %d %s, given rank %d %s",
+                     v->name, ty->rank, declared_str(ty, want, sizeof want), t->rank,
+                     shape_str(t, got, sizeof got));
+  for (int d = 0; d < ty->rank; d++) {
+    const struct ir_dim *dm = &ty->dims[d];
+    if (dm->param && dm->param[0]) {
+      size_t j = 0;
+      while (j < *n_sym && strcmp(r->sym_name[j], dm->param) != 0) j++;
+      if (j == *n_sym) {
+        r->sym_name[j] = dm->param;
+        r->sym_val[j] = t->dims[d];
+        r->sym_from[j] = idx;
+        (*n_sym)++;
+      } else if (r->sym_val[j] != t->dims[d]) {
+        const struct ir_value *o = r->s->m->graph->inputs[r->sym_from[j]];
+        return tolk_fail(err, TOLK_ERR_SHAPE,
+                         "input '%s': expected %s with %s=%lld (bound by input '%s'), "
+                         "given %s",
+                         v->name, declared_str(ty, want, sizeof want), dm->param,
+                         (long long)r->sym_val[j], o->name, shape_str(t, got, sizeof got));
+      }
+    } else if (dm->value >= 0 && dm->value != t->dims[d]) {
+      return tolk_fail(err, TOLK_ERR_SHAPE, "input '%s': expected %s, given %s (dim %d)",
+                       v->name, declared_str(ty, want, sizeof want),
+                       shape_str(t, got, sizeof got), d);
+    }
+  }
+  return TOLK_OK;
+}
+
+/* Binds the caller's inputs into the main frame and writes the signature. */
+static tolk_status bind_inputs(struct exec_run *r, size_t n_inputs,
+                               const char *const *names, const tolk_tensor *const *inputs,
+                               tolk_error *err) {
+  tolk_session *s = r->s;
+  const struct ir_graph *g = s->m->graph;
+  struct xframe *fr = &r->frames[0];
+  size_t n_sym = 0, n_sig = 0;
+  /* sig doubles as "given" markers: first pass records which were given. */
+  for (size_t i = 0; i < g->n_inputs; i++) r->sig[i] = -1;
+  for (size_t k = 0; k < n_inputs; k++) {
+    if (!names[k] || !inputs[k])
+      return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "input %zu: NULL name or tensor", k);
+    size_t i = 0;
+    while (i < g->n_inputs && strcmp(g->inputs[i]->name, names[k]) != 0) i++;
+    if (i == g->n_inputs) {
+      char list[512];
+      size_t n = 0;
+      list[0] = '\0';
+      for (size_t j = 0; j < s->n_inputs && n < sizeof list; j++) {
+        int w = snprintf(list + n, sizeof list - n, "%s%s", j ? ", " : "", s->inputs[j].name);
+        if (w < 0) break;
+        n += (size_t)w;
+      }
+      return tolk_fail(err, TOLK_ERR_NOT_FOUND, "the model has no input named '%s' (inputs: %s)",
+                       names[k], list);
+    }
+    if (r->sig[i] >= 0)
+      return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "input '%s' given twice", names[k]);
+    r->sig[i] = (int64_t)k;
+  }
+  for (size_t i = 0; i < g->n_inputs; i++) {
+    const struct ir_value *v = g->inputs[i];
+    struct tensor *slot = &fr->slots[v->index].t;
+    if (r->sig[i] < 0) {
+      if (!v->init)
+        return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "input '%s' is missing", v->name);
+      tensor_from_init(slot, v->init);
+      continue;
+    }
+    const struct tensor *t = &inputs[r->sig[i]]->t;
+    tolk_status st = check_input(r, v, (int)i, t, &n_sym, err);
+    if (st) return st;
+    *slot = *t;
+  }
+  /* The signature, over the markers: per declared input dtype, rank, dims
+   * (an initializer's when the input was not given). */
+  for (size_t i = 0; i < g->n_inputs; i++) {
+    const struct ir_value *v = g->inputs[i];
+    const struct tensor *t = &fr->slots[v->index].t;
+    r->sig[n_sig++] = t->dtype;
+    r->sig[n_sig++] = t->rank;
+    for (int d = 0; d < t->rank; d++) r->sig[n_sig++] = t->dims[d];
+  }
+  r->n_sig = n_sig;
+  return TOLK_OK;
+}
+
+static tolk_status copy_out(const struct tensor *src, struct tolk_tensor *bound,
+                            struct tolk_tensor **out, const char *name, tolk_error *err) {
+  char a[160], b[160];
+  if (bound) {
+    if (bound->t.dtype != src->dtype || bound->t.rank != src->rank ||
+        memcmp(bound->t.dims, src->dims, (size_t)src->rank * sizeof src->dims[0]) != 0)
+      return tolk_fail(err, bound->t.dtype != src->dtype ? TOLK_ERR_TYPE : TOLK_ERR_SHAPE,
+                       "output '%s' is %s %s but the caller's buffer is %s %s", name,
+                       tolk_dtype_name((tolk_dtype)src->dtype), shape_str(src, a, sizeof a),
+                       tolk_dtype_name((tolk_dtype)bound->t.dtype),
+                       shape_str(&bound->t, b, sizeof b));
+    if (src->nbytes && bound->t.data != src->data) memcpy(bound->t.data, src->data, src->nbytes);
+    return TOLK_OK;
+  }
+  struct tolk_tensor *x = exec_tensor_new(src);
+  if (!x) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "output '%s': %zu bytes", name, src->nbytes);
+  if (src->nbytes) memcpy(x->t.data, src->data, src->nbytes);
+  *out = x;
+  return TOLK_OK;
+}
+
+tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const *input_names,
+                             const tolk_tensor *const *inputs, size_t n_outputs,
+                             const char *const *output_names, tolk_tensor **outputs,
+                             tolk_run_stats *stats, tolk_error *err) {
+  if (!s) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "session is NULL");
+  if (n_inputs && (!input_names || !inputs))
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "input names or tensors are NULL");
+  if (n_outputs && !outputs) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "outputs is NULL");
+  if (!output_names && n_outputs != s->n_outputs)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
+                     "%zu outputs requested by position; the model has %zu", n_outputs,
+                     s->n_outputs);
+  const struct ir_graph *g = s->m->graph;
+  struct xgraph *xg = s->graphs[0];
+  /* Resolve requested outputs first: a bad name fails before any work. */
+  enum { SMALL = 16 };
+  int32_t pos_small[SMALL];
+  int32_t *pos = n_outputs <= SMALL ? pos_small : malloc(n_outputs * sizeof *pos);
+  if (!pos) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "output table");
+  tolk_status st = TOLK_OK;
+  for (size_t k = 0; k < n_outputs && !st; k++) {
+    if (!output_names) {
+      pos[k] = (int32_t)k;
+      continue;
+    }
+    size_t i = 0;
+    while (i < g->n_outputs && (!output_names[k] || strcmp(g->outputs[i]->name, output_names[k])))
+      i++;
+    if (i == g->n_outputs)
+      st = tolk_fail(err, TOLK_ERR_NOT_FOUND, "the model has no output named '%s'",
+                     output_names[k] ? output_names[k] : "(null)");
+    pos[k] = (int32_t)i;
+  }
+  if (st) {
+    if (pos != pos_small) free(pos);
+    return st;
+  }
+
+  pthread_mutex_lock(&s->mu);
+  struct exec_run *r = s->free_runs;
+  if (r) s->free_runs = r->next_free;
+  pthread_mutex_unlock(&s->mu);
+  if (!r) r = run_new(s);
+  if (!r) {
+    if (pos != pos_small) free(pos);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "run state");
+  }
+  r->next_free = NULL;
+  r->err = err;
+  tolk_error local;
+  if (!err) r->err = &local;
+  r->err->status = TOLK_OK;
+  r->err->message[0] = '\0';
+
+  struct tolk_tensor *res_small[SMALL];
+  struct tolk_tensor **res = n_outputs <= SMALL ? res_small : calloc(n_outputs, sizeof *res);
+  if (!res) st = tolk_fail(r->err, TOLK_ERR_NO_MEMORY, "output table");
+  if (!st) st = bind_inputs(r, n_inputs, input_names, inputs, r->err);
+  if (!st) {
+    for (size_t k = 0; k < n_outputs; k++) {
+      res[k] = NULL;
+      if (!outputs[k]) continue;
+      const struct ir_value *v = g->outputs[pos[k]];
+      if (v->graph == g) r->bound[v->index] = outputs[k];
+    }
+    exec_plan_begin(r);
+    st = exec_graph(r, xg, &r->frames[0]);
+  }
+  if (!st) {
+    for (size_t k = 0; k < n_outputs && !st; k++) {
+      const struct ir_value *v = g->outputs[pos[k]];
+      struct xref ref = xg->out_refs[pos[k]];
+      struct xslot *sl = &r->frames[ref.frame].slots[ref.slot];
+      if (outputs[k]) {
+        st = copy_out(&sl->t, outputs[k], NULL, v->name, r->err);
+      } else if (sl->res) {
+        res[k] = sl->res;
+        sl->res = NULL;
+      } else {
+        st = copy_out(&sl->t, NULL, &res[k], v->name, r->err);
+        if (!st) r->output_bytes += sl->t.nbytes;
+      }
+    }
+    for (size_t k = 0; k < n_outputs; k++) {
+      if (st)
+        tolk_tensor_free(res[k]);
+      else if (res[k])
+        outputs[k] = res[k];
+    }
+  }
+  /* Outputs nobody asked for, and everything after a failure. */
+  for (uint32_t i = 0; i < g->n_outputs; i++) {
+    struct xref ref = xg->out_refs[i];
+    if (ref.frame != 0) continue;
+    struct xslot *sl = &r->frames[0].slots[ref.slot];
+    if (sl->res) {
+      tolk_tensor_free(sl->res);
+      sl->res = NULL;
+    }
+    r->bound[ref.slot] = NULL;
+  }
+  if (st) sweep_all(r);
+  exec_plan_end(r, st == TOLK_OK);
+  if (stats) {
+    memset(stats, 0, sizeof *stats);
+    stats->peak_bytes = r->peak;
+    stats->heap_bytes = r->heap_bytes;
+    stats->output_bytes = r->output_bytes;
+    stats->nodes_run = r->nodes_run;
+    stats->arena_bytes = r->planned_arena;
+    stats->plan_reused = r->plan_reused;
+  }
+  r->err = NULL;
+  pthread_mutex_lock(&s->mu);
+  r->next_free = s->free_runs;
+  s->free_runs = r;
+  pthread_mutex_unlock(&s->mu);
+  if (pos != pos_small) free(pos);
+  if (res && res != res_small) free(res);
+  return st;
+}
