@@ -67,10 +67,22 @@ def sha256_file(p: Path) -> str:
     return h.hexdigest()
 
 
+def _finite(o):
+    """JSON has no Infinity/NaN (strict parsers such as cJSON reject them): non-finite floats become null."""
+    if isinstance(o, float):
+        return o if o == o and o not in (float("inf"), float("-inf")) else None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    return o
+
+
 def write_json(path: Path, obj, indent=1):
+    obj = _finite(obj)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="\n") as f:
-        json.dump(obj, f, ensure_ascii=False, indent=indent, sort_keys=False)
+        json.dump(obj, f, ensure_ascii=False, indent=indent, sort_keys=False, allow_nan=False)
         f.write("\n")
 
 
@@ -143,7 +155,37 @@ def step_corpus(args):
         f.write("# package\tlicence (from /usr/share/doc/PACKAGE/copyright)\n")
         for p in pkgs:
             f.write(f"#L\t{p}\t{_licence_of(p)}\n")
+    extract_pairs()
     log(f"corpus: {len(en_lines)} English lines, {len(zh_lines)} Chinese lines from {len(sources)} catalogues")
+
+
+def extract_pairs():
+    """Single-line (English msgid, Chinese msgstr) pairs of the same catalogues, for the short seeded training
+    run of marian-tiny (corpus/pairs.tsv.xz: tag, English, Chinese; sorted, deduplicated)."""
+    pairs = set()
+    for loc in ("zh_CN", "zh_TW", "zh_HK"):
+        for f in sorted(glob.glob(f"/usr/share/locale/{loc}/LC_MESSAGES/*.mo")):
+            try:
+                with open(f, "rb") as fh:
+                    cat = gettext.GNUTranslations(fh)._catalog
+            except Exception:
+                continue
+            for k, v in cat.items():
+                if isinstance(k, tuple):
+                    k = k[0]
+                if not k or not v or "\n" in k.strip() or "\n" in v.strip():
+                    continue
+                k, v = _clean_line(k), _clean_line(v)
+                if 2 <= len(k) <= 120 and re.search(r"[A-Za-z]", k) and re.search(r"[\u3400-\u9fff]", v):
+                    pairs.add((LOCALE_TAG[loc], k, v))
+    with lzma.open(CORPUS / "pairs.tsv.xz", "wt", encoding="utf-8", preset=9) as f:
+        f.write("".join(f"{t}\t{e}\t{z}\n" for t, e, z in sorted(pairs)))
+    log(f"corpus: {len(pairs)} sentence pairs")
+
+
+def read_pairs():
+    with lzma.open(CORPUS / "pairs.tsv.xz", "rt", encoding="utf-8") as f:
+        return [tuple(l.split("\t")) for l in f.read().split("\n") if l]
 
 
 def read_corpus():
@@ -478,6 +520,404 @@ def step_tokgold(args):
     write_json(GOLD / "tokenizer.json", out, indent=None)
     log(f"tokgold: {len(encode)} source sentences, {len(target_encode)} target sentences, {len(decode)} decodes")
 
+
+# ----------------------------------------------------------------------------------------------------------
+# 4. model: MarianMTModel from the config, seeded init, then a short seeded training run on the pairs
+# ----------------------------------------------------------------------------------------------------------
+
+TRAIN_STEPS = 1500
+TRAIN_BATCH = 48
+
+
+def _deterministic_torch():
+    import torch
+    torch.manual_seed(SEED)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+
+
+def build_model(model_dir: Path, train_steps: int):
+    """Seeded random init (transformers' own _init_weights, init_std 0.02).  A purely random Marian decoder
+    repeats one token forever and has near-ties everywhere, which makes useless generate() goldens, so the
+    tiny model is then trained for a few hundred seeded steps on the parallel catalogue strings (single
+    thread, deterministic algorithms): its distributions are peaked, it emits </s> at varied lengths and its
+    output even resembles Chinese.  Only model.safetensors is written; config.json stays the hand-written one."""
+    import torch
+    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+    _deterministic_torch()
+    cfg = MarianConfig.from_pretrained(str(model_dir))
+    model = MarianMTModel(cfg)
+    if train_steps:
+        tok = MarianTokenizer.from_pretrained(str(model_dir))
+        pairs = read_pairs()
+        rng = random.Random(SEED + 2)
+        rng.shuffle(pairs)
+        data = []
+        for tag, en, zh in pairs:
+            src = tok(f">>{tag}<< {en}").input_ids
+            tgt = tok(text_target=zh).input_ids
+            if len(src) <= 48 and len(tgt) <= 48:
+                data.append((src, tgt))
+        log(f"model: training {train_steps} steps on {len(data)} pairs")
+        opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+        model.train()
+        pad = cfg.pad_token_id
+        for step in range(train_steps):
+            batch = [data[(step * TRAIN_BATCH + i) % len(data)] for i in range(TRAIN_BATCH)]
+            ls = max(len(a) for a, _ in batch)
+            lt = max(len(b) for _, b in batch)
+            ids = torch.tensor([a + [pad] * (ls - len(a)) for a, _ in batch])
+            mask = torch.tensor([[1] * len(a) + [0] * (ls - len(a)) for a, _ in batch])
+            labels = torch.tensor([b + [-100] * (lt - len(b)) for _, b in batch])
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if step % 250 == 0 or step == train_steps - 1:
+                log(f"model: step {step} loss {loss.item():.3f}")
+        model.eval()
+    tmp = model_dir / "_save"
+    model.save_pretrained(str(tmp), safe_serialization=True)
+    shutil.copyfile(tmp / "model.safetensors", model_dir / "model.safetensors")
+    shutil.rmtree(tmp)
+    return model
+
+
+def step_model(args):
+    build_model(TINY, TRAIN_STEPS)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# 5. export: tools/export.py on marian-tiny, fp32 + int8, into marian-tiny/
+# ----------------------------------------------------------------------------------------------------------
+
+def _import_export():
+    sys.dont_write_bytecode = True  # no tools/__pycache__ in the work tree
+    sys.path.insert(0, str(ROOT / "tools"))
+    import export  # tools/export.py
+    return export
+
+
+def export_into(model_dir: Path, out_dir: Path):
+    """Run tools/export.py (the user tool itself) into a temporary folder, then move the ONNX files and
+    tolk-manifest.json next to the model's own files."""
+    import tempfile
+    exp = _import_export()
+    with tempfile.TemporaryDirectory(prefix="tolk-fixture-export-") as tmp:
+        rc = exp.main([str(model_dir), tmp, "--quantize", "int8", "--offline", "--reproducible"])
+        if rc != 0:
+            raise SystemExit(f"tools/export.py failed with status {rc}")
+        for f in sorted(Path(tmp).iterdir()):
+            if f.suffix == ".onnx" or f.name == "tolk-manifest.json":
+                shutil.copyfile(f, out_dir / f.name)
+
+
+def step_export(args):
+    export_into(TINY, TINY)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# 6. ONNX goldens: test_data_set_N/{input_K,output_K}.pb per graph, run by ONNX Runtime
+# ----------------------------------------------------------------------------------------------------------
+
+GOLD_SENTENCES = [
+    ">>cmn_Hans<< Hello world.",
+    ">>cmn_Hans<< The file cannot be opened because the directory does not exist.",
+    ">>cmn_Hant<< yes",
+]
+
+
+def _save_set(d: Path, names_in, arrays_in, names_out, arrays_out):
+    import numpy as np
+    from onnx import numpy_helper
+    d.mkdir(parents=True, exist_ok=True)
+    for i, (n, a) in enumerate(zip(names_in, arrays_in)):
+        t = numpy_helper.from_array(np.ascontiguousarray(a), name=n)
+        (d / f"input_{i}.pb").write_bytes(t.SerializeToString())
+    for i, (n, a) in enumerate(zip(names_out, arrays_out)):
+        t = numpy_helper.from_array(np.ascontiguousarray(a), name=n)
+        (d / f"output_{i}.pb").write_bytes(t.SerializeToString())
+
+
+def _run_and_save(sess, feed: dict, d: Path, desc: str, index: list, graph: str):
+    names_in = [i.name for i in sess.get_inputs()]
+    arrays_in = [feed[n] for n in names_in]
+    names_out = [o.name for o in sess.get_outputs()]
+    outs = sess.run(None, {n: feed[n] for n in names_in})
+    _save_set(d, names_in, arrays_in, names_out, outs)
+    index.append({"graph": graph, "dir": str(d.relative_to(GOLD)), "description": desc,
+                  "inputs": [{"name": n, "dtype": str(a.dtype), "shape": list(a.shape)} for n, a in zip(names_in, arrays_in)],
+                  "outputs": [{"name": n, "dtype": str(a.dtype), "shape": list(a.shape)} for n, a in zip(names_out, outs)]})
+    return dict(zip(names_out, outs))
+
+
+def _int8_intermediates(model_path: Path, feed: dict, d: Path, index: list):
+    """Expose the first DynamicQuantizeLinear and MatMulInteger results of a quantized graph as extra outputs
+    (graph optimisations off, so nothing is fused away) and save them — integer stages a C int8 path can be
+    checked against before the float rescale."""
+    import onnx
+    import onnxruntime as ort
+    m = onnx.load(str(model_path))
+    want = []
+    for n in m.graph.node:
+        if n.op_type == "DynamicQuantizeLinear" and not any(w[0] == "DynamicQuantizeLinear" for w in want):
+            want += [("DynamicQuantizeLinear", o) for o in n.output]
+        if n.op_type == "MatMulInteger" and not any(w[0] == "MatMulInteger" for w in want):
+            want.append(("MatMulInteger", n.output[0]))
+    for _, o in want:
+        m.graph.output.append(onnx.helper.make_empty_tensor_value_info(o))
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    names_in = [i.name for i in sess.get_inputs()]
+    outs = sess.run([o for _, o in want], {n: feed[n] for n in names_in})
+    _save_set(d, names_in, [feed[n] for n in names_in], [o for _, o in want], outs)
+    index.append({"graph": model_path.name, "dir": str(d.relative_to(GOLD)),
+                  "description": "integer intermediates: outputs are " + ", ".join(f"{k} -> {o}" for k, o in want)
+                                 + " (ORT with graph optimisations disabled); inputs as the graph's",
+                  "inputs": [{"name": n, "dtype": str(feed[n].dtype), "shape": list(feed[n].shape)} for n in names_in],
+                  "outputs": [{"name": o, "dtype": str(a.dtype), "shape": list(a.shape)} for (_, o), a in zip(want, outs)]})
+
+
+def step_onnxgold(args):
+    import numpy as np
+    import onnxruntime as ort
+    from transformers import MarianConfig, MarianTokenizer
+    tok = MarianTokenizer.from_pretrained(str(TINY))
+    cfg = MarianConfig.from_pretrained(str(TINY))
+    H, hd = cfg.decoder_attention_heads, cfg.d_model // cfg.decoder_attention_heads
+    start = cfg.decoder_start_token_id
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    so.intra_op_num_threads = 1
+    out_root = GOLD / "marian-tiny"
+    if out_root.exists():
+        shutil.rmtree(out_root)
+    index = []
+    for suffix in ("", "_quantized"):
+        S = {n: ort.InferenceSession(str(TINY / f"{n}{suffix}.onnx"), so, providers=["CPUExecutionProvider"])
+             for n in ("encoder_model", "decoder_model", "decoder_with_past_model", "decoder_model_merged")}
+        for si, sents in enumerate([GOLD_SENTENCES[:1], GOLD_SENTENCES]):
+            enc = tok(sents, return_tensors="np", padding=True)
+            feed = {"input_ids": enc["input_ids"].astype(np.int64), "attention_mask": enc["attention_mask"].astype(np.int64)}
+            B = feed["input_ids"].shape[0]
+            what = f"batch {B}: " + " | ".join(sents) + (" (right-padded with <pad>, mask 0)" if B > 1 else "")
+            eo = _run_and_save(S["encoder_model"], feed, out_root / f"encoder_model{suffix}" / f"test_data_set_{si}",
+                               "encoder, " + what, index, f"encoder_model{suffix}.onnx")
+            hidden = eo["last_hidden_state"]
+            # decoder without past: set 0 = the first step ([start]); set 1 = three tokens at once (teacher forcing)
+            dec_ids = np.full((B, 1), start, dtype=np.int64) if si == 0 else \
+                np.array([[start, 2, 7]] * B, dtype=np.int64)
+            dfeed = {"input_ids": dec_ids, "encoder_hidden_states": hidden, "encoder_attention_mask": feed["attention_mask"]}
+            do = _run_and_save(S["decoder_model"], dfeed, out_root / f"decoder_model{suffix}" / f"test_data_set_{si}",
+                               f"decoder first pass, decoder input_ids {dec_ids[0].tolist()}, " + what, index,
+                               f"decoder_model{suffix}.onnx")
+            # with past: the next token (argmax of the last logits) with the cache from decoder_model
+            nxt = do["logits"][:, -1, :].argmax(-1).astype(np.int64)[:, None]
+            pfeed = {"input_ids": nxt, "encoder_attention_mask": feed["attention_mask"]}
+            pfeed.update({k.replace("present", "past_key_values"): v for k, v in do.items() if k != "logits"})
+            _run_and_save(S["decoder_with_past_model"], pfeed,
+                          out_root / f"decoder_with_past_model{suffix}" / f"test_data_set_{si}",
+                          f"decoder step with past (past length {dec_ids.shape[1]}), input_ids = argmax of the "
+                          f"previous logits, past = decoder_model{suffix} test_data_set_{si} outputs; " + what,
+                          index, f"decoder_with_past_model{suffix}.onnx")
+            # merged: use_cache_branch false (empty past tensors) then true
+            mfeed = dict(dfeed)
+            mfeed["use_cache_branch"] = np.array([False])
+            for i in S["decoder_model_merged"].get_inputs():
+                if i.name.startswith("past_key_values"):
+                    mfeed[i.name] = np.zeros((B, H, 0, hd), dtype=np.float32)
+            mo = _run_and_save(S["decoder_model_merged"], mfeed,
+                               out_root / f"decoder_model_merged{suffix}" / f"test_data_set_{2 * si}",
+                               "merged decoder, use_cache_branch=false (past inputs empty, length 0), decoder "
+                               f"input_ids {dec_ids[0].tolist()}, " + what, index, f"decoder_model_merged{suffix}.onnx")
+            mfeed2 = {"input_ids": nxt, "encoder_hidden_states": hidden, "encoder_attention_mask": feed["attention_mask"],
+                      "use_cache_branch": np.array([True])}
+            mfeed2.update({k.replace("present", "past_key_values"): v for k, v in mo.items() if k != "logits"})
+            _run_and_save(S["decoder_model_merged"], mfeed2,
+                          out_root / f"decoder_model_merged{suffix}" / f"test_data_set_{2 * si + 1}",
+                          "merged decoder, use_cache_branch=true, past = the previous set's present outputs "
+                          "(its present.*.encoder.* outputs in this branch are not meaningful and are "
+                          "compared only if a test wants to); " + what, index, f"decoder_model_merged{suffix}.onnx")
+            if suffix and si == 0:
+                _int8_intermediates(TINY / "encoder_model_quantized.onnx", feed,
+                                    out_root / "encoder_model_quantized" / "intermediates_set_0", index)
+    write_json(out_root / "index.json", {
+        "format": "tolk-onnx-golden/1",
+        "runtime": f"onnxruntime {ort.__version__}, CPUExecutionProvider, default graph optimisations, 1 thread",
+        "tolerance_hint": {"fp32": "atol 1e-4 (ORT vs PyTorch agree to ~1e-5)",
+                           "int8": "atol 1e-2 on hidden states/logits; exact on integer intermediates "
+                                   "except rare round-half ties"},
+        "sets": index}, indent=1)
+    log(f"onnxgold: {len(index)} test data sets")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# 7. generate() goldens from PyTorch transformers
+# ----------------------------------------------------------------------------------------------------------
+
+GEN_SENTENCES = [
+    ">>cmn_Hans<< Hello world.",
+    ">>cmn_Hans<< The file cannot be opened because the directory does not exist.",
+    ">>cmn_Hans<< Print version information and exit.",
+    ">>cmn_Hans<< Cannot open package list",
+    ">>cmn_Hant<< Display this help and exit.",
+    ">>cmn_Hans<< How are you today?",
+    ">>yue_Hant<< Unknown option",
+    ">>cmn_Hans<< Remove all files in the directory, then try again with a different user name.",
+]
+
+
+def step_generate(args):
+    import torch
+    import transformers
+    from transformers import MarianMTModel, MarianTokenizer
+    _deterministic_torch()
+    tok = MarianTokenizer.from_pretrained(str(TINY))
+    model = MarianMTModel.from_pretrained(str(TINY)).eval()
+    cases = []
+
+    def run(name, sents, **kw):
+        enc = tok(sents, return_tensors="pt", padding=True)
+        with torch.no_grad():
+            out = model.generate(**enc, output_scores=True, return_dict_in_generate=True, **kw)
+        rec = {"name": name, "inputs": sents, "input_ids": enc["input_ids"].tolist(),
+               "attention_mask": enc["attention_mask"].tolist(), "params": kw,
+               "sequences": out.sequences.tolist(),
+               "texts": tok.batch_decode(out.sequences, skip_special_tokens=True)}
+        if getattr(out, "sequences_scores", None) is not None:
+            rec["sequences_scores"] = [float(x) for x in out.sequences_scores]
+        else:  # greedy: the processed (log-softmax, renormalised) score of each chosen token, and the margin
+            steps = torch.stack(out.scores, 1)          # [B, T, V]
+            chosen = out.sequences[:, 1:1 + steps.shape[1]]
+            rec["token_scores"] = steps.gather(-1, chosen[..., None])[..., 0].tolist()
+            top2 = steps.topk(2, -1).values
+            rec["min_top2_margin"] = float((top2[..., 0] - top2[..., 1]).min())
+        cases.append(rec)
+
+    for i, s in enumerate(GEN_SENTENCES):
+        run(f"greedy_{i}", [s], num_beams=1, do_sample=False, max_new_tokens=64)
+    for i, s in enumerate(GEN_SENTENCES):
+        run(f"beam4_lp1.0_{i}", [s], num_beams=4, length_penalty=1.0, max_new_tokens=64)
+        run(f"beam4_lp0.6_{i}", [s], num_beams=4, length_penalty=0.6, max_new_tokens=64)
+    run("batch_greedy_padded", GEN_SENTENCES[:5], num_beams=1, do_sample=False, max_new_tokens=64)
+    run("batch_beam4_padded", GEN_SENTENCES[:5], num_beams=4, length_penalty=1.0, max_new_tokens=64)
+    for n in (1, 2, 5):
+        run(f"greedy_max_new_{n}", GEN_SENTENCES[1:3], num_beams=1, do_sample=False, max_new_tokens=n)
+        run(f"beam4_max_new_{n}", GEN_SENTENCES[1:3], num_beams=4, max_new_tokens=n)
+    run("beam4_return2", GEN_SENTENCES[:3], num_beams=4, num_return_sequences=2, max_new_tokens=64)
+    run("beam4_return2_lp0.6", GEN_SENTENCES[:3], num_beams=4, num_return_sequences=2, length_penalty=0.6,
+        max_new_tokens=64)
+    run("defaults_generation_config", GEN_SENTENCES[:2])   # num_beams 4, max_length 512 from generation_config.json
+    gc = model.generation_config.to_dict()
+    write_json(GOLD / "generate.json", {
+        "format": "tolk-generate-golden/1", "model_dir": "marian-tiny",
+        "versions": {"transformers": transformers.__version__, "torch": torch.__version__},
+        "generation_config": {k: gc[k] for k in sorted(gc) if k in (
+            "bad_words_ids", "bos_token_id", "decoder_start_token_id", "eos_token_id", "forced_eos_token_id",
+            "max_length", "num_beams", "pad_token_id", "renormalize_logits", "length_penalty", "early_stopping",
+            "no_repeat_ngram_size", "repetition_penalty")},
+        "cases": cases}, indent=None)
+    log(f"generate: {len(cases)} cases")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# 8. simple-cnn (seed article 004)
+# ----------------------------------------------------------------------------------------------------------
+
+def step_cnn(args):
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    _deterministic_torch()
+
+    class SimpleCNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 16, kernel_size=3, padding=1)
+            self.conv2 = nn.Conv2d(16, 32, kernel_size=3, padding=1)
+            self.fc = nn.Linear(32 * 8 * 8, 10)
+
+        def forward(self, x):
+            x = torch.relu(self.conv1(x))
+            x = torch.max_pool2d(x, 2)
+            x = torch.relu(self.conv2(x))
+            x = torch.max_pool2d(x, 2)
+            x = x.view(x.size(0), -1)
+            return self.fc(x)
+
+    model = SimpleCNN().eval()
+    d = FIX / "simple-cnn"
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    dummy = torch.randn(1, 3, 32, 32)
+    torch.onnx.export(model, dummy, str(d / "model.onnx"), export_params=True, opset_version=13,
+                      do_constant_folding=True, input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": {0: "batch_size"}, "output": {0: "batch_size"}}, dynamo=False)
+    for i, b in enumerate((1, 7)):
+        x = torch.randn(b, 3, 32, 32)
+        with torch.no_grad():
+            y = model(x)
+        _save_set(d / f"test_data_set_{i}", ["input"], [x.numpy()], ["output"], [y.numpy()])
+    log("cnn: simple-cnn/model.onnx with batch 1 and 7 sets")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# 9. MANIFEST: size + sha256 of every fixture file (checked by tests/check_fixtures.cmake, no Python needed)
+# ----------------------------------------------------------------------------------------------------------
+
+def step_manifest(args):
+    files = []
+    for p in sorted(FIX.rglob("*")):
+        if p.is_file() and p.name not in ("MANIFEST", "README.md") and "__pycache__" not in p.parts:
+            files.append(p)
+    lines = ["# tolk fixture manifest: sha256 size path (relative to tests/fixtures). Regenerate with",
+             "# /work/venv/bin/python tools/make_fixtures.py --steps manifest ; checked by tests/check_fixtures.cmake"]
+    total = 0
+    for p in files:
+        size = p.stat().st_size
+        total += size
+        lines.append(f"{sha256_file(p)} {size} {p.relative_to(FIX).as_posix()}")
+    (FIX / "MANIFEST").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    log(f"manifest: {len(files)} files, {total / 1e6:.2f} MB")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# --bench-model: the full-size opus-mt-en-zh stand-in (not committed)
+# ----------------------------------------------------------------------------------------------------------
+
+def bench_model(out: Path) -> int:
+    """DIR/hf: HF model folder at opus-mt-en-zh's full size (d_model 512, 6+6 layers, 8 heads, ffn 2048,
+    vocab 65001 = the trained tokenizer's pieces + placeholder pieces, <pad> = 65000), seeded random weights.
+    DIR/onnx: tools/export.py fp32 + int8 (tolk-manifest.json included).
+    DIR/ct2-int8, DIR/ct2-float32: ct2-transformers-converter of the same weights."""
+    hf = out / "hf"
+    if hf.exists():
+        shutil.rmtree(hf)
+    vocab = write_tokenizer_files(hf, pad_to=FULL_VOCAB)
+    assert len(vocab) == FULL_VOCAB and vocab["<pad>"] == FULL_VOCAB - 1
+    write_json(hf / "config.json", marian_config(len(vocab), FULL_SIZES), indent=2)
+    write_json(hf / "generation_config.json", generation_config(len(vocab)), indent=2)
+    log("bench: random-weight full-size model")
+    build_model(hf, 0)
+    exp = _import_export()
+    onnx_dir = out / "onnx"
+    rc = exp.main([str(hf), str(onnx_dir), "--quantize", "int8", "--offline"])
+    if rc != 0:
+        log(f"bench: tools/export.py returned {rc}")
+        return rc
+    conv = shutil.which("ct2-transformers-converter") or str(Path(sys.executable).parent / "ct2-transformers-converter")
+    for q in ("int8", "float32"):
+        d = out / f"ct2-{q}"
+        cmd = [conv, "--model", str(hf), "--output_dir", str(d), "--quantization", q, "--force",
+               "--copy_files", "source.spm", "target.spm", "generation_config.json"]
+        log("bench:", " ".join(cmd))
+        subprocess.run(cmd, check=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    log(f"bench: done in {out}")
+    return 0
+
 # ----------------------------------------------------------------------------------------------------------
 # main
 # ----------------------------------------------------------------------------------------------------------
@@ -498,6 +938,8 @@ def main(argv=None):
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.refresh_corpus or not (CORPUS / "en.txt.xz").exists():
         step_corpus(args)
+    elif not (CORPUS / "pairs.tsv.xz").exists():
+        extract_pairs()
     if args.bench_model:
         return bench_model(Path(args.bench_model).resolve())
     steps = [s.strip() for s in args.steps.split(",") if s.strip()]
