@@ -18,6 +18,9 @@ struct cli_command {
 int cmd_inspect(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
+
 /* Prints "tolk VERB: message" for a failed library call to stderr; returns 2. */
 int cli_fail(const char *verb, const tolk_error *err);
 

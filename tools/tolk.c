@@ -10,6 +10,8 @@
 static const struct cli_command commands[] = {
     {"inspect", "show a model's inputs, outputs, ops, parameters (--json, --dot)", cmd_inspect},
     {"check", "validate a model as onnx.checker does", cmd_check},
+    {"tokenize", "text to token ids with a model's Marian tokenizer", cmd_tokenize},
+    {"detokenize", "token ids back to text", cmd_detokenize},
     {NULL, NULL, NULL},
 };
 

@@ -1,0 +1,246 @@
+/*
+ * cmd_tokenize.c — `tolk tokenize` and `tolk detokenize`: the Marian
+ * tokenizer on the command line, one text (or id list) per argument or per
+ * stdin line, so it works in pipes.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <stdbool.h>
+
+#include "cli.h"
+
+struct tok_opts {
+  const char *model;
+  bool pieces, json, keep_special, source;
+  int flags;
+  int max_length;
+};
+
+static void tokenize_usage(FILE *f) {
+  fprintf(f,
+          "usage: tolk tokenize -m MODEL_DIR [options] [TEXT...]\n\n"
+          "Encodes each TEXT (or each line of stdin) with the model's Marian tokenizer\n"
+          "(source.spm + vocab.json) and prints the ids, as HuggingFace MarianTokenizer does.\n\n"
+          "  -m, --model DIR     folder with source.spm, target.spm, vocab.json\n"
+          "  --pieces            print the tokens instead of ids\n"
+          "  --json              one JSON object per text: text, ids, tokens, dropped\n"
+          "  --target            encode with the target side (target.spm)\n"
+          "  --no-eos            do not append </s>\n"
+          "  --max-length N      truncate to N ids (-1: the model's model_max_length);\n"
+          "                      the count of dropped ids goes to stderr (or JSON)\n");
+}
+
+static void detokenize_usage(FILE *f) {
+  fprintf(f,
+          "usage: tolk detokenize -m MODEL_DIR [options] [ID...]\n\n"
+          "Decodes the ids given as arguments, or each line of stdin (ids separated by\n"
+          "spaces or commas), with target.spm as MarianTokenizer.decode does.\n\n"
+          "  -m, --model DIR     folder with source.spm, target.spm, vocab.json\n"
+          "  --keep-special      keep </s>, <unk>, <pad> (default: skip them)\n"
+          "  --source            decode with source.spm\n");
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+/* Parses the options shared by both verbs; returns the index of the first
+ * positional argument, or -1 after printing an error. */
+static int parse_opts(int argc, char **argv, bool detok, struct tok_opts *o) {
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    long v;
+    if (!strcmp(a, "--")) return i + 1;
+    if (a[0] != '-' || !strcmp(a, "-")) break;
+    if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc) o->model = argv[++i];
+    else if (!detok && !strcmp(a, "--pieces")) o->pieces = true;
+    else if (!detok && !strcmp(a, "--json")) o->json = true;
+    else if (!detok && !strcmp(a, "--target")) o->flags |= TOLK_TOKENIZE_TARGET;
+    else if (!detok && !strcmp(a, "--no-eos")) o->flags |= TOLK_TOKENIZE_NO_EOS;
+    else if (!detok && !strcmp(a, "--max-length") && i + 1 < argc && !parse_int(argv[i + 1], -1, 1 << 30, &v)) {
+      o->max_length = (int)v;
+      i++;
+    } else if (detok && !strcmp(a, "--keep-special")) o->keep_special = true;
+    else if (detok && !strcmp(a, "--source")) o->source = true;
+    else if (a[1] == '-' && a[2] == '\0') return i + 1;
+    else {
+      fprintf(stderr, "tolk %s: unknown or incomplete option '%s'\n", argv[0], a);
+      return -1;
+    }
+  }
+  if (!o->model) {
+    fprintf(stderr, "tolk %s: -m MODEL_DIR is required\n", argv[0]);
+    return -1;
+  }
+  return i;
+}
+
+static bool wants_help(int argc, char **argv) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return true;
+  return false;
+}
+
+static int print_encoding(const tolk_tokenizer *tok, const struct tok_opts *o, const char *text,
+                          size_t len) {
+  tolk_ids ids;
+  tolk_error err;
+  if (tolk_tokenizer_encode_batch(tok, &text, &len, 1, o->flags, &ids, &err)) return cli_fail("tokenize", &err);
+  char **tokens = NULL;
+  size_t n_tokens = 0;
+  if ((o->pieces || o->json) && tolk_tokenizer_tokenize(tok, text, len, o->flags, &tokens, &n_tokens, &err)) {
+    tolk_ids_free(&ids, 1);
+    return cli_fail("tokenize", &err);
+  }
+  if (o->json) {
+    cJSON *obj = cJSON_CreateObject();
+    char *copy = malloc(len + 1);
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    cJSON_AddStringToObject(obj, "text", copy);
+    free(copy);
+    cJSON *arr = cJSON_AddArrayToObject(obj, "ids");
+    for (size_t i = 0; i < ids.n; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids.ids[i]));
+    cJSON *toks = cJSON_AddArrayToObject(obj, "tokens");
+    for (size_t i = 0; i < n_tokens; i++) cJSON_AddItemToArray(toks, cJSON_CreateString(tokens[i]));
+    cJSON_AddNumberToObject(obj, "dropped", (double)ids.dropped);
+    char *s = cJSON_PrintUnformatted(obj);
+    puts(s);
+    free(s);
+    cJSON_Delete(obj);
+  } else if (o->pieces) {
+    for (size_t i = 0; i < n_tokens; i++) printf("%s%s", i ? " " : "", tokens[i]);
+    putchar('\n');
+  } else {
+    for (size_t i = 0; i < ids.n; i++) printf("%s%d", i ? " " : "", (int)ids.ids[i]);
+    putchar('\n');
+  }
+  if (ids.dropped && !o->json) fprintf(stderr, "tolk tokenize: truncated: %zu ids dropped\n", ids.dropped);
+  tolk_strings_free(tokens, n_tokens);
+  tolk_ids_free(&ids, 1);
+  return 0;
+}
+
+static int for_each_stdin_line(int (*fn)(const tolk_tokenizer *, const struct tok_opts *, const char *, size_t),
+                               const tolk_tokenizer *tok, const struct tok_opts *o) {
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t got;
+  int rc = 0;
+  while (!rc && (got = getline(&line, &cap, stdin)) >= 0) {
+    size_t len = (size_t)got;
+    if (len && line[len - 1] == '\n') len--;
+    rc = fn(tok, o, line, len);
+    fflush(stdout);
+  }
+  free(line);
+  return rc;
+}
+
+static tolk_tokenizer *open_tokenizer(const char *verb, const struct tok_opts *o) {
+  tolk_tokenizer_params p = tolk_tokenizer_default_params();
+  p.max_length = o->max_length;
+  tolk_tokenizer *tok = NULL;
+  tolk_error err;
+  if (tolk_tokenizer_create(o->model, p, &tok, &err)) cli_fail(verb, &err);
+  return tok;
+}
+
+int cmd_tokenize(int argc, char **argv) {
+  if (wants_help(argc, argv)) {
+    tokenize_usage(stdout);
+    return 0;
+  }
+  struct tok_opts o = {0};
+  int first = parse_opts(argc, argv, false, &o);
+  if (first < 0) return 2;
+  tolk_tokenizer *tok = open_tokenizer("tokenize", &o);
+  if (!tok) return 2;
+  int rc = 0;
+  if (first < argc) {
+    for (int i = first; i < argc && !rc; i++) rc = print_encoding(tok, &o, argv[i], strlen(argv[i]));
+  } else {
+    rc = for_each_stdin_line(print_encoding, tok, &o);
+  }
+  tolk_tokenizer_free(tok);
+  return rc;
+}
+
+/* Ids separated by spaces or commas, optionally inside [ ]. */
+static int print_decoding(const tolk_tokenizer *tok, const struct tok_opts *o, const char *line,
+                          size_t len) {
+  int32_t *ids = malloc((len / 2 + 1) * sizeof *ids);
+  size_t n = 0;
+  for (size_t i = 0; i < len;) {
+    char c = line[i];
+    if (c == ' ' || c == ',' || c == '\t' || c == '[' || c == ']' || c == '\r') {
+      i++;
+      continue;
+    }
+    char buf[32];
+    size_t k = 0;
+    while (i < len && k < sizeof buf - 1 && line[i] != ' ' && line[i] != ',' && line[i] != ']' &&
+           line[i] != '\t' && line[i] != '\r')
+      buf[k++] = line[i++];
+    buf[k] = '\0';
+    long v;
+    if (parse_int(buf, -2147483647L - 1, 2147483647L, &v)) {
+      fprintf(stderr, "tolk detokenize: '%s' is not an id\n", buf);
+      free(ids);
+      return 2;
+    }
+    ids[n++] = (int32_t)v;
+  }
+  tolk_ids in = {ids, n, 0};
+  char *text = NULL;
+  tolk_error err;
+  int flags = (o->keep_special ? 0 : TOLK_DECODE_SKIP_SPECIAL) | (o->source ? TOLK_DECODE_SOURCE : 0);
+  int rc = 0;
+  if (tolk_tokenizer_decode_batch(tok, &in, 1, flags, &text, &err)) rc = cli_fail("detokenize", &err);
+  else puts(text);
+  tolk_free(text);
+  free(ids);
+  return rc;
+}
+
+int cmd_detokenize(int argc, char **argv) {
+  if (wants_help(argc, argv)) {
+    detokenize_usage(stdout);
+    return 0;
+  }
+  struct tok_opts o = {0};
+  int first = parse_opts(argc, argv, true, &o);
+  if (first < 0) return 2;
+  tolk_tokenizer *tok = open_tokenizer("detokenize", &o);
+  if (!tok) return 2;
+  int rc = 0;
+  if (first < argc) {
+    /* The arguments together are one id list. */
+    size_t total = 0;
+    for (int i = first; i < argc; i++) total += strlen(argv[i]) + 1;
+    char *line = malloc(total + 1);
+    size_t at = 0;
+    for (int i = first; i < argc; i++) {
+      size_t l = strlen(argv[i]);
+      memcpy(line + at, argv[i], l);
+      at += l;
+      line[at++] = ' ';
+    }
+    rc = print_decoding(tok, &o, line, at);
+    free(line);
+  } else {
+    rc = for_each_stdin_line(print_decoding, tok, &o);
+  }
+  tolk_tokenizer_free(tok);
+  return rc;
+}
