@@ -132,6 +132,7 @@ extern const struct op_def tolk_ops_shape[];
 extern const struct op_def tolk_ops_index[];
 extern const struct op_def tolk_ops_copy[];
 extern const struct op_def tolk_ops_sort[];
+extern const struct op_def tolk_ops_resize[];
 extern const struct op_def tolk_ops_control[];
 extern const struct op_def tolk_ops_quant[];
 extern const struct op_def tolk_ops_contrib[];

@@ -13,7 +13,7 @@ static const struct op_def *const families[] = {
     tolk_ops_pool,        tolk_ops_shape,      tolk_ops_index, tolk_ops_control,
     tolk_ops_quant,       tolk_ops_contrib,    tolk_ops_quant_matmul, tolk_ops_quant_conv, tolk_ops_copy,
     tolk_ops_contrib_norm, tolk_ops_attention,
-    tolk_ops_sort,
+    tolk_ops_sort, tolk_ops_resize,
 };
 
 const struct op_def *op_find(const char *domain, const char *op_type, int64_t opset) {
