@@ -110,7 +110,7 @@ void cx_attn_heads(const struct cx_attn *a, int64_t begin, int64_t end) {
     float beta = 0.0f;
     if (a->attn_bias || a->mask) {
       if (a->attn_bias) {
-        int64_t off = ((a->bias_b ? b * a->N : 0) + (a->bias_n ? n : 0)) * st;
+        int64_t off = ((a->bias_b ? b * (a->bias_n ? a->N : 1) : 0) + (a->bias_n ? n : 0)) * st;
         memcpy(sc, a->attn_bias + off, (size_t)st * sizeof(float));
         if (a->mask)
           for (int64_t j = 0; j < st; j++) sc[j] += a->mask[b * st + j];
