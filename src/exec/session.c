@@ -66,7 +66,11 @@ static void note_unsupported(struct compiler *cp, const struct ir_node *n) {
   if (cp->n_unsupported == 1) {
     char d[256];
     node_desc(n, d, sizeof d);
-    if (lo)
+    if (lo && hi == 40)
+      snprintf(cp->first, sizeof cp->first,
+               "%s: operator %s of domain '%s' is supported from opset %d on, not opset %d",
+               d, n->op_type, dom[0] ? dom : "ai.onnx", lo, n->opset);
+    else if (lo)
       snprintf(cp->first, sizeof cp->first,
                "%s: operator %s of domain '%s' is supported for opsets %d..%d, "
                "not opset %d",
