@@ -259,7 +259,7 @@ static char *slurp(const char *path) {
 }
 
 int main(int argc, char **argv) {
-  char path[4096], dir[4096];
+  char path[8192], dir[4096];
   snprintf(dir, sizeof dir, "%s/../data", tu_fixtures());
   const char *data = argc > 1 ? argv[1] : dir;
   snprintf(path, sizeof path, "%s/tokenizer_diff.json", data);
