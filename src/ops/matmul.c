@@ -1,8 +1,386 @@
 /*
- * matmul.c — the matmul operator family (placeholder: no operators yet).
+ * matmul.c — MatMul and Gemm (Einsum, in einsum.c, shares the batched GEMM).
+ *
+ * MatMul follows numpy.matmul: 1-D operands are promoted (A to a row, B to a
+ * column) and the promoted dim dropped from the result; leading dims
+ * broadcast. Gemm computes alpha·op(A)·op(B) + beta·C with C broadcast
+ * unidirectionally to the result (required before opset 11).
+ *
+ * float runs on kern_sgemm. When B is an initializer (and not a graph input a
+ * caller could override), prepare() packs it once for kern_sgemm_packed, so a
+ * decoder step streams each weight matrix once in the layout the micro-kernel
+ * reads. A MatMul whose B has no batch dims folds A's batch into the rows:
+ * [batch, seq, d] × [d, n] is one GEMM of batch·seq rows. float16/bfloat16
+ * are staged through fp32 (packed weights are widened once, at prepare);
+ * double accumulates in double; integer types wrap like numpy's.
  */
-#include "op.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/half.h"
+#include "../exec/pool.h"
+#include "../kern/kern.h"
+#include "matmul.h"
+#include "nn_util.h"
+
+bool mm_dtype_ok(int32_t dt) {
+  return dt == TOLK_FLOAT || dt == TOLK_DOUBLE || dt == TOLK_FLOAT16 || dt == TOLK_BFLOAT16 ||
+         dt == TOLK_INT32 || dt == TOLK_INT64 || dt == TOLK_UINT32 || dt == TOLK_UINT64;
+}
+
+/* ------------------------------------------------ references: double, int */
+
+static uint64_t get_u64(int32_t dt, const void *p, int64_t i) {
+  switch (dt) {
+  case TOLK_INT32: return (uint64_t)(int64_t)((const int32_t *)p)[i];
+  case TOLK_UINT32: return ((const uint32_t *)p)[i];
+  case TOLK_INT64: return (uint64_t)((const int64_t *)p)[i];
+  default: return ((const uint64_t *)p)[i];
+  }
+}
+
+static void set_u64(int32_t dt, void *p, int64_t i, uint64_t v) {
+  switch (dt) {
+  case TOLK_INT32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v; break;
+  case TOLK_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+  case TOLK_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
+  default: ((uint64_t *)p)[i] = v; break;
+  }
+}
+
+static bool is_signed(int32_t dt) { return dt == TOLK_INT32 || dt == TOLK_INT64; }
+
+/* C = alpha·op(A)·op(B) + beta·C for double and the integer types (beta == 0:
+ * C write-only). Integers accumulate modulo 2^64 and wrap into their width;
+ * alpha and beta other than 0 and 1 go through double, as ONNX's reference
+ * does. */
+static void gemm_ref_any(int32_t dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                         double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                         double beta, void *c, int64_t ldc) {
+  for (int64_t i = 0; i < m; i++) {
+    for (int64_t j = 0; j < n; j++) {
+      const int64_t ci = i * ldc + j;
+      if (dt == TOLK_DOUBLE) {
+        const double *ad = a, *bd = b;
+        double acc = 0;
+        for (int64_t p = 0; p < k; p++)
+          acc += ad[ta ? p * lda + i : i * lda + p] * bd[tb ? j * ldb + p : p * ldb + j];
+        double *cd = c;
+        cd[ci] = alpha * acc + (beta == 0 ? 0.0 : beta * cd[ci]);
+        continue;
+      }
+      uint64_t acc = 0;
+      for (int64_t p = 0; p < k; p++)
+        acc += get_u64(dt, a, ta ? p * lda + i : i * lda + p) *
+               get_u64(dt, b, tb ? j * ldb + p : p * ldb + j);
+      if (alpha == 1 && (beta == 0 || beta == 1)) {
+        set_u64(dt, c, ci, acc + (beta == 0 ? 0 : get_u64(dt, c, ci)));
+      } else {
+        double av = is_signed(dt) ? (double)(int64_t)acc : (double)acc;
+        double cv = beta == 0 ? 0.0
+                    : is_signed(dt) ? (double)(int64_t)get_u64(dt, c, ci)
+                                    : (double)get_u64(dt, c, ci);
+        double v = alpha * av + beta * cv;
+        set_u64(dt, c, ci, is_signed(dt) ? (uint64_t)(int64_t)v : (uint64_t)v);
+      }
+    }
+  }
+}
+
+/* ----------------------------------------------------------- batched GEMM */
+
+struct bjob {
+  int32_t dt;
+  const struct mm_batch *bt;
+  int64_t m, n, k;
+  const char *a, *b;
+  char *c;
+  size_t es;
+  struct tolk_pool *inner; /* pool for each product; NULL when split by batch */
+};
+
+static void bjob_range(void *arg, int64_t t0, int64_t t1) {
+  const struct bjob *j = arg;
+  const struct mm_batch *bt = j->bt;
+  for (int64_t t = t0; t < t1; t++) {
+    int64_t ao = 0, bo = 0, rest = t;
+    for (int d = bt->rank - 1; d >= 0; d--) {
+      int64_t idx = rest % bt->dims[d];
+      rest /= bt->dims[d];
+      ao += idx * bt->a_st[d];
+      bo += idx * bt->b_st[d];
+    }
+    const void *a = j->a + (size_t)ao * j->es, *b = j->b + (size_t)bo * j->es;
+    void *c = j->c + (size_t)(t * j->m * j->n) * j->es;
+    if (j->dt == TOLK_FLOAT)
+      kern_sgemm(false, false, j->m, j->n, j->k, 1.0f, a, j->k, b, j->n, 0.0f, c, j->n,
+                 j->inner);
+    else
+      gemm_ref_any(j->dt, false, false, j->m, j->n, j->k, 1.0, a, j->k, b, j->n, 0.0, c, j->n);
+  }
+}
+
+void mm_batched(struct op_ctx *c, int32_t dtype, const struct mm_batch *bt, int64_t m,
+                int64_t n, int64_t k, const void *a, const void *b, void *out) {
+  int64_t batch = 1;
+  for (int d = 0; d < bt->rank; d++) batch *= bt->dims[d];
+  struct bjob j = {dtype, bt, m, n, k, a, b, out, op_dtype_size(dtype), c->pool};
+  if (batch <= 0 || m <= 0 || n <= 0) return;
+  /* Many small products (attention heads): one per task, each serial. One
+   * large one: let the GEMM split itself. */
+  const double flops = 2.0 * (double)m * (double)n * (double)k;
+  if (batch > 1 && tolk_pool_threads(c->pool) > 1 && flops < 4e6) {
+    j.inner = NULL;
+    int64_t grain = (int64_t)(262144.0 / (flops + 1.0));
+    op_parallel_for(c, batch, grain < 1 ? 1 : grain, bjob_range, &j);
+  } else {
+    bjob_range(&j, 0, batch);
+  }
+}
+
+/* ------------------------------------------------------- prepacked weights */
+
+/* A constant B packed at prepare (MatMul: k×n; Gemm: op(B), k×n). */
+struct mm_state {
+  struct kern_packed_b *pb;
+  int32_t dtype;  /* the initializer's dtype */
+  int64_t d0, d1; /* its dims, to check that run() sees the same tensor */
+};
+
+static void mm_release(void *state) {
+  struct mm_state *s = state;
+  if (!s) return;
+  kern_packed_b_free(s->pb);
+  free(s);
+}
+
+/* Packs node input 1 when it is a constant float/float16/bfloat16 matrix
+ * that no caller can override. Leaves *state NULL otherwise (run() then
+ * takes B as it comes); failing to pack only for lack of memory. */
+static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void **state,
+                                tolk_error *err) {
+  *state = NULL;
+  if (node->n_inputs < 2 || !node->inputs[1]) return TOLK_OK;
+  const struct ir_value *v = node->inputs[1];
+  const struct ir_tensor *t = v->init;
+  if (!t || (v->flags & IR_VALUE_GRAPH_INPUT) || !t->data || t->rank != 2) return TOLK_OK;
+  if (t->dtype != TOLK_FLOAT && t->dtype != TOLK_FLOAT16 && t->dtype != TOLK_BFLOAT16)
+    return TOLK_OK;
+  const int64_t k = trans_b ? t->dims[1] : t->dims[0], n = trans_b ? t->dims[0] : t->dims[1];
+  if (k == 0 || n == 0) return TOLK_OK;
+  const float *f = t->data;
+  float *wide = NULL;
+  if (t->dtype != TOLK_FLOAT) {
+    size_t bytes;
+    if (!tolk_mul_size((size_t)t->numel, sizeof(float), &bytes) || !(wide = malloc(bytes)))
+      return tolk_fail(err, TOLK_ERR_NO_MEMORY, "input B (%s): no memory to widen %lld elements",
+                       v->name, (long long)t->numel);
+    if (t->dtype == TOLK_FLOAT16) tolk_f16_to_f32_n(t->data, wide, t->numel);
+    else tolk_bf16_to_f32_n(t->data, wide, t->numel);
+    f = wide;
+  }
+  struct mm_state *s = calloc(1, sizeof *s);
+  tolk_status st = s ? kern_sgemm_pack_b(trans_b, k, n, f, t->dims[1], &s->pb, err)
+                     : tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
+  free(wide);
+  if (st != TOLK_OK) {
+    free(s);
+    tolk_error_prefix(err, "input B (%s)", v->name);
+    return st;
+  }
+  s->dtype = t->dtype;
+  s->d0 = t->dims[0];
+  s->d1 = t->dims[1];
+  *state = s;
+  return TOLK_OK;
+}
+
+/* The packed B when `b` is the tensor it was made from. */
+static const struct kern_packed_b *packed_for(const struct op_ctx *c, const struct tensor *b) {
+  const struct mm_state *s = c->state;
+  if (!s || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 || b->dims[1] != s->d1)
+    return NULL;
+  return s->pb;
+}
+
+/* ------------------------------------------------------------------ MatMul */
+
+static tolk_status matmul_prepare(const struct ir_node *node, int64_t opset, void **state,
+                                  tolk_error *err) {
+  return pack_const_b(node, false, state, err);
+}
+
+static tolk_status check_pair(struct op_ctx *c, const struct tensor *a, const struct tensor *b) {
+  if (!a || !b) return op_fail(c, TOLK_ERR_INVALID_ARGUMENT, "inputs A and B are required");
+  if (a->dtype != b->dtype)
+    return op_fail(c, TOLK_ERR_TYPE, "A is %s but B is %s",
+                   tolk_dtype_name((tolk_dtype)a->dtype), tolk_dtype_name((tolk_dtype)b->dtype));
+  if (!mm_dtype_ok(a->dtype))
+    return op_fail(c, TOLK_ERR_UNSUPPORTED, "dtype %s is not supported",
+                   tolk_dtype_name((tolk_dtype)a->dtype));
+  return TOLK_OK;
+}
+
+static tolk_status matmul_run(struct op_ctx *c) {
+  const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
+  tolk_status st = check_pair(c, a, b);
+  if (st) return st;
+  char s1[128], s2[128];
+  if (a->rank < 1 || b->rank < 1)
+    return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s must have rank >= 1",
+                   shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2));
+  const int ra = a->rank, rb = b->rank;
+  const int64_t m = ra == 1 ? 1 : a->dims[ra - 2], k = a->dims[ra - 1];
+  const int64_t kb = rb == 1 ? b->dims[0] : b->dims[rb - 2], n = rb == 1 ? 1 : b->dims[rb - 1];
+  if (k != kb)
+    return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: inner dims %lld and %lld differ",
+                   shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2), (long long)k,
+                   (long long)kb);
+  /* Broadcast the batch dims (all but the last two of each). */
+  const int na = ra > 2 ? ra - 2 : 0, nb = rb > 2 ? rb - 2 : 0, nbt = na > nb ? na : nb;
+  struct mm_batch bt = {.rank = nbt};
+  int64_t ydims[IR_MAX_RANK];
+  int64_t ast = m * k, bst = k * n; /* element strides of the batch dims, innermost first */
+  for (int d = nbt - 1; d >= 0; d--) {
+    int ia = d - (nbt - na), ib = d - (nbt - nb);
+    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: batch dims do not broadcast",
+                     shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2));
+    bt.dims[d] = da == 1 ? db : da;
+    bt.a_st[d] = da == 1 ? 0 : ast;
+    bt.b_st[d] = db == 1 ? 0 : bst;
+    ast *= da;
+    bst *= db;
+    ydims[d] = bt.dims[d];
+  }
+  int yr = nbt;
+  if (ra > 1) ydims[yr++] = m;
+  if (rb > 1) ydims[yr++] = n;
+  struct tensor *y = op_output(c, 0, a->dtype, yr, ydims);
+  if (!y) return nn_status(c);
+  if (y->numel == 0) return TOLK_OK;
+
+  int64_t batch = 1;
+  bool b_shared = true; /* B is the same matrix for every batch index */
+  for (int d = 0; d < nbt; d++) {
+    batch *= bt.dims[d];
+    if (bt.b_st[d] != 0) b_shared = false;
+  }
+  int32_t dt = a->dtype;
+  const void *ad = a->data, *bd = b->data;
+  void *yd = y->data;
+  const struct kern_packed_b *pb = NULL;
+  if (dt == TOLK_FLOAT16 || dt == TOLK_BFLOAT16) {
+    pb = packed_for(c, b);
+    if (!(ad = nn_in_f32(c, a)) || (!pb && !(bd = nn_in_f32(c, b))) || !(yd = nn_out_f32(c, y)))
+      return nn_status(c);
+    dt = TOLK_FLOAT;
+  } else if (dt == TOLK_FLOAT) {
+    pb = packed_for(c, b);
+  }
+  if (b_shared && dt == TOLK_FLOAT) {
+    /* A's batch is then dense (nothing to broadcast it against), so its rows
+     * continue from one batch index into the next: one GEMM of batch·m rows. */
+    if (pb)
+      kern_sgemm_packed(false, batch * m, n, k, 1.0f, ad, k, pb, 0.0f, yd, n, c->pool);
+    else
+      kern_sgemm(false, false, batch * m, n, k, 1.0f, ad, k, bd, n, 0.0f, yd, n, c->pool);
+  } else {
+    mm_batched(c, dt, &bt, m, n, k, ad, bd, yd);
+  }
+  if (yd != y->data) nn_out_f32_finish(y, yd);
+  return TOLK_OK;
+}
+
+/* -------------------------------------------------------------------- Gemm */
+
+static tolk_status gemm_prepare(const struct ir_node *node, int64_t opset, void **state,
+                                tolk_error *err) {
+  return pack_const_b(node, ir_attr_int(node, "transB", 0) != 0, state, err);
+}
+
+/* Writes C broadcast to m×n into y (dtype esize bytes per element). C's
+ * shape must broadcast unidirectionally: rank ≤ 2, each dim 1 or equal. */
+static tolk_status fill_c(struct op_ctx *c, const struct tensor *ct, const void *cdata,
+                          size_t es, int64_t m, int64_t n, void *y) {
+  int64_t c0 = 1, c1 = 1;
+  if (ct->rank > 2) goto bad;
+  if (ct->rank == 2) c0 = ct->dims[0], c1 = ct->dims[1];
+  if (ct->rank == 1) c1 = ct->dims[0];
+  if ((c0 != 1 && c0 != m) || (c1 != 1 && c1 != n)) goto bad;
+  for (int64_t i = 0; i < m; i++) {
+    char *row = (char *)y + (size_t)(i * n) * es;
+    const char *src = (const char *)cdata + (size_t)((c0 == 1 ? 0 : i) * c1) * es;
+    if (c1 == n) {
+      memcpy(row, src, (size_t)n * es);
+    } else {
+      for (int64_t j = 0; j < n; j++) memcpy(row + (size_t)j * es, src, es);
+    }
+  }
+  return TOLK_OK;
+bad:;
+  char s1[128];
+  return op_fail(c, TOLK_ERR_SHAPE, "C %s does not broadcast to the result [%lld, %lld]",
+                 shape_str(ct, s1, sizeof s1), (long long)m, (long long)n);
+}
+
+static tolk_status gemm_run(struct op_ctx *c) {
+  const struct tensor *a = op_in(c, 0), *b = op_in(c, 1), *ct = op_in(c, 2);
+  tolk_status st = check_pair(c, a, b);
+  if (st) return st;
+  char s1[128], s2[128];
+  if (a->rank != 2 || b->rank != 2)
+    return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s must be matrices",
+                   shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2));
+  if (ct && ct->dtype != a->dtype)
+    return op_fail(c, TOLK_ERR_TYPE, "C is %s but A is %s",
+                   tolk_dtype_name((tolk_dtype)ct->dtype), tolk_dtype_name((tolk_dtype)a->dtype));
+  const bool ta = ir_attr_int(c->node, "transA", 0) != 0;
+  const bool tb = ir_attr_int(c->node, "transB", 0) != 0;
+  const float alpha = ir_attr_float(c->node, "alpha", 1.0f);
+  const float beta = ir_attr_float(c->node, "beta", 1.0f);
+  const int64_t m = ta ? a->dims[1] : a->dims[0], k = ta ? a->dims[0] : a->dims[1];
+  const int64_t kb = tb ? b->dims[1] : b->dims[0], n = tb ? b->dims[0] : b->dims[1];
+  if (k != kb)
+    return op_fail(c, TOLK_ERR_SHAPE, "A %s (transA=%d) and B %s (transB=%d): inner dims differ",
+                   shape_str(a, s1, sizeof s1), ta, shape_str(b, s2, sizeof s2), tb);
+  struct tensor *y = op_output(c, 0, a->dtype, 2, (int64_t[]){m, n});
+  if (!y) return nn_status(c);
+  if (y->numel == 0) return TOLK_OK;
+
+  int32_t dt = a->dtype;
+  const void *ad = a->data, *bd = b->data, *cd = ct ? ct->data : NULL;
+  void *yd = y->data;
+  const struct kern_packed_b *pb = NULL;
+  if (dt == TOLK_FLOAT16 || dt == TOLK_BFLOAT16) {
+    pb = packed_for(c, b);
+    if (!(ad = nn_in_f32(c, a)) || (!pb && !(bd = nn_in_f32(c, b))) ||
+        (ct && !(cd = nn_in_f32(c, ct))) || !(yd = nn_out_f32(c, y)))
+      return nn_status(c);
+    dt = TOLK_FLOAT;
+  } else if (dt == TOLK_FLOAT) {
+    pb = packed_for(c, b);
+  }
+  const bool use_c = ct && beta != 0.0f;
+  if (use_c && (st = fill_c(c, ct, cd, op_dtype_size(dt), m, n, yd))) return st;
+  const int64_t lda = a->dims[1], ldb = b->dims[1];
+  if (dt == TOLK_FLOAT) {
+    if (pb)
+      kern_sgemm_packed(ta, m, n, k, alpha, ad, lda, pb, use_c ? beta : 0.0f, yd, n, c->pool);
+    else
+      kern_sgemm(ta, tb, m, n, k, alpha, ad, lda, bd, ldb, use_c ? beta : 0.0f, yd, n, c->pool);
+  } else {
+    gemm_ref_any(dt, ta, tb, m, n, k, alpha, ad, lda, bd, ldb, use_c ? beta : 0.0, yd, n);
+  }
+  if (yd != y->data) nn_out_f32_finish(y, yd);
+  return TOLK_OK;
+}
 
 const struct op_def tolk_ops_matmul[] = {
+    {"", "MatMul", 1, 0, matmul_prepare, matmul_run, mm_release},
+    {"", "Gemm", 1, 0, gemm_prepare, gemm_run, mm_release},
+    {"", "Einsum", 12, 0, einsum_prepare, einsum_run, einsum_release},
     {0},
 };

@@ -1,0 +1,42 @@
+/*
+ * matmul.h — what the matmul family's files (matmul.c: MatMul and Gemm;
+ * einsum.c: Einsum) share: one batched-GEMM entry point over every dtype the
+ * family accepts, so Einsum's contraction runs on the same kernels as MatMul.
+ * Internal to src/ops/.
+ */
+#ifndef TOLK_OPS_MATMUL_H
+#define TOLK_OPS_MATMUL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "op.h"
+
+/* float, double, float16, bfloat16, int32, int64, uint32, uint64. */
+bool mm_dtype_ok(int32_t dtype);
+
+/* The batch of a batched product: for every index vector t over dims, the
+ * product t reads A at a + sum t_d * a_st[d] and B at b + sum t_d * b_st[d]
+ * (element strides; 0 where that operand is broadcast) and writes C densely
+ * at c + (flat t) * m * n. rank 0 is a single product. */
+struct mm_batch {
+  int rank;
+  int64_t dims[IR_MAX_RANK];
+  int64_t a_st[IR_MAX_RANK], b_st[IR_MAX_RANK];
+};
+
+/* C[t] (m×n) = A[t] (m×k) · B[t] (k×n) over the batch, all row-major and
+ * dense, for dtype float (kern_sgemm), double (double accumulation) or an
+ * integer type (two's-complement wraparound, as numpy). float16/bfloat16 are
+ * the caller's to stage through float. Splits the batch over the pool when
+ * each product is small, else gives the pool to each product. */
+void mm_batched(struct op_ctx *c, int32_t dtype, const struct mm_batch *bt, int64_t m,
+                int64_t n, int64_t k, const void *a, const void *b, void *out);
+
+/* Einsum (einsum.c). */
+tolk_status einsum_prepare(const struct ir_node *node, int64_t opset, void **state,
+                           tolk_error *err);
+tolk_status einsum_run(struct op_ctx *c);
+void einsum_release(void *state);
+
+#endif /* TOLK_OPS_MATMUL_H */
