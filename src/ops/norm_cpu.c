@@ -3,9 +3,11 @@
  * LayerNormalization, whose rows of 512 are on the translation model's hot
  * path. Statistics are exact to double precision (two passes, double
  * accumulators); the affine step is plain float arithmetic that vectorises.
+ * With AVX2 the row kernels of nn_avx2.c take over.
  */
 #include <math.h>
 
+#include "nn_avx2.h"
 #include "nn_cpu.h"
 
 /* Sum of x[0..n) in double. Eight independent accumulators: the compiler
@@ -65,6 +67,12 @@ void nn_moments_f64(const double *x, int64_t n, double *mean, double *var) {
 
 void nn_layernorm_f32(const float *x, float *y, int64_t rows, int64_t n, const float *scale,
                       const float *bias, float eps, float *mean, float *inv_std) {
+#if NN_HAVE_AVX2
+  if (nn_use_avx2()) {
+    nn_layernorm_f32_avx2(x, y, rows, n, scale, bias, eps, mean, inv_std);
+    return;
+  }
+#endif
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = x + r * n;
     float *yr = y + r * n;
@@ -73,11 +81,14 @@ void nn_layernorm_f32(const float *x, float *y, int64_t rows, int64_t n, const f
     double inv = 1.0 / sqrt(v + (double)eps);
     if (mean) mean[r] = (float)m;
     if (inv_std) inv_std[r] = (float)inv;
-    float mf = (float)m, invf = (float)inv;
+    /* The mean as float plus its float remainder: x - hi is exact when x is
+     * near the mean (Sterbenz), so a large common offset cancels exactly
+     * instead of leaving the mean's rounding error in every output. */
+    float mf = (float)m, ml = (float)(m - (double)mf), invf = (float)inv;
     if (bias)
-      for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - mf) * invf * scale[j] + bias[j];
+      for (int64_t j = 0; j < n; j++) yr[j] = ((xr[j] - mf) - ml) * invf * scale[j] + bias[j];
     else
-      for (int64_t j = 0; j < n; j++) yr[j] = (xr[j] - mf) * invf * scale[j];
+      for (int64_t j = 0; j < n; j++) yr[j] = ((xr[j] - mf) - ml) * invf * scale[j];
   }
 }
 
@@ -115,6 +126,12 @@ void nn_layernorm_f64(const double *x, double *y, int64_t rows, int64_t n,
 
 void nn_rmsnorm_f32(const float *x, float *y, int64_t rows, int64_t n, const float *scale,
                     float eps) {
+#if NN_HAVE_AVX2
+  if (nn_use_avx2()) {
+    nn_rmsnorm_f32_avx2(x, y, rows, n, scale, eps);
+    return;
+  }
+#endif
   for (int64_t r = 0; r < rows; r++) {
     const float *xr = x + r * n;
     float *yr = y + r * n;

@@ -1,42 +1,35 @@
 /*
  * softmax_cpu.c — Softmax / LogSoftmax / Hardmax kernels (see nn_cpu.h):
- * softmax_tmpl.h instantiated for float and double, the branch-free float
- * exp that lets the float loops vectorise, and the all-double reference.
+ * softmax_tmpl.h instantiated for float and double, with contiguous float
+ * rows handed to the AVX2 kernel (nn_avx2.c) when the CPU has it, and the
+ * all-double reference.
  */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "nn_avx2.h"
 #include "nn_cpu.h"
 
-/* exp for x <= ~88 in plain arithmetic so that loops over it vectorise:
- * x = n ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2), a degree-6
- * polynomial for exp(r) (Cephes' expf coefficients, relative error about
- * 1e-7), and 2^n built in the exponent bits. Inputs below -87.3 give about
- * 1e-38 instead of a denormal; softmax adds them to a sum >= 1, so that is
- * immaterial. */
-static inline float vexpf(float x) {
-  x = x < -87.3f ? -87.3f : x;
-  x = x > 88.3f ? 88.3f : x;
-  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  int32_t bits = ((int32_t)n + 127) << 23;
-  float scale;
-  memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
+/* The AVX2 row kernel, when the CPU has it, for float Softmax/LogSoftmax. */
+static inline bool row_fast_f32(enum nn_softmax op, const float *x, float *y, int64_t n) {
+#if NN_HAVE_AVX2
+  if (op != NN_HARDMAX && nn_use_avx2()) {
+    nn_softmax_row_f32_avx2(op == NN_LOGSOFTMAX, x, y, n);
+    return true;
+  }
+#endif
+  (void)op, (void)x, (void)y, (void)n;
+  return false;
+}
+static inline bool row_fast_f64(enum nn_softmax op, const double *x, double *y, int64_t n) {
+  (void)op, (void)x, (void)y, (void)n;
+  return false;
 }
 
 #define T float
 #define SFX f32
-#define EXP vexpf
+#define EXP expf
 #include "softmax_tmpl.h"
 #undef T
 #undef SFX

@@ -2,8 +2,8 @@
  * softmax_tmpl.h — Softmax / LogSoftmax / Hardmax over the middle axis of an
  * [o, a, i] view, instantiated by softmax_cpu.c for float and double (a
  * template header: included several times, no include guard). The includer
- * defines T, SFX and EXP (an exp for T whose loops the compiler can
- * vectorise).
+ * defines T, SFX, EXP (exp for T) and provides row_fast_<SFX>(op, x, y, n),
+ * which may compute a contiguous row itself (returning true).
  */
 
 #define S_CAT_(a, b) a##b
@@ -13,6 +13,7 @@
 /* One contiguous row of n. The exps are written to y first, then scaled, so
  * each pass is a simple loop over memory. */
 static void FN(sm_row)(enum nn_softmax op, const T *x, T *y, int64_t n) {
+  if (FN(row_fast_)(op, x, y, n)) return;
   T m = x[0];
   int64_t am = 0;
   for (int64_t j = 1; j < n; j++)
