@@ -267,7 +267,9 @@ typedef struct tolk_run_stats {
  * declared dtype and a shape matching the declared one (symbolic dims take
  * one value per run across all inputs). output_names[0..n_outputs) selects
  * outputs; output_names NULL means all, in declared order (n_outputs must
- * then equal tolk_session_output_count()).
+ * then equal tolk_session_output_count()). A name may also be that of an
+ * intermediate value of the main graph, which is then kept and returned
+ * (for debugging and parity checks; such runs bypass the memory plan).
  *
  * outputs[i] NULL on entry: on success it receives a new tensor the caller
  * frees with tolk_tensor_free(). outputs[i] non-NULL on entry: a

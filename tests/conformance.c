@@ -45,6 +45,7 @@ struct result {
 
 struct opts {
   const char *filter;
+  const char *model; /* --model: every ROOT is one test folder run against it */
   bool verbose, fork, report;
   int threads;
   unsigned timeout;
@@ -265,6 +266,7 @@ static void run_set(tolk_session *s, const char *dir, const struct opts *o,
   const char **names = calloc(n_in + 1, sizeof *names);
   tolk_tensor **outs = calloc(n_out + 1, sizeof *outs);
   struct ir_tensor **want = calloc(n_out + 1, sizeof *want);
+  const char **out_names = NULL;
   char path[4096];
   size_t given = 0;
   if (!ins || !names || !outs || !want) {
@@ -305,22 +307,51 @@ static void run_set(tolk_session *s, const char *dir, const struct opts *o,
     ins[given] = tt;
     names[given++] = nm;
   }
+  /* Expected outputs: as many files as there are (a parity set may name
+   * intermediate values instead of the graph's outputs). */
+  size_t n_files = 0;
+  for (;; n_files++) {
+    snprintf(path, sizeof path, "%s/output_%zu.pb", dir, n_files);
+    if (!exists(path)) break;
+  }
+  if (n_files > n_out) {
+    free(outs);
+    free(want);
+    outs = calloc(n_files + 1, sizeof *outs);
+    want = calloc(n_files + 1, sizeof *want);
+    if (!outs || !want) {
+      set_result(r, R_FAIL, "out of memory");
+      goto done;
+    }
+  }
+  out_names = calloc(n_files + 1, sizeof *out_names);
+  if (!out_names) {
+    set_result(r, R_FAIL, "out of memory");
+    goto done;
+  }
+  n_out = n_files;
   for (size_t i = 0; i < n_out; i++) {
     snprintf(path, sizeof path, "%s/output_%zu.pb", dir, i);
     if (onnx_tensor_load_file(path, &arena, &want[i], &err)) {
       from_error(r, path, &err);
-      if (r->outcome == R_FAIL && tolk_session_output(s, i)->dtype == TOLK_UNDEFINED)
+      if (r->outcome == R_FAIL && i < tolk_session_output_count(s) &&
+          tolk_session_output(s, i)->dtype == TOLK_UNDEFINED)
         r->outcome = R_UNSUP;
       goto done;
     }
-    if (want[i]->dtype == TOLK_UINT16 && tolk_session_output(s, i)->dtype == TOLK_BFLOAT16)
+    /* By name when the file names a value, else by position. */
+    const tolk_value_info *oi = tolk_session_output(s, i);
+    out_names[i] = want[i]->name && want[i]->name[0] ? want[i]->name : oi ? oi->name : "";
+    for (size_t k = 0; k < tolk_session_output_count(s); k++)
+      if (!strcmp(tolk_session_output(s, k)->name, out_names[i])) oi = tolk_session_output(s, k);
+    if (want[i]->dtype == TOLK_UINT16 && oi && oi->dtype == TOLK_BFLOAT16)
       want[i]->dtype = TOLK_BFLOAT16; /* as for inputs above */
     if (want[i]->dtype == TOLK_STRING) {
       set_result(r, R_UNSUP, "output '%s': string tensors", tolk_session_output(s, i)->name);
       goto done;
     }
   }
-  if (tolk_session_run(s, given, names, ins, n_out, NULL, outs, NULL, &err)) {
+  if (tolk_session_run(s, given, names, ins, n_out, out_names, outs, NULL, &err)) {
     from_error(r, "run", &err);
     if ((err.status == TOLK_ERR_SHAPE || err.status == TOLK_ERR_TYPE) &&
         !strncmp(err.message, "input '", 7))
@@ -328,7 +359,7 @@ static void run_set(tolk_session *s, const char *dir, const struct opts *o,
     goto done;
   }
   for (size_t i = 0; i < n_out; i++)
-    if (!compare(tolk_session_output(s, i)->name, outs[i], want[i], o, r)) {
+    if (!compare(out_names[i], outs[i], want[i], o, r)) {
       r->outcome = R_FAIL;
       goto done;
     }
@@ -339,6 +370,7 @@ done:
   free(names);
   free(outs);
   free(want);
+  free(out_names);
   tolk_arena_release(&arena);
 }
 
@@ -347,7 +379,10 @@ static void run_test(const char *dir, const struct opts *o, struct result *r) {
   memset(r, 0, sizeof *r);
   snprintf(r->op, sizeof r->op, "?");
   tolk_error err = {0};
-  snprintf(path, sizeof path, "%s/model.onnx", dir);
+  if (o->model)
+    snprintf(path, sizeof path, "%s", o->model);
+  else
+    snprintf(path, sizeof path, "%s/model.onnx", dir);
   tolk_model *m = NULL;
   if (tolk_model_load(path, tolk_model_default_params(), &m, &err)) {
     from_error(r, "load", &err);
@@ -362,9 +397,14 @@ static void run_test(const char *dir, const struct opts *o, struct result *r) {
     tolk_model_free(m);
     return;
   }
-  struct dirent **sets = NULL;
-  int n = scandir(dir, &sets, NULL, by_name);
   int ran = 0;
+  snprintf(path, sizeof path, "%s/output_0.pb", dir);
+  if (exists(path)) { /* the folder is one data set itself */
+    run_set(s, dir, o, r);
+    ran++;
+  }
+  struct dirent **sets = NULL;
+  int n = ran ? 0 : scandir(dir, &sets, NULL, by_name);
   for (int i = 0; i < n; i++) {
     if (r->outcome == R_PASS && !strncmp(sets[i]->d_name, "test_data_set_", 14)) {
       snprintf(path, sizeof path, "%s/%s", dir, sets[i]->d_name);
@@ -445,7 +485,10 @@ static void run_isolated(const char *dir, const struct opts *o, struct result *r
 static void usage(FILE *f) {
   fprintf(f,
           "usage: conformance [options] ROOT...\n"
-          "  ROOT holds ONNX backend test folders (…/data/node)\n"
+          "  ROOT holds ONNX backend test folders (…/data/node), or is one itself\n"
+          "  (model.onnx beside test_data_set_*)\n"
+          "  --model FILE      run each ROOT's test_data_set_* against FILE (the data\n"
+          "                    sets may name intermediate values as outputs)\n"
           "  --filter SUBSTR   only tests whose folder name contains SUBSTR\n"
           "  --verbose         print every failing (and, twice, unsupported) test\n"
           "  --threads N       intra-op threads per session (default 1)\n"
@@ -457,7 +500,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  struct opts o = {NULL, false, true, false, 1, 120, 1e-3, 1e-7, 0};
+  struct opts o = {NULL, NULL, false, true, false, 1, 120, 1e-3, 1e-7, 0};
   int verbose = 0;
   const char *roots[16];
   int n_roots = 0;
@@ -466,6 +509,8 @@ int main(int argc, char **argv) {
     bool more = i + 1 < argc;
     if (!strcmp(a, "--filter") && more)
       o.filter = argv[++i];
+    else if (!strcmp(a, "--model") && more)
+      o.model = argv[++i];
     else if (!strcmp(a, "--verbose") || !strcmp(a, "-v"))
       verbose++;
     else if (!strcmp(a, "--threads") && more)
@@ -499,6 +544,23 @@ int main(int argc, char **argv) {
   }
   int total[4] = {0, 0, 0, 0};
   for (int ri = 0; ri < n_roots; ri++) {
+    char single[4200];
+    snprintf(single, sizeof single, "%s/model.onnx", roots[ri]);
+    if (o.model || exists(single)) {
+      /* One test folder. */
+      struct result r;
+      run_isolated(roots[ri], &o, &r);
+      const char *base = strrchr(roots[ri], '/') ? strrchr(roots[ri], '/') + 1 : roots[ri];
+      total[r.outcome]++;
+      count_op(r.op, r.outcome);
+      printf("%s %s%s%s [%s]%s%s\n", r.outcome == R_PASS ? "PASS" : r.outcome == R_FAIL ? "FAIL"
+                                   : r.outcome == R_UNSUP ? "UNSUPPORTED" : "BAD DATA",
+             o.model ? o.model : "", o.model ? " on " : "", base, r.op,
+             r.outcome == R_PASS ? "" : ": ", r.outcome == R_PASS ? "" : r.msg);
+      if (r.outcome == R_PASS && verbose)
+        printf("  max abs error %.3g, max rel error %.3g\n", r.max_abs, r.max_rel);
+      continue;
+    }
     struct dirent **ents = NULL;
     int n = scandir(roots[ri], &ents, NULL, by_name);
     if (n < 0) {

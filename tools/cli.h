@@ -17,6 +17,7 @@ struct cli_command {
 
 int cmd_inspect(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);

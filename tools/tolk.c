@@ -12,6 +12,7 @@ static const struct cli_command commands[] = {
     {"check", "validate a model as onnx.checker does", cmd_check},
     {"tokenize", "text to token ids with a model's Marian tokenizer", cmd_tokenize},
     {"detokenize", "token ids back to text", cmd_detokenize},
+    {"run", "run a model on .npy/.pb inputs; compare, save and time outputs", cmd_run},
     {NULL, NULL, NULL},
 };
 

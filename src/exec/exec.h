@@ -162,6 +162,9 @@ struct exec_run {
   size_t n_sig;
   /* caller-bound outputs: per main output slot, or NULL */
   struct tolk_tensor **bound;
+  /* main-graph values requested as outputs: not released during the run */
+  uint8_t *pinned;
+  uint32_t n_pinned;
   /* symbolic dims bound while checking inputs */
   const char **sym_name;
   int64_t *sym_val;

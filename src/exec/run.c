@@ -59,6 +59,7 @@ void exec_run_free(struct exec_run *r) {
   free(r->scratch);
   free(r->sig);
   free(r->bound);
+  free(r->pinned);
   free(r->sym_name);
   free(r->sym_val);
   free(r->sym_from);
@@ -72,10 +73,11 @@ static struct exec_run *run_new(tolk_session *s) {
   r->frames = calloc(s->n_graphs, sizeof *r->frames);
   r->sig = calloc(s->max_sig + 1, sizeof *r->sig);
   r->bound = calloc(s->graphs[0]->n_slots + 1, sizeof *r->bound);
+  r->pinned = calloc(s->graphs[0]->n_slots + 1, sizeof *r->pinned);
   r->sym_name = calloc(s->max_sig + 1, sizeof *r->sym_name);
   r->sym_val = calloc(s->max_sig + 1, sizeof *r->sym_val);
   r->sym_from = calloc(s->max_sig + 1, sizeof *r->sym_from);
-  if (!r->frames || !r->sig || !r->bound || !r->sym_name || !r->sym_val || !r->sym_from) {
+  if (!r->frames || !r->sig || !r->bound || !r->pinned || !r->sym_name || !r->sym_val || !r->sym_from) {
     exec_run_free(r);
     return NULL;
   }
@@ -168,7 +170,11 @@ tolk_status exec_graph(struct exec_run *r, struct xgraph *xg, struct xframe *fr)
       exec_node_prefix(r->err, xn->node);
       return st;
     }
-    for (uint32_t j = 0; j < xn->n_release; j++) exec_free(r, &fr->slots[xn->release[j]].buf);
+    for (uint32_t j = 0; j < xn->n_release; j++) {
+      int32_t sl = xn->release[j];
+      if (TOLK_UNLIKELY(r->n_pinned) && fr == r->frames && r->pinned[sl]) continue;
+      exec_free(r, &fr->slots[sl].buf);
+    }
   }
   return TOLK_OK;
 }
@@ -385,6 +391,11 @@ static tolk_status check_input(struct exec_run *r, const struct ir_value *v, int
                      shape_str(t, got, sizeof got));
   for (int d = 0; d < ty->rank; d++) {
     const struct ir_dim *dm = &ty->dims[d];
+    /* An empty tensor binds no symbols: exporters feed empty placeholders
+     * whose other dims do not follow the symbols (Optimum's merged decoder
+     * takes past_key_values of [batch, heads, 0, head_dim] on its first step,
+     * declared [batch, heads, encoder_sequence_length, head_dim]). */
+    if (dm->param && dm->param[0] && t->numel == 0) continue;
     if (dm->param && dm->param[0]) {
       size_t j = 0;
       while (j < *n_sym && strcmp(r->sym_name[j], dm->param) != 0) j++;
@@ -517,10 +528,18 @@ tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const
     size_t i = 0;
     while (i < g->n_outputs && (!output_names[k] || strcmp(g->outputs[i]->name, output_names[k])))
       i++;
-    if (i == g->n_outputs)
-      st = tolk_fail(err, TOLK_ERR_NOT_FOUND, "the model has no output named '%s'",
-                     output_names[k] ? output_names[k] : "(null)");
     pos[k] = (int32_t)i;
+    if (i < g->n_outputs) continue;
+    /* Not an output: an intermediate value of the main graph, kept alive
+     * for this run (debugging and parity checks). */
+    for (i = 0; output_names[k] && i < g->n_values; i++)
+      if (g->values[i]->name && !strcmp(g->values[i]->name, output_names[k]) &&
+          !(g->values[i]->flags & IR_VALUE_UNDEFINED))
+        break;
+    if (!output_names[k] || i == g->n_values)
+      st = tolk_fail(err, TOLK_ERR_NOT_FOUND, "the model has no output or value named '%s'",
+                     output_names[k] ? output_names[k] : "(null)");
+    pos[k] = -1 - (int32_t)i;
   }
   if (st) {
     if (pos != pos_small) free(pos);
@@ -548,19 +567,27 @@ tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const
   if (!res) st = tolk_fail(r->err, TOLK_ERR_NO_MEMORY, "output table");
   if (!st) st = bind_inputs(r, n_inputs, input_names, inputs, r->err);
   if (!st) {
+    r->n_pinned = 0;
     for (size_t k = 0; k < n_outputs; k++) {
       res[k] = NULL;
+      if (pos[k] < 0) {
+        r->pinned[-1 - pos[k]] = 1;
+        r->n_pinned++;
+        continue;
+      }
       if (!outputs[k]) continue;
       const struct ir_value *v = g->outputs[pos[k]];
       if (v->graph == g) r->bound[v->index] = outputs[k];
     }
     exec_plan_begin(r);
+    if (r->n_pinned) r->mode = RUN_HEAP; /* lifetimes differ from the plan's */
     st = exec_graph(r, xg, &r->frames[0]);
   }
   if (!st) {
     for (size_t k = 0; k < n_outputs && !st; k++) {
-      const struct ir_value *v = g->outputs[pos[k]];
-      struct xref ref = xg->out_refs[pos[k]];
+      const struct ir_value *v = pos[k] < 0 ? g->values[-1 - pos[k]] : g->outputs[pos[k]];
+      struct xref ref = {0, v->index};
+      if (pos[k] >= 0) ref = xg->out_refs[pos[k]];
       struct xslot *sl = &r->frames[ref.frame].slots[ref.slot];
       if (outputs[k]) {
         st = copy_out(&sl->t, outputs[k], NULL, v->name, r->err);
@@ -589,6 +616,14 @@ tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const
       sl->res = NULL;
     }
     r->bound[ref.slot] = NULL;
+  }
+  if (r->n_pinned) {
+    for (uint32_t i = 0; i < xg->n_slots; i++)
+      if (r->pinned[i]) {
+        exec_free(r, &r->frames[0].slots[i].buf);
+        r->pinned[i] = 0;
+      }
+    r->n_pinned = 0;
   }
   if (st) sweep_all(r);
   exec_plan_end(r, st == TOLK_OK);
