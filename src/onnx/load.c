@@ -19,6 +19,9 @@
 
 #include <string.h>
 
+/* Error messages name the graph path down to this nesting depth. */
+enum { CONTEXT_DEPTH = 3 };
+
 /* Field numbers of GraphProto, and of FunctionProto seen as a graph. */
 struct graph_fields {
   uint32_t node, input, output, value_info, initializer, sparse_init, name, doc;
@@ -418,7 +421,8 @@ static tolk_status node_body(struct onnx_loader *l, struct gctx *c, const uint8_
     } else if (f.number == NF_ATTR) {
       tolk_status st = decode_attr(l, c, n, f.data, f.len, &n->attrs[ka]);
       if (st) {
-        tolk_error_prefix(l->err, "attribute %zu '%s'", ka, n->attrs[ka].name ? n->attrs[ka].name : "");
+        if (c->depth < CONTEXT_DEPTH)
+          tolk_error_prefix(l->err, "attribute %zu '%s'", ka, n->attrs[ka].name ? n->attrs[ka].name : "");
         return st;
       }
       ka++;
@@ -605,12 +609,22 @@ static tolk_status decode_graph(struct onnx_loader *l, const uint8_t *p, size_t 
   return TOLK_OK;
 
 fail:
+  /* Context for the message, outermost last. Past a few levels of nesting
+   * the path is elided so the reason itself stays within the message. */
+  if (depth > CONTEXT_DEPTH) return st;
+  if (depth == CONTEXT_DEPTH) {
+    tolk_error_prefix(l->err, "...");
+    return st;
+  }
+  char gname[160];
+  if (g->name[0]) snprintf(gname, sizeof gname, "graph '%.120s': ", g->name);
+  else gname[0] = '\0';
   if (!strcmp(what, "node")) {
     const struct ir_node *nd = g->nodes[idx];
-    tolk_error_prefix(l->err, "graph '%s': node %zu '%s' (%s)", g->name, idx, nd->name ? nd->name : "",
-                      nd->op_type ? nd->op_type : "?");
+    tolk_error_prefix(l->err, "%snode %zu '%s' (%s)", gname, idx, nd->name ? nd->name : "",
+                      nd->op_type && nd->op_type[0] ? nd->op_type : "?");
   } else {
-    tolk_error_prefix(l->err, "graph '%s': %s %zu", g->name, what, idx);
+    tolk_error_prefix(l->err, "%s%s %zu", gname, what, idx);
   }
   return st;
 }
