@@ -74,42 +74,75 @@ int64_t nn_convt_out(int64_t in, int64_t k, int64_t s, int64_t d, int64_t out_pa
 
 /* ---------------------------------------------------------------- im2col */
 
-/* Visits the runs of one kernel tap over output positions [p0, p1): each
- * run lies along the last spatial dim. For each run, `base` is the input
- * offset of the run's row (or -1 when the row is outside the input), ox0/ox1
- * the run's range of last-dim output indices, and [lo, hi) the sub-range
- * whose taps fall inside the input. Shared by im2col and col2im. */
-struct tap_run {
-  int64_t base, ox0, ox1, lo, hi, off; /* input index along last dim: ox*s + off */
-  int64_t col;                          /* column (position - p0) of ox0 */
+/* The runs of one kernel tap over output positions [p0, p1): each run lies
+ * along the last spatial dim, one output row (or the part of it inside the
+ * range). For each run, `base` is the input offset of the tapped input row
+ * (-1 when that row lies in the padding), [ox0, ox1) the run's last-dim
+ * output indices, [lo, hi) the part of them whose tap falls inside the input
+ * (input index ox * s + off), and `col` the column of ox0. The iterator does
+ * one division when it starts and none per run; im2col and col2im share it. */
+struct tap_iter {
+  const struct nn_window *w;
+  const int64_t *kidx;
+  int64_t oidx[NN_MAX_SPATIAL];
+  int64_t p, p1, lo_all, hi_all;
+  /* the current run */
+  int64_t base, ox0, ox1, lo, hi, off, col;
 };
 
-static void tap_runs_begin(const struct nn_window *w, const int64_t *kidx, int64_t p,
-                           int64_t p1, int64_t p0, struct tap_run *r) {
+static void tap_begin(struct tap_iter *t, const struct nn_window *w, const int64_t *kidx,
+                      int64_t p0, int64_t p1) {
   int last = w->nsp - 1;
-  int64_t rem = p, oidx[NN_MAX_SPATIAL];
+  t->w = w;
+  t->kidx = kidx;
+  t->p = p0;
+  t->p1 = p1;
+  t->col = 0;
+  int64_t rem = p0;
   for (int d = last; d >= 0; d--) {
-    oidx[d] = rem % w->out[d];
+    t->oidx[d] = rem % w->out[d];
     rem /= w->out[d];
   }
+  int64_t s = w->stride[last];
+  t->off = -w->pad0[last] + kidx[last] * w->dil[last];
+  /* ox * s + off in [0, in)  <=>  ox in [ceil(-off / s), floor((in - 1 - off) / s)] */
+  int64_t lo = ceil_div(-t->off, s), hi = floor_div(w->in[last] - 1 - t->off, s) + 1;
+  t->lo_all = lo < 0 ? 0 : lo;
+  t->hi_all = hi;
+}
+
+/* Sets up the run at t->p; false when the range is done. */
+static bool tap_run(struct tap_iter *t) {
+  if (t->p >= t->p1) return false;
+  const struct nn_window *w = t->w;
+  int last = w->nsp - 1;
   int64_t base = 0;
   bool inside = true;
   for (int d = 0; d < last; d++) {
-    int64_t ix = oidx[d] * w->stride[d] - w->pad0[d] + kidx[d] * w->dil[d];
+    int64_t ix = t->oidx[d] * w->stride[d] - w->pad0[d] + t->kidx[d] * w->dil[d];
     if (ix < 0 || ix >= w->in[d]) inside = false;
     base = base * w->in[d] + ix;
   }
-  r->base = inside ? base * w->in[last] : -1;
-  r->ox0 = oidx[last];
-  r->ox1 = r->ox0 + (p1 - p);
-  if (r->ox1 > w->out[last]) r->ox1 = w->out[last];
-  int64_t s = w->stride[last];
-  r->off = -w->pad0[last] + kidx[last] * w->dil[last];
-  /* ox*s + off in [0, in)  <=>  ox in [ceil(-off/s), floor((in-1-off)/s)] */
-  int64_t lo = ceil_div(-r->off, s), hi = floor_div(w->in[last] - 1 - r->off, s) + 1;
-  r->lo = lo < r->ox0 ? r->ox0 : lo > r->ox1 ? r->ox1 : lo;
-  r->hi = hi > r->ox1 ? r->ox1 : hi < r->lo ? r->lo : hi;
-  r->col = p - p0;
+  t->base = inside ? base * w->in[last] : -1;
+  t->ox0 = t->oidx[last];
+  t->ox1 = t->ox0 + (t->p1 - t->p);
+  if (t->ox1 > w->out[last]) t->ox1 = w->out[last];
+  t->lo = t->lo_all < t->ox0 ? t->ox0 : t->lo_all > t->ox1 ? t->ox1 : t->lo_all;
+  t->hi = t->hi_all > t->ox1 ? t->ox1 : t->hi_all < t->lo ? t->lo : t->hi_all;
+  return true;
+}
+
+/* Moves past the current run to the start of the next output row. */
+static void tap_next(struct tap_iter *t) {
+  const struct nn_window *w = t->w;
+  int64_t len = t->ox1 - t->ox0;
+  t->p += len;
+  t->col += len;
+  t->oidx[w->nsp - 1] = 0;
+  for (int d = w->nsp - 2; d >= 0; d--) {
+    if (++t->oidx[d] < w->out[d]) break;
+    t->oidx[d] = 0;
+  }
 }
 
 void nn_im2col_f32(const float *x, int64_t channels, const struct nn_window *w, int64_t p0,
@@ -122,22 +155,20 @@ void nn_im2col_f32(const float *x, int64_t channels, const struct nn_window *w, 
     int64_t kidx[NN_MAX_SPATIAL] = {0};
     for (int64_t kk = 0; kk < kn; kk++) {
       float *dst = col + (ch * kn + kk) * ldc;
-      for (int64_t p = p0; p < p1;) {
-        struct tap_run r;
-        tap_runs_begin(w, kidx, p, p1, p0, &r);
+      struct tap_iter r;
+      for (tap_begin(&r, w, kidx, p0, p1); tap_run(&r); tap_next(&r)) {
         float *dr = dst + r.col - r.ox0;
         if (r.base < 0) {
           for (int64_t ox = r.ox0; ox < r.ox1; ox++) dr[ox] = 0;
-        } else {
-          const float *src = xc + r.base + r.off;
-          for (int64_t ox = r.ox0; ox < r.lo; ox++) dr[ox] = 0;
-          if (s == 1)
-            for (int64_t ox = r.lo; ox < r.hi; ox++) dr[ox] = src[ox];
-          else
-            for (int64_t ox = r.lo; ox < r.hi; ox++) dr[ox] = src[ox * s];
-          for (int64_t ox = r.hi; ox < r.ox1; ox++) dr[ox] = 0;
+          continue;
         }
-        p += r.ox1 - r.ox0;
+        const float *src = xc + r.base + r.off;
+        for (int64_t ox = r.ox0; ox < r.lo; ox++) dr[ox] = 0;
+        if (s == 1)
+          for (int64_t ox = r.lo; ox < r.hi; ox++) dr[ox] = src[ox];
+        else
+          for (int64_t ox = r.lo; ox < r.hi; ox++) dr[ox] = src[ox * s];
+        for (int64_t ox = r.hi; ox < r.ox1; ox++) dr[ox] = 0;
       }
       for (int d = nsp - 1; d >= 0; d--) {
         if (++kidx[d] < w->k[d]) break;
@@ -158,15 +189,15 @@ static void col2im_tile(const float *col, int64_t channels, const struct nn_wind
     int64_t kidx[NN_MAX_SPATIAL] = {0};
     for (int64_t kk = 0; kk < kn; kk++) {
       const float *src = col + (ch * kn + kk) * ldc;
-      for (int64_t p = p0; p < p1;) {
-        struct tap_run r;
-        tap_runs_begin(w, kidx, p, p1, p0, &r);
-        if (r.base >= 0) {
-          const float *sr = src + r.col - r.ox0;
-          float *dst = yc + r.base + r.off;
+      struct tap_iter r;
+      for (tap_begin(&r, w, kidx, p0, p1); tap_run(&r); tap_next(&r)) {
+        if (r.base < 0) continue;
+        const float *sr = src + r.col - r.ox0;
+        float *dst = yc + r.base + r.off;
+        if (s == 1)
+          for (int64_t ox = r.lo; ox < r.hi; ox++) dst[ox] += sr[ox];
+        else
           for (int64_t ox = r.lo; ox < r.hi; ox++) dst[ox * s] += sr[ox];
-        }
-        p += r.ox1 - r.ox0;
       }
       for (int d = nsp - 1; d >= 0; d--) {
         if (++kidx[d] < w->k[d]) break;
