@@ -83,6 +83,7 @@ static inline void pbw_int(struct pbw *w, int field, int64_t v) {
 struct tm {
   const char *op;
   int opset;
+  int threads; /* intra-op threads for the session; 0: one */
   struct pbw node, graph;
   int n_in, n_out;
   char names[TM_MAX][16];
@@ -216,7 +217,7 @@ static inline tolk_status tm_run(struct tm *m, tolk_error *err) {
   pbw_sub(&model, 7, &graph);
   tolk_session *s = NULL;
   tolk_session_params p = tolk_session_default_params();
-  p.threads = 1;
+  p.threads = m->threads > 0 ? m->threads : 1;
   tolk_status st = tolk_session_create_from_buffer(model.p, model.n, NULL, p, &s, err);
   if (st == TOLK_OK) {
     st = tolk_session_run(s, (size_t)m->n_fed, m->in_names, (const tolk_tensor *const *)m->in,
