@@ -85,7 +85,7 @@ struct qm {
   int opset;
   struct qm_buf node, graph;
   int n_in;
-  char names[QM_MAX][8];
+  char names[QM_MAX][16];
   tolk_tensor *in[QM_MAX];
   const char *in_names[QM_MAX];
   int n_fed;
@@ -205,7 +205,7 @@ static inline void qm_outs(struct qm *m, const char *mask) {
  * wanted outputs in m->out[i] (i = the output's index on the node). */
 static inline tolk_status qm_run(struct qm *m, int threads, tolk_error *err) {
   struct qm_buf node = {0}, graph = {0}, model = {0};
-  char onames[QM_MAX][8];
+  char onames[QM_MAX][16];
   const char *want[QM_MAX];
   int idx[QM_MAX], n_want = 0, n_out = (int)strlen(m->outs);
   qm_put(&node, m->node.p, m->node.n);

@@ -264,8 +264,8 @@ static void run_mmi(const struct mmi_case *c) {
   int64_t na = 1, nb = 1;
   for (int d = 0; d < c->ra; d++) na *= c->ad[d];
   for (int d = 0; d < c->rb; d++) nb *= c->bd[d];
-  uint8_t *a = malloc((size_t)na), *b = malloc((size_t)nb), za[64], zb[64];
-  fill_q(a, na), fill_q(b, nb), fill_q(za, 64), fill_q(zb, 64);
+  uint8_t *a = malloc((size_t)na), *b = malloc((size_t)nb), za[512], zb[512];
+  fill_q(a, na), fill_q(b, nb), fill_q(za, 512), fill_q(zb, 512);
   int64_t M = c->ra >= 2 ? c->ad[c->ra - 2] : 1, N = c->rb >= 2 ? c->bd[c->rb - 1] : 1;
   tolk_dtype adt = c->as ? TOLK_INT8 : TOLK_UINT8, bdt = c->bs ? TOLK_INT8 : TOLK_UINT8;
   struct qm m;

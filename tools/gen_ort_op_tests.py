@@ -252,6 +252,15 @@ def main():
     write_case(root, "ort_mha_attn_bias_scale", "MultiHeadAttention",
                {"q": q, "k": k, "v": v, "bias": None, "m": None, "ab": rn(B, 1, S, L)}, 1,
                domain=MS, attrs={"num_heads": N, "scale": 0.2})
+
+    # ------------------------------------- ORT's contrib Quantize/Dequantize
+    x = rn(3, 4, 10, lo=-3, hi=3)
+    write_case(root, "ort_ms_quantizelinear_axis", "QuantizeLinear",
+               {"x": x, "s": rn(4, lo=0.01, hi=0.05), "z": ri(np.uint8, 4)}, 1, domain=MS,
+               attrs={"axis": 1})
+    write_case(root, "ort_ms_dequantizelinear_axis", "DequantizeLinear",
+               {"x": ri(np.int8, 3, 4, 10), "s": rn(10, lo=0.01, hi=0.05), "z": ri(np.int8, 10)},
+               1, domain=MS, attrs={"axis": 2})
     print(f"wrote {len(os.listdir(root)) - 1} tests to {root}")
 
 

@@ -363,5 +363,9 @@ const struct op_def tolk_ops_quant[] = {
     {"", "QuantizeLinear", 10, 0, NULL, run_quantize, NULL},
     {"", "DequantizeLinear", 10, 0, NULL, run_dequantize, NULL},
     {"", "DynamicQuantizeLinear", 11, 0, NULL, run_dynamic_quantize, NULL},
+    /* ORT's contrib versions (QDQ models with use_qdq_contrib_ops): the same
+     * per-tensor / per-axis semantics, axis defaulting to 1. */
+    {"com.microsoft", "QuantizeLinear", 1, 0, NULL, run_quantize, NULL},
+    {"com.microsoft", "DequantizeLinear", 1, 0, NULL, run_dequantize, NULL},
     {0},
 };
