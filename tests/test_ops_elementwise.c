@@ -158,7 +158,7 @@ static void check_case(const struct binop *op, tolk_dtype dt, const struct shape
   bool nz = !strcmp(op->op, "Div") || !strcmp(op->op, "Mod");
   for (int64_t i = 0; i < sa->numel; i++) et_set(dt, a, i, rand_value(dt, false));
   for (int64_t i = 0; i < sb->numel; i++) et_set(dt, b, i, rand_value(dt, nz));
-  struct tm m;
+  struct tmodel m;
   tm_begin(&m, op->op, op->opset);
   tm_in(&m, dt, sa->rank, sa->dims, a);
   tm_in(&m, dt, sb->rank, sb->dims, b);
@@ -231,7 +231,7 @@ int main(void) {
   }
 
   /* Incompatible shapes and mixed dtypes are errors, not crashes. */
-  struct tm m;
+  struct tmodel m;
   tolk_error err = {0};
   float f[6] = {0};
   tm_begin(&m, "Add", 14);

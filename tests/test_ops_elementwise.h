@@ -68,39 +68,9 @@ static inline bool et_is_float(tolk_dtype dt) {
 }
 
 /* tm_run (ops_model.h) with `threads` intra-op threads. */
-static inline tolk_status et_run(struct tm *m, int threads, tolk_error *err) {
-  struct pbw node = m->node, graph = m->graph, model = {0}, opset = {0};
-  char onames[TM_MAX][16];
-  memset(&m->node, 0, sizeof m->node);
-  memset(&m->graph, 0, sizeof m->graph);
-  for (int i = 0; i < m->n_out; i++) {
-    snprintf(onames[i], sizeof onames[i], "o%d", i);
-    pbw_str(&node, 2, onames[i]);
-  }
-  pbw_str(&node, 4, m->op);
-  pbw_sub(&graph, 1, &node);
-  pbw_str(&graph, 2, "g");
-  for (int i = 0; i < m->n_out; i++) {
-    struct pbw vi = {0};
-    pbw_str(&vi, 1, onames[i]);
-    pbw_sub(&graph, 12, &vi);
-  }
-  pbw_int(&model, 1, 8);
-  pbw_str(&opset, 1, "");
-  pbw_int(&opset, 2, m->opset);
-  pbw_sub(&model, 8, &opset);
-  pbw_sub(&model, 7, &graph);
-  tolk_session *s = NULL;
-  tolk_session_params p = tolk_session_default_params();
-  p.threads = threads;
-  tolk_status st = tolk_session_create_from_buffer(model.p, model.n, NULL, p, &s, err);
-  if (st == TOLK_OK) {
-    st = tolk_session_run(s, (size_t)m->n_fed, m->in_names, (const tolk_tensor *const *)m->in,
-                          (size_t)m->n_out, NULL, m->out, NULL, err);
-    tolk_session_free(s);
-  }
-  free(model.p);
-  return st;
+static inline tolk_status et_run(struct tmodel *m, int threads, tolk_error *err) {
+  m->threads = threads;
+  return tm_run(m, err);
 }
 
 #endif /* TOLK_TEST_OPS_ELEMENTWISE_H */

@@ -22,7 +22,7 @@ static tolk_error err;
 
 /* Runs m (1 thread) and checks output 0 has dtype dt and the n values in
  * want (as doubles, compared within tol; NaN must be NaN). */
-static void expect(struct tm *m, tolk_dtype dt, int n, const double *want, double tol,
+static void expect(struct tmodel *m, tolk_dtype dt, int n, const double *want, double tol,
                    const char *what) {
   tm_out(m, 1);
   memset(&err, 0, sizeof err);
@@ -42,7 +42,7 @@ static void expect(struct tm *m, tolk_dtype dt, int n, const double *want, doubl
 }
 
 /* Expects the run (or session creation) to fail with `status`. */
-static void expect_fail(struct tm *m, tolk_status status, const char *what) {
+static void expect_fail(struct tmodel *m, tolk_status status, const char *what) {
   tm_out(m, 1);
   memset(&err, 0, sizeof err);
   tolk_status st = et_run(m, 1, &err);
@@ -53,7 +53,7 @@ static void expect_fail(struct tm *m, tolk_status status, const char *what) {
 static const int64_t d6[1] = {6}, d5[1] = {5}, d4[1] = {4}, d3[1] = {3}, d2[1] = {2}, d1[1] = {1};
 
 static void integer_arith(void) {
-  struct tm m;
+  struct tmodel m;
   int32_t a[6] = {7, -7, 7, -7, 5, INT32_MIN}, b[6] = {2, 2, -2, -2, 0, -1};
   tm_begin(&m, "Div", 14);
   tm_in(&m, TOLK_INT32, 1, d6, a);
@@ -118,7 +118,7 @@ static void integer_arith(void) {
 }
 
 static void pow_cases(void) {
-  struct tm m;
+  struct tmodel m;
   int64_t base[5] = {3, 2, -1, 1, -2}, ex[5] = {39, -1, -3, -5, 63};
   tm_begin(&m, "Pow", 15);
   tm_in(&m, TOLK_INT64, 1, d5, base);
@@ -160,7 +160,7 @@ static void pow_cases(void) {
 }
 
 static void clip_cases(void) {
-  struct tm m;
+  struct tmodel m;
   float x[5] = {-2.0f, -0.5f, 0.5f, 2.0f, NAN};
   tm_begin(&m, "Clip", 6);
   tm_in(&m, TOLK_FLOAT, 1, d5, x);
@@ -212,7 +212,7 @@ static void clip_cases(void) {
 }
 
 static void cast_cases(void) {
-  struct tm m;
+  struct tmodel m;
   float f[6] = {NAN, 1e20f, -1e20f, 2.9f, -2.9f, -0.0f};
   tm_begin(&m, "Cast", 13);
   tm_in(&m, TOLK_FLOAT, 1, d6, f);
@@ -263,7 +263,7 @@ static void cast_cases(void) {
 }
 
 static void math_cases(void) {
-  struct tm m;
+  struct tmodel m;
   float r[7] = {0.5f, 1.5f, 2.5f, -0.5f, -2.5f, 2.4f, -3.6f};
   tm_begin(&m, "Round", 11);
   tm_in(&m, TOLK_FLOAT, 1, (int64_t[]){7}, r);
@@ -320,7 +320,7 @@ static double sigm(double x) { return 1 / (1 + exp(-x)); }
 static double softplus(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
 
 static void activation_cases(void) {
-  struct tm m;
+  struct tmodel m;
   float x[8] = {-100.0f, -3.0f, -0.5f, 0.0f, 0.5f, 3.0f, 100.0f, -1e-3f};
   struct {
     const char *op;
@@ -409,7 +409,7 @@ static void activation_cases(void) {
 }
 
 static void structure_cases(void) {
-  struct tm m;
+  struct tmodel m;
   /* Variadic with broadcasting. */
   float a[2] = {1, 2}, b[3] = {10, 20, 30}, c[6] = {100, 200, 300, 400, 500, 600};
   tm_begin(&m, "Sum", 13);

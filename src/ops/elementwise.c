@@ -26,12 +26,12 @@
 static bool is_half(int32_t dt) { return dt == TOLK_FLOAT16 || dt == TOLK_BFLOAT16; }
 
 static void widen(int32_t dt, const void *src, float *dst, int64_t n) {
-  if (dt == TOLK_FLOAT16) tolk_f16_to_f32_n(src, dst, n);
+  if (dt == TOLK_FLOAT16) ew_f16_to_f32(src, dst, n);
   else tolk_bf16_to_f32_n(src, dst, n);
 }
 
 static void narrow(int32_t dt, const float *src, void *dst, int64_t n) {
-  if (dt == TOLK_FLOAT16) tolk_f32_to_f16_n(src, dst, n);
+  if (dt == TOLK_FLOAT16) ew_f32_to_f16(src, dst, n);
   else tolk_f32_to_bf16_n(src, dst, n);
 }
 
@@ -216,7 +216,7 @@ static tolk_status bin_job_init(struct op_ctx *c, struct bin_job *j,
 tolk_status ew_binary(struct op_ctx *c, const struct ew_binary_def *d, const struct bcast *bc,
                       const struct tensor *a, const struct tensor *b, struct tensor *y,
                       const struct ew_params *p) {
-  struct bin_job j;
+  struct bin_job j = {0};
   tolk_status st = bin_job_init(c, &j, d, bc, a, b, y, p);
   if (st) return st;
   ew_par(c, bc->numel, d->grain ? d->grain : EW_GRAIN, bin_chunk, &j);
@@ -226,7 +226,7 @@ tolk_status ew_binary(struct op_ctx *c, const struct ew_binary_def *d, const str
 tolk_status ew_binary_ref(const struct ew_binary_def *d, const struct bcast *bc,
                           const struct tensor *a, const struct tensor *b, struct tensor *y,
                           const struct ew_params *p) {
-  struct bin_job j;
+  struct bin_job j = {0};
   tolk_status st = bin_job_init(NULL, &j, d, bc, a, b, y, p);
   if (st) return st;
   struct bcast one = *bc;

@@ -1,0 +1,143 @@
+/*
+ * test_ops_elementwise_vmath.c — the vectorised float functions of
+ * src/ops/ew_vmath.h against libm in double over a dense sweep (every 1/1024
+ * on [-40, 40], log-spaced magnitudes from 1e-38 to 1e4, the exp range
+ * edges, ±0, ±Inf, NaN), holding them to the error bounds the header states;
+ * the dispatched (AVX2) build against the portable one, bit for bit; and the
+ * F16C float16 conversions against half.h on every pattern and a sweep.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/half.h"
+#include "ops/ew.h"
+#include "testutil.h"
+
+static double ref_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+/* References written so that the negative tails do not cancel:
+ * 1 + erf(z) = erfc(-z), and 1 + tanh(u) = 2e / (1 + e) with e = exp(2u). */
+static double ref_gelu(double x) { return 0.5 * x * erfc(-x / sqrt(2.0)); }
+static double ref_gelu_tanh(double x) {
+  double u = sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);
+  return u < 0 ? 0.5 * x * 2 * exp(2 * u) / (1 + exp(2 * u)) : 0.5 * x * (1 + tanh(u));
+}
+
+struct fn {
+  enum ew_vm_fn f;
+  const char *name;
+  double (*ref)(double);
+  double max_rel; /* bound on |y - ref| / |ref| where |ref| >= rel_floor … */
+  double rel_x2;  /* … plus rel_x2·x² (an exp of a rounded -x² loses that much) */
+  double rel_floor;
+  double max_abs; /* bound on |y - ref| everywhere (finite ref) */
+};
+
+static const struct fn fns[] = {
+    {EW_VM_EXP, "exp", exp, 3e-7, 0, 1.2e-38, 0},
+    {EW_VM_SIGMOID, "sigmoid", ref_sigmoid, 3e-7, 0, 1e-30, 2e-7},
+    {EW_VM_TANH, "tanh", tanh, 5e-7, 0, 0, 2e-7},
+    {EW_VM_ERF, "erf", erf, 5e-7, 0, 0, 2e-7},
+    {EW_VM_GELU, "gelu", ref_gelu, 5e-7, 1.5e-7, 1e-30, 0},
+    {EW_VM_GELU_TANH, "gelu_tanh", ref_gelu_tanh, 5e-7, 1.5e-7, 1e-30, 0},
+};
+
+int main(void) {
+  /* The sweep. */
+  size_t cap = 200000, n = 0;
+  float *x = malloc(cap * sizeof *x);
+  for (int i = -40 * 1024; i <= 40 * 1024; i++) x[n++] = (float)i / 1024.0f;
+  for (double m = 1e-38; m < 1e4; m *= 1.01) {
+    x[n++] = (float)m;
+    x[n++] = (float)-m;
+  }
+  for (float v = -110.0f; v <= -80.0f; v += 0.0625f) x[n++] = v;
+  for (float v = 80.0f; v <= 92.0f; v += 0.0625f) x[n++] = v;
+  const float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 88.72283f, 88.72284f,
+                            -87.33654f, -103.9f, 0.5f, -0.5f, 0.49999997f, 10.0f, -10.0f};
+  for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) x[n++] = specials[i];
+  float *y = malloc(n * sizeof *y), *yp = malloc(n * sizeof *yp);
+
+  for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
+    const struct fn *f = &fns[k];
+    ew_vm_f32(f->f, (int64_t)n, y, x);
+    ew_vm_f32_portable(f->f, (int64_t)n, yp, x);
+    CHECK_MSG(memcmp(y, yp, n * sizeof *y) == 0, "%s: dispatched and portable builds differ",
+              f->name);
+    double worst_rel = 0, worst_abs = 0;
+    float at_rel = 0, at_abs = 0;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+      double want = f->ref(x[i]), got = y[i];
+      if (isnan(want) || isnan(got)) {
+        if (isnan(want) != isnan(got) && bad++ < 5)
+          CHECK_MSG(0, "%s(%a) = %a, want %a", f->name, x[i], got, want);
+        continue;
+      }
+      if (isinf(want) || want > 3.4028234663852886e38) {
+        /* Exp near its overflow edge may round either way to FLT_MAX or Inf. */
+        if (!(got > 3.4e38) && bad++ < 5) CHECK_MSG(0, "%s(%a) = %a, want Inf", f->name, x[i], got);
+        continue;
+      }
+      double err = fabs(got - want);
+      if (err > worst_abs && f->max_abs > 0) worst_abs = err, at_abs = x[i];
+      if (fabs(want) >= f->rel_floor && want != 0) {
+        /* Scaled so that the bound is max_rel wherever it holds. */
+        double rel = err / fabs(want) * f->max_rel / (f->max_rel + f->rel_x2 * x[i] * x[i]);
+        if (rel > worst_rel) worst_rel = rel, at_rel = x[i];
+      } else if (want == 0 && got != 0 && fabs(got) > 1e-37 && bad++ < 5) {
+        CHECK_MSG(0, "%s(%a) = %a, want 0", f->name, x[i], got);
+      }
+    }
+    printf("%-10s worst (scaled) rel %.3g at %a, worst abs %.3g at %a\n", f->name, worst_rel,
+           (double)at_rel, worst_abs, (double)at_abs);
+    CHECK_MSG(worst_rel <= f->max_rel, "%s: rel error %.3g at %a", f->name, worst_rel, (double)at_rel);
+    CHECK_MSG(f->max_abs == 0 || worst_abs <= f->max_abs, "%s: abs error %.3g at %a", f->name,
+              worst_abs, (double)at_abs);
+    CHECK(bad == 0);
+  }
+  /* Limits that must be exact. */
+  float lim[6] = {-INFINITY, INFINITY, 200.0f, -200.0f, 0.0f, -0.0f}, out[6];
+  ew_vm_f32(EW_VM_EXP, 6, out, lim);
+  CHECK(out[0] == 0 && isinf(out[1]) && isinf(out[2]) && out[3] == 0 && out[4] == 1 && out[5] == 1);
+  ew_vm_f32(EW_VM_SIGMOID, 6, out, lim);
+  CHECK(out[0] == 0 && out[1] == 1 && out[2] == 1 && out[3] == 0 && out[4] == 0.5f);
+  ew_vm_f32(EW_VM_TANH, 6, out, lim);
+  CHECK(out[0] == -1 && out[1] == 1 && out[2] == 1 && out[3] == -1 && out[4] == 0 &&
+        signbit(out[5]));
+  ew_vm_f32(EW_VM_ERF, 6, out, lim);
+  CHECK(out[0] == -1 && out[1] == 1 && out[2] == 1 && out[3] == -1 && out[4] == 0);
+  ew_vm_f32(EW_VM_GELU, 6, out, lim);
+  CHECK(out[1] == INFINITY && out[2] == 200.0f && out[3] == 0 && out[4] == 0);
+
+  /* F16C conversions against half.h. */
+  uint16_t *h = malloc(65536 * sizeof *h), *h2 = malloc(65536 * sizeof *h2);
+  float *f = malloc(65536 * sizeof *f), *f2 = malloc(65536 * sizeof *f2);
+  for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+  ew_f16_to_f32(h, f, 65536);
+  int diff = 0;
+  for (uint32_t i = 0; i < 65536; i++) {
+    float w = tolk_f16_to_f32(h[i]);
+    /* F16C quiets signalling NaNs; half.h keeps the payload as it is. */
+    if (memcmp(&w, &f[i], 4) != 0 && !(isnan(w) && isnan(f[i]))) diff++;
+  }
+  CHECK_MSG(diff == 0, "%d float16 → float differences", diff);
+  diff = 0;
+  for (uint32_t rep = 0; rep < 200; rep++) {
+    for (uint32_t i = 0; i < 65536; i++)
+      f2[i] = tolk_bits_f32((uint32_t)(i * 65537u + rep * 2654435761u));
+    ew_f32_to_f16(f2, h2, 65536);
+    for (uint32_t i = 0; i < 65536; i++)
+      if (h2[i] != tolk_f32_to_f16(f2[i])) diff++;
+  }
+  CHECK_MSG(diff == 0, "%d float → float16 differences", diff);
+  free(h);
+  free(h2);
+  free(f);
+  free(f2);
+  free(x);
+  free(y);
+  free(yp);
+  return tu_finish("test_ops_elementwise_vmath");
+}
