@@ -145,7 +145,7 @@ static bool compare(const char *name, const tolk_tensor *got, const struct ir_te
   }
   int rank = tolk_tensor_rank(got);
   const int64_t *dims = tolk_tensor_dims(got);
-  if (rank != want->rank || memcmp(dims, want->dims, (size_t)rank * sizeof *dims) != 0) {
+  if (rank != want->rank || (rank > 0 && memcmp(dims, want->dims, (size_t)rank * sizeof *dims) != 0)) {
     snprintf(r->msg, sizeof r->msg, "output '%s': shape %s, expected %s", name,
              dims_str(rank, dims, a, sizeof a), dims_str(want->rank, want->dims, b, sizeof b));
     return false;

@@ -298,8 +298,8 @@ static struct plan *build_plan(struct exec_run *r, uint64_t hash) {
     exec_plan_free(p);
     return NULL;
   }
-  memcpy(p->sig, r->sig, r->n_sig * sizeof *p->sig);
-  memcpy(p->events, r->events, r->tick * sizeof *p->events);
+  if (r->n_sig) memcpy(p->sig, r->sig, r->n_sig * sizeof *p->sig);
+  if (r->tick) memcpy(p->events, r->events, r->tick * sizeof *p->events);
   p->peak_bytes = r->peak;
   return p;
 }
