@@ -40,7 +40,7 @@ static void expect(const char *what, const tolk_tensor *t, tolk_dtype dt, int ra
 }
 
 /* Runs and expects success. */
-static bool run_ok(struct tm *m, const char *what) {
+static bool run_ok(struct tmodel *m, const char *what) {
   tolk_error err = {0};
   tolk_status st = tm_run(m, &err);
   CHECK_MSG(st == TOLK_OK, "%s: %s", what, err.message);
@@ -48,7 +48,7 @@ static bool run_ok(struct tm *m, const char *what) {
 }
 
 /* Runs and expects a failure with status `want` (not a crash). */
-static void run_fail(struct tm *m, tolk_status want, const char *what) {
+static void run_fail(struct tmodel *m, tolk_status want, const char *what) {
   tolk_error err = {0};
   tolk_status st = tm_run(m, &err);
   CHECK_MSG(st == want, "%s: status %d (%s), want %d", what, st, err.message, want);
@@ -61,7 +61,7 @@ static const int64_t d23[2] = {2, 3};
 static void slice_case(const char *what, int64_t n, const int64_t *starts, const int64_t *ends,
                        const int64_t *axes, const int64_t *steps, int rank, const int64_t *dims,
                        const float *want) {
-  struct tm m;
+  struct tmodel m;
   tm_begin(&m, "Slice", 13);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_in_ints(&m, n, starts);
@@ -90,7 +90,7 @@ static void test_slice(void) {
   slice_case("both axes, step 2", 2, (int64_t[]){-1, 0}, (int64_t[]){-3, 3}, (int64_t[]){0, 1},
              (int64_t[]){-1, 2}, 2, (int64_t[]){2, 2}, (float[]){3, 5, 0, 2});
 
-  struct tm m;
+  struct tmodel m;
   tm_begin(&m, "Slice", 13);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_in_ints(&m, 1, (int64_t[]){0});
@@ -134,7 +134,7 @@ static void test_slice(void) {
 static void reshape_case(const char *what, int opset, int allowzero, const int64_t *x_dims,
                          int x_rank, int64_t n, const int64_t *shape, tolk_status want_st,
                          int rank, const int64_t *dims) {
-  struct tm m;
+  struct tmodel m;
   float buf[64] = {0};
   tm_begin(&m, "Reshape", opset);
   tm_in(&m, TOLK_FLOAT, x_rank, x_dims, buf);
@@ -173,7 +173,7 @@ static void test_reshape(void) {
 static void pad_case(const char *what, int opset, const char *mode, int64_t n, const float *x,
                      int64_t np, const int64_t *pads, const float *value, int64_t nout,
                      const float *want) {
-  struct tm m;
+  struct tmodel m;
   tm_begin(&m, "Pad", opset);
   tm_in(&m, TOLK_FLOAT, 1, &n, x);
   tm_in_ints(&m, np, pads);
@@ -202,7 +202,7 @@ static void test_pad(void) {
            (float[]){1, 1, 1, 1});
 
   /* 2-D, opset 2 attributes with a value */
-  struct tm m;
+  struct tmodel m;
   tm_begin(&m, "Pad", 2);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_attr_ints(&m, "pads", 4, (int64_t[]){1, 0, 0, 1});
@@ -245,7 +245,7 @@ static void test_pad(void) {
 static void test_split(void) {
   const float x[5] = {0, 1, 2, 3, 4};
   int64_t n = 5;
-  struct tm m;
+  struct tmodel m;
   tm_begin(&m, "Split", 18);
   tm_in(&m, TOLK_FLOAT, 1, &n, x);
   tm_attr_int(&m, "num_outputs", 3);
@@ -283,7 +283,7 @@ static void test_split(void) {
 }
 
 static void trilu_case(const char *what, int upper, int64_t k, const float *want) {
-  struct tm m;
+  struct tmodel m;
   tm_begin(&m, "Trilu", 14);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_in_i64(&m, 0, NULL, &k);
@@ -303,7 +303,7 @@ static void test_trilu(void) {
 }
 
 static void test_range(void) {
-  struct tm m;
+  struct tmodel m;
   int32_t s = INT32_MAX - 3, l = INT32_MAX, d = 2;
   tm_begin(&m, "Range", 11);
   tm_in(&m, TOLK_INT32, 0, NULL, &s);
@@ -347,7 +347,7 @@ static void test_range(void) {
 }
 
 static void test_shape_ops(void) {
-  struct tm m;
+  struct tmodel m;
   float buf[24] = {0};
   int64_t d234[3] = {2, 3, 4};
   tm_begin(&m, "Shape", 15);

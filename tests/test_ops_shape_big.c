@@ -21,7 +21,7 @@ static float *iota_f(int64_t n) {
 }
 
 /* Compares a float output with want[0..n) and its shape with dims. */
-static void expect_f(const char *what, struct tm *m, int rank, const int64_t *dims, const float *want) {
+static void expect_f(const char *what, struct tmodel *m, int rank, const int64_t *dims, const float *want) {
   tolk_error err = {0};
   tolk_status st = tm_run(m, &err);
   CHECK_MSG(st == TOLK_OK, "%s: %s", what, err.message);
@@ -53,7 +53,7 @@ static void test_transpose(void) {
   for (int64_t i = 0; i < d[0]; i++)
     for (int64_t j = 0; j < d[1]; j++)
       for (int64_t k = 0; k < d[2]; k++) want[(k * d[0] + i) * d[1] + j] = x[(i * d[1] + j) * d[2] + k];
-  struct tm m;
+  struct tmodel m;
   tm_begin(&m, "Transpose", 13);
   m.threads = THREADS;
   tm_in(&m, TOLK_FLOAT, 3, d, x);
@@ -72,7 +72,7 @@ static void test_slice_concat(void) {
   int64_t rows = 350, cols = 551;
   for (int64_t i = 0; i < rows; i++)
     for (int64_t j = 0; j < cols; j++) want[i * cols + j] = x[(699 - 2 * i) * 600 + (550 - j)];
-  struct tm m;
+  struct tmodel m;
   tm_begin(&m, "Slice", 13);
   m.threads = THREADS;
   tm_in(&m, TOLK_FLOAT, 2, d, x);
@@ -110,7 +110,7 @@ static void test_gather_tile_pad(void) {
     int64_t r = idx[t] < 0 ? idx[t] + 1000 : idx[t];
     memcpy(want + t * 512, x + r * 512, 512 * sizeof(float));
   }
-  struct tm m;
+  struct tmodel m;
   tm_begin(&m, "Gather", 13);
   m.threads = THREADS;
   tm_in(&m, TOLK_FLOAT, 2, d, x);
@@ -154,7 +154,7 @@ static void test_gather_tile_pad(void) {
 
 static void test_resize(void) {
   /* linear, uint8: 0.5 and 1.5 round to even */
-  struct tm m;
+  struct tmodel m;
   tolk_error err = {0};
   tm_begin(&m, "Resize", 13);
   tm_in(&m, TOLK_UINT8, 4, (int64_t[]){1, 1, 1, 2}, (uint8_t[]){0, 2});

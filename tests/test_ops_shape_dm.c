@@ -1,7 +1,8 @@
 /*
  * test_ops_shape_dm.c — the data-movement helpers of src/ops/dm.c against
  * plain references: the strided copy engine on random views (transposed,
- * reversed, broadcast, with unit dims) for every element size, 16-bit float
+ * reversed, broadcast, with unit dims; some large enough to be tiled) for
+ * every element size, 16-bit float
  * conversion (every half round-trips; float→half rounding matches the
  * compiler's _Float16 where it has one), bfloat16 rounding, and saturating
  * stores.
@@ -25,10 +26,12 @@ static int rnd(int n) { return (int)(next_rand() % (uint64_t)n); }
 /* One random view of a random source, copied by dm_strided and by the
  * per-element definition. */
 static void strided_case(size_t es) {
-  int r = 1 + rnd(6);
+  /* every fourth case is large enough for the tiled transpose path */
+  bool big = rnd(4) == 0;
+  int r = big ? 2 + rnd(2) : 1 + rnd(6);
   int64_t sdims[8], sst[8], n = 1;
   for (int i = 0; i < r; i++) {
-    sdims[i] = 1 + rnd(4);
+    sdims[i] = big ? 1 + rnd(70) : 1 + rnd(4);
     n *= sdims[i];
   }
   dm_dense_strides(r, sdims, sst);

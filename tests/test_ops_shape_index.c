@@ -39,14 +39,14 @@ static void expect(const char *what, const tolk_tensor *t, tolk_dtype dt, int ra
   }
 }
 
-static bool run_ok(struct tm *m, const char *what) {
+static bool run_ok(struct tmodel *m, const char *what) {
   tolk_error err = {0};
   tolk_status st = tm_run(m, &err);
   CHECK_MSG(st == TOLK_OK, "%s: %s", what, err.message);
   return st == TOLK_OK;
 }
 
-static void run_fail(struct tm *m, tolk_status want, const char *what) {
+static void run_fail(struct tmodel *m, tolk_status want, const char *what) {
   tolk_error err = {0};
   tolk_status st = tm_run(m, &err);
   CHECK_MSG(st == want, "%s: status %d (%s), want %d", what, st, err.message, want);
@@ -57,7 +57,7 @@ static const int64_t d23[2] = {2, 3};
 
 static void gather_case(const char *what, int64_t axis, int64_t n, const int64_t *idx,
                         tolk_status want_st, int rank, const int64_t *dims, const float *want) {
-  struct tm m;
+  struct tmodel m;
   tm_begin(&m, "Gather", 13);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_in_ints(&m, n, idx);
@@ -81,7 +81,7 @@ static void test_gather(void) {
   gather_case("gather bad axis", 2, 1, (int64_t[]){0}, TOLK_ERR_INVALID_MODEL, 0, NULL, NULL);
 
   /* scalar index drops the axis; int32 indices */
-  struct tm m;
+  struct tmodel m;
   int32_t i1 = -1;
   tm_begin(&m, "Gather", 13);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
@@ -143,7 +143,7 @@ static void test_gather(void) {
 }
 
 static void test_scatter(void) {
-  struct tm m;
+  struct tmodel m;
   /* duplicate indices accumulate */
   tm_begin(&m, "ScatterElements", 16);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
@@ -214,7 +214,7 @@ static void test_scatter(void) {
 
 static void topk_case(const char *what, int64_t n, const float *x, int64_t k, int largest,
                       const float *want_v, const int64_t *want_i) {
-  struct tm m;
+  struct tmodel m;
   tm_begin(&m, "TopK", 11);
   tm_in(&m, TOLK_FLOAT, 1, &n, x);
   tm_in_ints(&m, 1, &k);
@@ -239,7 +239,7 @@ static void test_topk(void) {
             (int64_t[]){3, 10, 17, 24});
   topk_case("topk heap smallest", 100, big, 3, 0, (float[]){0, 0, 0}, (int64_t[]){0, 5, 15});
 
-  struct tm m;
+  struct tmodel m;
   int64_t n = 3, k = 4;
   tm_begin(&m, "TopK", 11);
   tm_in(&m, TOLK_FLOAT, 1, &n, x23);
@@ -266,7 +266,7 @@ static void test_unique(void) {
   const float x[6] = {2, 1, 1, 3, 4, 3};
   int64_t n = 6;
   for (int sorted = 0; sorted < 2; sorted++) {
-    struct tm m;
+    struct tmodel m;
     tm_begin(&m, "Unique", 11);
     tm_in(&m, TOLK_FLOAT, 1, &n, x);
     tm_attr_int(&m, "sorted", sorted);
@@ -288,7 +288,7 @@ static void test_unique(void) {
     tm_end(&m);
   }
   /* along an axis: rows [1,0], [0,1], [1,0] */
-  struct tm m;
+  struct tmodel m;
   tm_begin(&m, "Unique", 11);
   tm_in(&m, TOLK_INT64, 2, (int64_t[]){3, 2}, (int64_t[]){1, 0, 0, 1, 1, 0});
   tm_attr_int(&m, "axis", 0);
@@ -301,7 +301,7 @@ static void test_unique(void) {
 }
 
 static void test_misc(void) {
-  struct tm m;
+  struct tmodel m;
   int64_t axis = 1;
   tm_begin(&m, "CumSum", 14);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);

@@ -318,6 +318,93 @@ static void strided_range(void *arg, int64_t begin, int64_t end) {
   }
 }
 
+/* A transposing copy: the output's row runs across the source (large source
+ * stride) while another dim, k, is contiguous in the source. Walking rows
+ * would touch a new source cache line per element; copying T x T tiles of
+ * (k, last) reuses each line T times. */
+#define DM_TILE 32
+
+struct tile_job {
+  const struct strided_job *j;
+  int k;                      /* the source-contiguous dim */
+  int n_other;                /* dims other than k and the last */
+  int other[DM_MAX_RANK];
+  int64_t tiles_k;            /* tile rows per plane */
+};
+
+#define TILE_COPY(T)                                                             \
+  for (int64_t a = a0; a < a1; a++)                                              \
+    for (int64_t b = b0; b < b1; b++)                                            \
+      memcpy(d + a * dk + b * (int64_t)sizeof(T), s + a * (int64_t)sizeof(T) + b * sl, sizeof(T))
+
+static void tile_range(void *arg, int64_t begin, int64_t end) {
+  const struct tile_job *t = arg;
+  const struct strided_job *j = t->j;
+  int last = j->rank - 1;
+  int64_t nk = j->dims[t->k], nl = j->dims[last];
+  int64_t dk = j->dst_st[t->k], sl = j->src_st[last];
+  size_t es = j->esize;
+  for (int64_t w = begin; w < end; w++) {
+    int64_t plane = w / t->tiles_k, a0 = (w % t->tiles_k) * DM_TILE;
+    int64_t a1 = a0 + DM_TILE < nk ? a0 + DM_TILE : nk;
+    int64_t doff = 0, soff = 0;
+    for (int q = t->n_other - 1; q >= 0; q--) {
+      int k = t->other[q];
+      int64_t i = plane % j->dims[k];
+      plane /= j->dims[k];
+      doff += i * j->dst_st[k];
+      soff += i * j->src_st[k];
+    }
+    char *d = j->dst + doff;
+    const char *s = j->src + soff;
+    for (int64_t b0 = 0; b0 < nl; b0 += DM_TILE) {
+      int64_t b1 = b0 + DM_TILE < nl ? b0 + DM_TILE : nl;
+      switch (es) {
+      case 1: TILE_COPY(uint8_t); break;
+      case 2: TILE_COPY(uint16_t); break;
+      case 4: TILE_COPY(uint32_t); break;
+      case 8: TILE_COPY(uint64_t); break;
+      default:
+        for (int64_t a = a0; a < a1; a++)
+          for (int64_t b = b0; b < b1; b++)
+            copy_elem(d + a * dk + b * (int64_t)es, s + a * (int64_t)es + b * sl, es);
+        break;
+      }
+    }
+  }
+}
+
+/* Runs the copy as tiles when its shape calls for it; false otherwise. */
+static bool tiled_transpose(struct op_ctx *c, const struct strided_job *j) {
+  int last = j->rank - 1;
+  int64_t es = (int64_t)j->esize;
+  if (j->rank < 2 || j->dst_st[last] != es || j->src_st[last] == es || j->dims[last] < 8)
+    return false;
+  struct tile_job t;
+  t.j = j;
+  t.k = -1;
+  for (int k = 0; k < last; k++)
+    if (j->src_st[k] == es && j->dims[k] >= 8) t.k = k;
+  if (t.k < 0) return false;
+  t.n_other = 0;
+  int64_t planes = 1;
+  for (int k = 0; k < last; k++)
+    if (k != t.k) {
+      t.other[t.n_other++] = k;
+      planes *= j->dims[k];
+    }
+  t.tiles_k = (j->dims[t.k] + DM_TILE - 1) / DM_TILE;
+  int64_t work = planes * t.tiles_k;
+  int64_t bytes = planes * j->dims[t.k] * j->dims[last] * es;
+  if (c && bytes >= (int64_t)DM_PAR_BYTES && work > 1) {
+    int64_t per = DM_TILE * j->dims[last] * es; /* bytes per work item */
+    op_parallel_for(c, work, (int64_t)DM_CHUNK_BYTES / per + 1, tile_range, &t);
+  } else {
+    tile_range(&t, 0, work);
+  }
+  return true;
+}
+
 void dm_strided(struct op_ctx *c, const struct dm_copy *p, void *dst, const void *src,
                 size_t esize) {
   struct strided_job j;
@@ -355,6 +442,7 @@ void dm_strided(struct op_ctx *c, const struct dm_copy *p, void *dst, const void
     copy_elem(dst, src, esize);
     return;
   }
+  if (tiled_transpose(c, &j)) return;
   int64_t rows = 1;
   for (int k = 0; k < j.rank - 1; k++) rows *= j.dims[k];
   int64_t row_bytes = j.dims[j.rank - 1] * (int64_t)esize;
