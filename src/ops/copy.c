@@ -642,16 +642,60 @@ static tolk_status pad_run(struct op_ctx *c) {
   return TOLK_OK;
 }
 
+/* ------------------------------------------------ session-time attribute checks */
+
+/* perm must be a permutation of 0..n-1 (the rank is checked at run time). */
+static tolk_status transpose_prepare(const struct ir_node *node, int64_t opset, void **state,
+                                     tolk_error *err) {
+  int64_t p[DM_MAX_RANK], n;
+  bool seen[DM_MAX_RANK] = {false};
+  (void)opset;
+  *state = NULL;
+  tolk_status st = dm_attr_ints(node, "perm", p, IR_MAX_RANK, &n, err);
+  if (st) return st;
+  for (int64_t i = 0; i < n; i++) {
+    if (p[i] < 0 || p[i] >= n || seen[p[i]])
+      return tolk_fail(err, TOLK_ERR_INVALID_MODEL, "perm is not a permutation of 0..%lld",
+                       (long long)(n - 1));
+    seen[p[i]] = true;
+  }
+  return TOLK_OK;
+}
+
+static tolk_status concat_prepare(const struct ir_node *node, int64_t opset, void **state,
+                                  tolk_error *err) {
+  (void)opset;
+  *state = NULL;
+  const struct ir_attr *a = ir_node_attr(node, "axis");
+  if (!a || a->type != IR_ATTR_INT)
+    return tolk_fail(err, TOLK_ERR_INVALID_MODEL, "attribute 'axis' (an int) is required");
+  return TOLK_OK;
+}
+
+static tolk_status blocks_prepare(const struct ir_node *node, int64_t opset, void **state,
+                                  tolk_error *err) {
+  *state = NULL;
+  int64_t b = ir_attr_int(node, "blocksize", 0);
+  if (b <= 0 || b > (1 << 20))
+    return tolk_fail(err, TOLK_ERR_INVALID_MODEL, "blocksize %lld must be positive", (long long)b);
+  if (strcmp(node->op_type, "DepthToSpace") == 0 && opset >= 11) {
+    const char *m = ir_attr_string(node, "mode", "DCR");
+    if (strcmp(m, "DCR") != 0 && strcmp(m, "CRD") != 0)
+      return tolk_fail(err, TOLK_ERR_INVALID_MODEL, "mode '%s' is not DCR or CRD", m);
+  }
+  return TOLK_OK;
+}
+
 const struct op_def tolk_ops_copy[] = {
-    {"", "Transpose", 1, 0, NULL, transpose_run, NULL},
-    {"", "Concat", 4, 0, NULL, concat_run, NULL},
+    {"", "Transpose", 1, 0, transpose_prepare, transpose_run, NULL},
+    {"", "Concat", 4, 0, concat_prepare, concat_run, NULL},
     {"", "Split", 2, 0, NULL, split_run, NULL},
     {"", "Slice", 1, 0, NULL, slice_run, NULL},
     {"", "Expand", 8, 0, NULL, expand_run, NULL},
     {"", "Tile", 6, 0, NULL, tile_run, NULL},
     {"", "Pad", 2, 0, pad_prepare, pad_run, NULL},
-    {"", "DepthToSpace", 1, 0, NULL, depth_to_space_run, NULL},
-    {"", "SpaceToDepth", 1, 0, NULL, space_to_depth_run, NULL},
+    {"", "DepthToSpace", 1, 0, blocks_prepare, depth_to_space_run, NULL},
+    {"", "SpaceToDepth", 1, 0, blocks_prepare, space_to_depth_run, NULL},
     {"", "Trilu", 14, 0, NULL, trilu_run, NULL},
     {0},
 };
