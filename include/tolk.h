@@ -366,6 +366,90 @@ tolk_special_ids tolk_tokenizer_special_ids(const tolk_tokenizer *tok);
  * order: *n receives the count; the array and strings are borrowed. */
 const char *const *tolk_tokenizer_language_tags(const tolk_tokenizer *tok, size_t *n);
 
+/* ------------------------------------------------------------------ translator
+ * (src/mt/: Marian models exported by HuggingFace Optimum) */
+
+/* A translation model: a folder in Optimum's export layout — encoder_model.onnx
+ * with decoder_model.onnx + decoder_with_past_model.onnx, or
+ * decoder_model_merged.onnx — at its top level or under onnx/, with
+ * config.json, generation_config.json and the tokenizer files. Immutable once
+ * created; translations may run from several threads at once. */
+typedef struct tolk_translator tolk_translator;
+
+typedef struct tolk_translator_params {
+  int threads;           /* intra-op threads per run; <= 0: the machine's cores */
+  int int8;              /* use the *_quantized.onnx graphs */
+  int verify;            /* check tolk-manifest.json checksums when present */
+} tolk_translator_params;
+
+tolk_translator_params tolk_translator_default_params(void);
+
+/* Loads the model folder. Every missing or inconsistent file is one clear
+ * error naming the file. Nothing is fetched from the network. *out is freed
+ * with tolk_translator_free(). */
+tolk_status tolk_translator_create(const char *model_dir, tolk_translator_params params,
+                                   tolk_translator **out, tolk_error *err);
+void tolk_translator_free(tolk_translator *tr);
+
+/* Generation settings, as transformers' generate() names them. Defaults come
+ * from the model's generation_config.json (then config.json). */
+typedef struct tolk_generate_params {
+  int num_beams;            /* 1: greedy (or sampling) */
+  float length_penalty;
+  int early_stopping;       /* 0 false, 1 true, 2 "never" */
+  int max_new_tokens;       /* > 0: overrides max_length */
+  int max_length;           /* decoder start token included */
+  int min_length;
+  int min_new_tokens;
+  float repetition_penalty;
+  int no_repeat_ngram_size;
+  int num_return_sequences;
+  int renormalize_logits;
+  int do_sample;
+  float temperature;
+  int top_k;
+  float top_p;
+  uint64_t seed;
+  /* Sentences per encoder/decoder run are bounded by this many source
+   * tokens (padding included); 0: one batch. */
+  int batch_tokens;
+} tolk_generate_params;
+
+tolk_generate_params tolk_translator_generate_params(const tolk_translator *tr);
+
+/* One generated sequence. `ids` starts with the decoder start token, as
+ * transformers returns it. `score` is the beam's sequence score (length
+ * penalty applied), or the sum of token log-probabilities for greedy and
+ * sampling. `token_scores` (n - 1 entries) are the processed log-probability
+ * of each generated token. Owned by the caller: tolk_generation_free(). */
+typedef struct tolk_generation {
+  int32_t *ids;
+  size_t n;
+  float score;
+  float *token_scores;
+} tolk_generation;
+
+void tolk_generation_free(tolk_generation *g, size_t n);
+
+/* Generates for n source id sequences (each ending in </s>, as the tokenizer
+ * makes them). out must hold n × num_return_sequences entries, filled in
+ * source order. */
+tolk_status tolk_translator_generate(const tolk_translator *tr, const tolk_ids *sources,
+                                     size_t n, const tolk_generate_params *params,
+                                     tolk_generation *out, tolk_error *err);
+
+/* The tokenizer of the model (borrowed). */
+const tolk_tokenizer *tolk_translator_tokenizer(const tolk_translator *tr);
+
+/* Translates n texts: each is tokenized, generated and decoded; out[i] is the
+ * translation of texts[i] (the best sequence), a string the caller frees with
+ * tolk_free(). A text that does not start with a language tag gets `tag`
+ * (e.g. ">>cmn_Hans<<") in front when `tag` is not NULL. */
+tolk_status tolk_translator_translate(const tolk_translator *tr, const char *const *texts,
+                                      size_t n, const char *tag,
+                                      const tolk_generate_params *params, char **out,
+                                      tolk_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,308 @@
+/*
+ * decoder.c — drives Optimum's Marian graphs: the encoder once per batch,
+ * then the decoder one token per step with its key/value cache. The first
+ * step runs decoder_model.onnx (or the merged graph's no-cache branch), which
+ * also returns the cross-attention keys/values of the encoder output; they are
+ * kept for the whole batch, so they are computed once per sentence. Later
+ * steps run decoder_with_past_model.onnx (or the merged graph's cache branch)
+ * with the self-attention cache of the previous step.
+ *
+ * Rows can be reordered, repeated and dropped between steps
+ * (mt_state_select): beams follow their parents, and finished sentences leave
+ * the batch so it shrinks as it goes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mt.h"
+#include "tolk.h"
+
+enum { KV_DEC_K, KV_DEC_V, KV_ENC_K, KV_ENC_V, KV_KINDS };
+static const char *const kv_kind[KV_KINDS] = {"decoder.key", "decoder.value", "encoder.key",
+                                              "encoder.value"};
+
+struct mt_model {
+  tolk_model *enc_model, *first_model, *past_model; /* first == past for merged */
+  tolk_session *encoder, *first, *past;
+  bool merged;
+  int layers;
+  int64_t vocab;
+  int32_t pad;
+  /* names: past_key_values.L.kind and present.L.kind */
+  char (*past_names)[64];
+  char (*present_names)[64];
+};
+
+struct mt_state {
+  const struct mt_model *m;
+  size_t rows;
+  tolk_tensor *enc_hidden, *enc_mask;
+  tolk_tensor **kv; /* layers × KV_KINDS; NULL before the first step */
+  tolk_tensor *logits;
+  size_t step;
+};
+
+static tolk_status open_session(const char *path, int threads, tolk_model **model,
+                                tolk_session **out, tolk_error *err) {
+  tolk_model_params mp = tolk_model_default_params();
+  tolk_status st = tolk_model_load(path, mp, model, err);
+  if (st) return st;
+  tolk_session_params sp = tolk_session_default_params();
+  sp.threads = threads;
+  st = tolk_session_create(*model, sp, out, err);
+  if (st) tolk_error_prefix(err, "%s", path);
+  return st;
+}
+
+tolk_status mt_model_open(const struct mt_files *files, const struct mt_config *cfg, int threads,
+                          struct mt_model **out, tolk_error *err) {
+  *out = NULL;
+  struct mt_model *m = calloc(1, sizeof *m);
+  if (!m) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  m->layers = cfg->decoder_layers;
+  m->vocab = cfg->vocab_size;
+  m->pad = cfg->pad >= 0 ? cfg->pad : cfg->eos;
+  m->merged = !files->has_separate;
+  m->past_names = calloc((size_t)m->layers * KV_KINDS, sizeof *m->past_names);
+  m->present_names = calloc((size_t)m->layers * KV_KINDS, sizeof *m->present_names);
+  tolk_status st = m->past_names && m->present_names
+                       ? TOLK_OK
+                       : tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  for (int l = 0; l < m->layers && !st; l++)
+    for (int k = 0; k < KV_KINDS; k++) {
+      snprintf(m->past_names[l * KV_KINDS + k], 64, "past_key_values.%d.%s", l, kv_kind[k]);
+      snprintf(m->present_names[l * KV_KINDS + k], 64, "present.%d.%s", l, kv_kind[k]);
+    }
+  if (!st) st = open_session(files->encoder, threads, &m->enc_model, &m->encoder, err);
+  if (!st && m->merged) {
+    st = open_session(files->merged, threads, &m->first_model, &m->first, err);
+    m->past = m->first;
+  } else if (!st) {
+    st = open_session(files->decoder, threads, &m->first_model, &m->first, err);
+    if (!st) st = open_session(files->decoder_past, threads, &m->past_model, &m->past, err);
+  }
+  if (st) {
+    mt_model_close(m);
+    return st;
+  }
+  *out = m;
+  return TOLK_OK;
+}
+
+void mt_model_close(struct mt_model *m) {
+  if (!m) return;
+  tolk_session_free(m->encoder);
+  tolk_session_free(m->first);
+  if (!m->merged) tolk_session_free(m->past);
+  tolk_model_free(m->enc_model);
+  tolk_model_free(m->first_model);
+  tolk_model_free(m->past_model);
+  free(m->past_names);
+  free(m->present_names);
+  free(m);
+}
+
+static tolk_status int64_tensor(const int32_t *v, size_t rows, size_t cols, tolk_tensor **out,
+                                tolk_error *err) {
+  int64_t dims[2] = {(int64_t)rows, (int64_t)cols};
+  tolk_status st = tolk_tensor_create(TOLK_INT64, 2, dims, NULL, 0, out, err);
+  if (st) return st;
+  int64_t *d = tolk_tensor_data(*out);
+  for (size_t i = 0; i < rows * cols; i++) d[i] = v[i];
+  return TOLK_OK;
+}
+
+tolk_status mt_state_begin(const struct mt_model *m, const int32_t *ids, const int32_t *lens,
+                           size_t rows, size_t len, struct mt_state **out, tolk_error *err) {
+  *out = NULL;
+  struct mt_state *s = calloc(1, sizeof *s);
+  size_t cells = rows * len;
+  int32_t *mask = malloc((cells ? cells : 1) * sizeof *mask);
+  if (!s || !mask) {
+    free(s);
+    free(mask);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  }
+  s->m = m;
+  s->rows = rows;
+  for (size_t r = 0; r < rows; r++)
+    for (size_t c = 0; c < len; c++) mask[r * len + c] = (int32_t)c < lens[r];
+  tolk_tensor *input_ids = NULL;
+  tolk_status st = int64_tensor(ids, rows, len, &input_ids, err);
+  if (!st) st = int64_tensor(mask, rows, len, &s->enc_mask, err);
+  free(mask);
+  if (!st) {
+    const char *names[2] = {"input_ids", "attention_mask"};
+    const tolk_tensor *in[2] = {input_ids, s->enc_mask};
+    st = tolk_session_run(m->encoder, 2, names, in, 1, NULL, &s->enc_hidden, NULL, err);
+    if (st) tolk_error_prefix(err, "encoder");
+  }
+  tolk_tensor_free(input_ids);
+  if (st) {
+    mt_state_free(s);
+    return st;
+  }
+  *out = s;
+  return TOLK_OK;
+}
+
+static void free_kv(struct mt_state *s) {
+  if (!s->kv) return;
+  for (int i = 0; i < s->m->layers * KV_KINDS; i++) tolk_tensor_free(s->kv[i]);
+  free(s->kv);
+  s->kv = NULL;
+}
+
+void mt_state_free(struct mt_state *s) {
+  if (!s) return;
+  free_kv(s);
+  tolk_tensor_free(s->enc_hidden);
+  tolk_tensor_free(s->enc_mask);
+  tolk_tensor_free(s->logits);
+  free(s);
+}
+
+size_t mt_state_rows(const struct mt_state *s) { return s->rows; }
+
+/* A new tensor made of rows keep[0..n) of t (rows = the first dimension). */
+static tolk_status gather_rows(const tolk_tensor *t, const int32_t *keep, size_t n,
+                               tolk_tensor **out, tolk_error *err) {
+  int rank = tolk_tensor_rank(t);
+  int64_t dims[TOLK_MAX_RANK];
+  memcpy(dims, tolk_tensor_dims(t), (size_t)rank * sizeof *dims);
+  size_t row_bytes = tolk_tensor_nbytes(t) / (size_t)(dims[0] ? dims[0] : 1);
+  int64_t old_rows = dims[0];
+  dims[0] = (int64_t)n;
+  tolk_status st = tolk_tensor_create(tolk_tensor_dtype(t), rank, dims, NULL, 0, out, err);
+  if (st) return st;
+  const char *src = tolk_tensor_data(t);
+  char *dst = tolk_tensor_data(*out);
+  for (size_t i = 0; i < n; i++) {
+    if (keep[i] < 0 || keep[i] >= old_rows) {
+      tolk_tensor_free(*out);
+      *out = NULL;
+      return tolk_fail(err, TOLK_ERR_INTERNAL, "decoder state: row %d out of %lld", keep[i], (long long)old_rows);
+    }
+    memcpy(dst + i * row_bytes, src + (size_t)keep[i] * row_bytes, row_bytes);
+  }
+  return TOLK_OK;
+}
+
+static tolk_status replace_gathered(tolk_tensor **t, const int32_t *keep, size_t n, tolk_error *err) {
+  if (!*t) return TOLK_OK;
+  tolk_tensor *g;
+  tolk_status st = gather_rows(*t, keep, n, &g, err);
+  if (st) return st;
+  tolk_tensor_free(*t);
+  *t = g;
+  return TOLK_OK;
+}
+
+tolk_status mt_state_select(struct mt_state *s, const int32_t *keep, size_t n, tolk_error *err) {
+  tolk_status st = replace_gathered(&s->enc_hidden, keep, n, err);
+  if (!st) st = replace_gathered(&s->enc_mask, keep, n, err);
+  for (int i = 0; s->kv && !st && i < s->m->layers * KV_KINDS; i++)
+    st = replace_gathered(&s->kv[i], keep, n, err);
+  if (!st) s->rows = n;
+  return st;
+}
+
+/* Empty-history cache inputs for the merged graph's first (no-cache) step;
+ * that branch ignores them, but their shapes must be valid. */
+static tolk_status dummy_past(const struct mt_state *s, tolk_tensor **kv, tolk_error *err) {
+  const tolk_value_info *info = NULL;
+  for (size_t i = 0; i < tolk_session_input_count(s->m->first); i++) {
+    const tolk_value_info *v = tolk_session_input(s->m->first, i);
+    if (strncmp(v->name, "past_key_values.", 16) == 0) info = v;
+  }
+  if (!info || info->rank != 4 || info->dims[1] < 1 || info->dims[3] < 1)
+    return tolk_fail(err, TOLK_ERR_INVALID_MODEL, "merged decoder: past_key_values inputs must be [batch, heads, seq, head_dim]");
+  int64_t dims[4] = {(int64_t)s->rows, info->dims[1], 1, info->dims[3]};
+  for (int i = 0; i < s->m->layers * KV_KINDS; i++) {
+    tolk_status st = tolk_tensor_create(TOLK_FLOAT, 4, dims, NULL, 0, &kv[i], err);
+    if (st) return st;
+  }
+  return TOLK_OK;
+}
+
+tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float **logits,
+                          tolk_error *err) {
+  const struct mt_model *m = s->m;
+  size_t n_kv = (size_t)m->layers * KV_KINDS;
+  bool first = s->kv == NULL;
+  tolk_tensor *ids = NULL, *branch = NULL;
+  tolk_tensor **dummy = NULL;
+  const char **names = malloc((n_kv + 4) * sizeof *names);
+  const tolk_tensor **in = malloc((n_kv + 4) * sizeof *in);
+  const char **out_names = malloc((n_kv + 1) * sizeof *out_names);
+  tolk_tensor **outs = calloc(n_kv + 1, sizeof *outs);
+  tolk_status st = names && in && out_names && outs
+                       ? int64_tensor(tokens, s->rows, 1, &ids, err)
+                       : tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  size_t n_in = 0, n_out = 0;
+  if (!st) {
+    names[n_in] = "input_ids", in[n_in++] = ids;
+    names[n_in] = "encoder_attention_mask", in[n_in++] = s->enc_mask;
+    if (first || m->merged) names[n_in] = "encoder_hidden_states", in[n_in++] = s->enc_hidden;
+    if (m->merged) {
+      uint8_t flag = !first;
+      int64_t one = 1;
+      st = tolk_tensor_create(TOLK_BOOL, 1, &one, &flag, 1, &branch, err);
+      names[n_in] = "use_cache_branch", in[n_in++] = branch;
+      if (!st && first) {
+        dummy = calloc(n_kv, sizeof *dummy);
+        st = dummy ? dummy_past(s, dummy, err) : tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+      }
+    }
+  }
+  /* Cache inputs: all four kinds for the merged graph; the self-attention
+   * and cross-attention caches for decoder_with_past. */
+  if (!st && (!first || m->merged))
+    for (size_t i = 0; i < n_kv; i++) names[n_in] = m->past_names[i], in[n_in++] = first ? dummy[i] : s->kv[i];
+  out_names[n_out++] = "logits";
+  for (int l = 0; l < m->layers; l++)
+    for (int k = 0; k < KV_KINDS; k++)
+      if (first || k == KV_DEC_K || k == KV_DEC_V) out_names[n_out++] = m->present_names[l * KV_KINDS + k];
+  if (!st) {
+    st = tolk_session_run(first ? m->first : m->past, n_in, names, in, n_out, out_names, outs, NULL, err);
+    if (st) tolk_error_prefix(err, "decoder step %zu", s->step);
+  }
+  if (!st && first) {
+    s->kv = calloc(n_kv, sizeof *s->kv);
+    if (!s->kv) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  }
+  if (!st) {
+    size_t o = 1;
+    for (int l = 0; l < m->layers; l++)
+      for (int k = 0; k < KV_KINDS; k++) {
+        if (!first && k != KV_DEC_K && k != KV_DEC_V) continue;
+        tolk_tensor_free(s->kv[l * KV_KINDS + k]);
+        s->kv[l * KV_KINDS + k] = outs[o];
+        outs[o++] = NULL;
+      }
+    const tolk_tensor *lg = outs[0];
+    if (tolk_tensor_rank(lg) != 3 || tolk_tensor_dims(lg)[0] != (int64_t)s->rows ||
+        tolk_tensor_dims(lg)[1] != 1 || tolk_tensor_dims(lg)[2] != m->vocab ||
+        tolk_tensor_dtype(lg) != TOLK_FLOAT) {
+      st = tolk_fail(err, TOLK_ERR_INVALID_MODEL, "decoder: logits must be float [%zu, 1, %lld]", s->rows,
+                     (long long)m->vocab);
+    } else {
+      tolk_tensor_free(s->logits);
+      s->logits = outs[0];
+      outs[0] = NULL;
+      *logits = tolk_tensor_data(s->logits);
+      s->step++;
+    }
+  }
+  for (size_t i = 0; outs && i < n_kv + 1; i++) tolk_tensor_free(outs[i]);
+  for (size_t i = 0; dummy && i < n_kv; i++) tolk_tensor_free(dummy[i]);
+  free(dummy);
+  tolk_tensor_free(ids);
+  tolk_tensor_free(branch);
+  free(names);
+  free(in);
+  free(out_names);
+  free(outs);
+  return st;
+}

@@ -1,0 +1,523 @@
+/*
+ * search.c — greedy, sampling and beam search with transformers' generate()
+ * semantics (4.57): the same logits processors in the same order
+ * (repetition penalty, no-repeat n-grams, bad words, min length, min new
+ * tokens, forced EOS, then the sampling warpers, then renormalisation), and
+ * the same beam bookkeeping — 2 × num_beams candidates per step, finished
+ * hypotheses kept in a top-num_beams set with the length penalty applied when
+ * they finish, and the early-stopping heuristic deciding when a sentence can
+ * no longer improve. A sentence whose result is settled leaves the batch.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mt.h"
+
+#define NEG_INF (-INFINITY)
+static const float kBig = 1.0e9f; /* transformers' "very large negative" */
+
+struct gen {
+  const struct mt_config *cfg;
+  const tolk_generate_params *p;
+  int max_length;
+  size_t vocab;
+  float *row; /* vocab scratch */
+};
+
+/* ---------------------------------------------------------- processors */
+
+static void log_softmax(float *x, size_t n) {
+  float mx = NEG_INF;
+  for (size_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+  if (mx == NEG_INF) return;
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) sum += exp((double)(x[i] - mx));
+  float lse = (float)log(sum);
+  for (size_t i = 0; i < n; i++) x[i] = x[i] - mx - lse;
+}
+
+/* Applies the processors to one row whose history is seq[0..len). */
+static void process(const struct gen *g, const int32_t *seq, int len, float *x) {
+  const tolk_generate_params *p = g->p;
+  const struct mt_config *c = g->cfg;
+  size_t V = g->vocab;
+  if (p->repetition_penalty != 1.0f && p->repetition_penalty > 0) {
+    /* Each distinct token once, as torch's gather/scatter does. */
+    for (int i = 0; i < len; i++) {
+      bool seen = false;
+      for (int j = 0; j < i && !seen; j++) seen = seq[j] == seq[i];
+      if (seen || seq[i] < 0 || (size_t)seq[i] >= V) continue;
+      float s = x[seq[i]];
+      x[seq[i]] = s < 0 ? s * p->repetition_penalty : s / p->repetition_penalty;
+    }
+  }
+  int n = p->no_repeat_ngram_size;
+  if (n > 0 && len + 1 >= n) {
+    /* Ban every token that would complete an n-gram already in seq. */
+    for (int start = 0; start + n <= len; start++) {
+      if (memcmp(seq + start, seq + len - (n - 1), (size_t)(n - 1) * sizeof *seq) == 0) {
+        int32_t t = seq[start + n - 1];
+        if (t >= 0 && (size_t)t < V) x[t] = NEG_INF;
+      }
+    }
+  }
+  const int32_t *bw = c->bad_words;
+  for (size_t b = 0; b < c->n_bad_words; bw += c->bad_words_len[b], b++) {
+    size_t bl = c->bad_words_len[b];
+    if (bl - 1 > (size_t)len) continue;
+    if (bl == 1 || memcmp(seq + len - (int)(bl - 1), bw, (bl - 1) * sizeof *bw) == 0) x[bw[bl - 1]] += NEG_INF;
+  }
+  if (p->min_length > 0 && len < p->min_length) x[c->eos] = NEG_INF;
+  if (p->min_new_tokens > 0 && len - 1 < p->min_new_tokens) x[c->eos] = NEG_INF;
+  if (c->forced_eos >= 0 && len == g->max_length - 1) {
+    for (size_t i = 0; i < V; i++) x[i] = NEG_INF;
+    x[c->forced_eos] = 0.0f;
+  }
+}
+
+static int cmp_desc(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x < y) - (x > y);
+}
+
+/* Temperature, top-k and top-p, as the warpers apply them. */
+static void warp(const struct gen *g, float *x) {
+  const tolk_generate_params *p = g->p;
+  size_t V = g->vocab;
+  if (p->temperature > 0 && p->temperature != 1.0f)
+    for (size_t i = 0; i < V; i++) x[i] /= p->temperature;
+  if (p->top_k > 0 && (size_t)p->top_k < V) {
+    memcpy(g->row, x, V * sizeof *x);
+    qsort(g->row, V, sizeof *x, cmp_desc);
+    float kth = g->row[p->top_k - 1];
+    for (size_t i = 0; i < V; i++)
+      if (x[i] < kth) x[i] = NEG_INF;
+  }
+  if (p->top_p > 0 && p->top_p < 1.0f) {
+    /* Keep the smallest set of tokens whose probability reaches top_p. */
+    memcpy(g->row, x, V * sizeof *x);
+    qsort(g->row, V, sizeof *x, cmp_desc);
+    double mx = g->row[0], z = 0, acc = 0;
+    for (size_t i = 0; i < V; i++) z += exp(g->row[i] - mx);
+    float cut = g->row[0];
+    for (size_t i = 0; i < V; i++) {
+      acc += exp(g->row[i] - mx) / z;
+      cut = g->row[i];
+      if (acc >= p->top_p) break;
+    }
+    for (size_t i = 0; i < V; i++)
+      if (x[i] < cut) x[i] = NEG_INF;
+  }
+}
+
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+static int32_t sample(const float *x, size_t V, uint64_t *rng) {
+  float mx = NEG_INF;
+  for (size_t i = 0; i < V; i++) mx = x[i] > mx ? x[i] : mx;
+  double z = 0;
+  for (size_t i = 0; i < V; i++) z += exp((double)(x[i] - mx));
+  double u = (double)(rng_next(rng) >> 11) * 0x1.0p-53 * z;
+  for (size_t i = 0; i < V; i++) {
+    u -= exp((double)(x[i] - mx));
+    if (u < 0) return (int32_t)i;
+  }
+  for (size_t i = V; i-- > 0;)
+    if (x[i] > NEG_INF) return (int32_t)i;
+  return 0;
+}
+
+static int32_t argmax(const float *x, size_t V) {
+  size_t best = 0;
+  for (size_t i = 1; i < V; i++)
+    if (x[i] > x[best]) best = i;
+  return (int32_t)best;
+}
+
+/* ---------------------------------------------------------- results */
+
+static tolk_status set_result(tolk_generation *out, const int32_t *seq, size_t n, float score,
+                              const float *token_scores, tolk_error *err) {
+  out->ids = malloc(n * sizeof *out->ids);
+  out->token_scores = malloc((n > 1 ? n - 1 : 1) * sizeof *out->token_scores);
+  if (!out->ids || !out->token_scores) {
+    free(out->ids);
+    free(out->token_scores);
+    out->ids = NULL;
+    out->token_scores = NULL;
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
+  }
+  memcpy(out->ids, seq, n * sizeof *seq);
+  if (token_scores && n > 1) memcpy(out->token_scores, token_scores, (n - 1) * sizeof *token_scores);
+  else if (n > 1) memset(out->token_scores, 0, (n - 1) * sizeof *out->token_scores);
+  out->n = n;
+  out->score = score;
+  return TOLK_OK;
+}
+
+/* ---------------------------------------------------------- greedy / sample */
+
+static tolk_status greedy(struct gen *g, struct mt_state *s, size_t n, tolk_generation *out,
+                          tolk_error *err) {
+  size_t L = (size_t)g->max_length, V = g->vocab;
+  int32_t *seq = malloc(n * L * sizeof *seq);
+  float *scores = malloc(n * L * sizeof *scores);
+  int32_t *active = malloc(n * sizeof *active), *tokens = malloc(n * sizeof *tokens);
+  int32_t *next_tok = malloc(n * sizeof *next_tok);
+  uint64_t rng = g->p->seed;
+  tolk_status st = seq && scores && active && tokens && next_tok ? TOLK_OK
+                                                     : tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
+  size_t n_active = n;
+  for (size_t i = 0; i < n && !st; i++) {
+    seq[i * L] = g->cfg->decoder_start;
+    active[i] = (int32_t)i;
+    tokens[i] = g->cfg->decoder_start;
+  }
+  int len = 1;
+  while (!st && n_active && len < g->max_length) {
+    const float *logits;
+    if ((st = mt_state_step(s, tokens, &logits, err))) break;
+    size_t keep = 0;
+    int32_t *keep_rows = tokens; /* reused: rows to keep for the next step */
+    for (size_t r = 0; r < n_active; r++) {
+      size_t i = (size_t)active[r];
+      float *x = g->row + V;
+      memcpy(x, logits + r * V, V * sizeof *x);
+      process(g, seq + i * L, len, x);
+      if (g->p->do_sample) warp(g, x);
+      if (g->p->renormalize_logits) log_softmax(x, V);
+      int32_t t = g->p->do_sample ? sample(x, V, &rng) : argmax(x, V);
+      seq[i * L + (size_t)len] = t;
+      scores[i * L + (size_t)len - 1] = x[t];
+      next_tok[r] = t;
+    }
+    len++;
+    /* Finished sentences (EOS, or the length limit) leave the batch. */
+    for (size_t r = 0; r < n_active; r++) {
+      size_t i = (size_t)active[r];
+      bool done = next_tok[r] == g->cfg->eos || len >= g->max_length;
+      if (done) {
+        float total = 0;
+        for (int k = 0; k < len - 1; k++) total += scores[i * L + (size_t)k];
+        if (!st) st = set_result(&out[i], seq + i * L, (size_t)len, total, scores + i * L, err);
+      } else {
+        active[keep] = (int32_t)i;
+        keep_rows[keep] = (int32_t)r;
+        next_tok[keep++] = next_tok[r];
+      }
+    }
+    if (!st && keep && keep < n_active) st = mt_state_select(s, keep_rows, keep, err);
+    memcpy(tokens, next_tok, keep * sizeof *tokens);
+    n_active = keep;
+  }
+  free(seq);
+  free(scores);
+  free(active);
+  free(tokens);
+  free(next_tok);
+  return st;
+}
+
+/* ---------------------------------------------------------- beam search */
+
+/* One sentence's beam search state; sequences are rows of max_length ids. */
+struct beams {
+  int32_t *run_seq;   /* K rows */
+  float *run_score;   /* K */
+  float *run_tok;     /* K rows of token scores */
+  int32_t *fin_seq;   /* K rows */
+  float *fin_score;   /* K */
+  float *fin_tok;
+  int *fin_len;       /* ids in each finished row */
+  bool *fin;          /* is_sent_finished */
+  bool unsatisfied;   /* early-stop heuristic not yet met */
+  bool settled;       /* result frozen: left the batch */
+};
+
+struct cand {
+  float score; /* accumulated log-prob */
+  int beam;
+  int32_t token;
+  int index;   /* position in the top-k list */
+};
+
+/* Per-step scratch of one beam search, sized by num_beams K. */
+struct beam_scratch {
+  struct cand *cand;   /* 2K: the step's top candidates */
+  struct cand *merged; /* 3K: finished + candidates */
+  struct cand *run;    /* 2K */
+  bool *hits;          /* 2K */
+  float *score;        /* K */
+  int *len;            /* K */
+  bool *fin;           /* K */
+  int32_t *parents;    /* K */
+  int32_t *seq;        /* K × max_length */
+  float *tok;          /* K × max_length */
+};
+
+static int cand_cmp(const void *a, const void *b) {
+  const struct cand *x = a, *y = b;
+  if (x->score != y->score) return x->score < y->score ? 1 : -1;
+  return x->index - y->index;
+}
+
+/* len ** length_penalty as Python computes it (double), then used as the
+ * float32 divisor torch makes of it. */
+static float length_norm(const struct gen *g, int gen_len) {
+  return (float)pow((double)gen_len, (double)g->p->length_penalty);
+}
+
+/* Top 2K candidates over K × V accumulated scores, best first. */
+static void top_candidates(const struct gen *g, const float *acc, int K, struct cand *c, int want) {
+  size_t V = g->vocab;
+  int have = 0;
+  for (int b = 0; b < K; b++) {
+    for (size_t v = 0; v < V; v++) {
+      float s = acc[(size_t)b * V + v];
+      int idx = b * (int)V + (int)v;
+      if (have == want && !(s > c[want - 1].score)) continue;
+      /* Insertion into the sorted list; equal scores keep the lower index
+       * first, as the flattened order does. */
+      int pos = have < want ? have++ : want - 1;
+      while (pos > 0 && s > c[pos - 1].score) {
+        c[pos] = c[pos - 1];
+        pos--;
+      }
+      c[pos] = (struct cand){s, b, (int32_t)v, idx};
+    }
+  }
+}
+
+static void beam_step(struct gen *g, struct beams *bm, const float *logits, int K, int len,
+                      struct beam_scratch *w, float *acc) {
+  struct cand *cand = w->cand;
+  size_t V = g->vocab, L = (size_t)g->max_length;
+  const tolk_generate_params *p = g->p;
+  for (int b = 0; b < K; b++) {
+    float *x = acc + (size_t)b * V;
+    memcpy(x, logits + (size_t)b * V, V * sizeof *x);
+    log_softmax(x, V);
+    process(g, bm->run_seq + (size_t)b * L, len, x);
+    if (p->renormalize_logits) log_softmax(x, V);
+    for (size_t v = 0; v < V; v++) x[v] += bm->run_score[b];
+  }
+  int want = 2 * K;
+  top_candidates(g, acc, K, cand, want);
+  bool *hits = w->hits;
+  for (int j = 0; j < want; j++) hits[j] = cand[j].token == g->cfg->eos || len + 1 >= g->max_length;
+  /* Finished candidates first: only the top K may finish. */
+  bool all_fin = true;
+  for (int k = 0; k < K; k++) all_fin &= bm->fin[k];
+  struct cand *merged = w->merged;
+  int n_merged = 0;
+  for (int k = 0; k < K; k++) merged[n_merged++] = (struct cand){bm->fin_score[k], -1 - k, 0, k};
+  for (int j = 0; j < want; j++) {
+    float s = cand[j].score / length_norm(g, len);
+    if (all_fin && p->early_stopping == 1) s += -kBig;
+    if (!bm->unsatisfied) s += -kBig;
+    if (!(hits[j] && j < K)) s += -kBig;
+    merged[n_merged++] = (struct cand){s, j, 0, K + j};
+  }
+  qsort(merged, (size_t)n_merged, sizeof *merged, cand_cmp);
+  int32_t *new_fin = w->seq;
+  float *new_tok = w->tok, *new_score = w->score;
+  int *new_len = w->len;
+  bool *new_fin_flag = w->fin;
+  for (int k = 0; k < K; k++) {
+    const struct cand *m = &merged[k];
+    new_score[k] = m->score;
+    if (m->beam < 0) {
+      int from = -1 - m->beam;
+      memcpy(new_fin + (size_t)k * L, bm->fin_seq + (size_t)from * L, L * sizeof *new_fin);
+      memcpy(new_tok + (size_t)k * L, bm->fin_tok + (size_t)from * L, L * sizeof *new_tok);
+      new_len[k] = bm->fin_len[from];
+      new_fin_flag[k] = bm->fin[from];
+    } else {
+      const struct cand *c = &cand[m->beam];
+      memcpy(new_fin + (size_t)k * L, bm->run_seq + (size_t)c->beam * L, L * sizeof *new_fin);
+      memcpy(new_tok + (size_t)k * L, bm->run_tok + (size_t)c->beam * L, L * sizeof *new_tok);
+      new_fin[(size_t)k * L + (size_t)len] = c->token;
+      new_tok[(size_t)k * L + (size_t)len - 1] =
+          acc[(size_t)c->beam * V + (size_t)c->token] - bm->run_score[c->beam];
+      new_len[k] = len + 1;
+      new_fin_flag[k] = hits[m->beam] && m->beam < K;
+    }
+  }
+  memcpy(bm->fin_seq, new_fin, (size_t)K * L * sizeof *new_fin);
+  memcpy(bm->fin_tok, new_tok, (size_t)K * L * sizeof *new_tok);
+  memcpy(bm->fin_score, new_score, (size_t)K * sizeof *new_score);
+  memcpy(bm->fin_len, new_len, (size_t)K * sizeof *new_len);
+  memcpy(bm->fin, new_fin_flag, (size_t)K * sizeof *new_fin_flag);
+}
+
+/* The running beams for the next step: the best K candidates that did not
+ * stop. parents[k] receives the beam each comes from. */
+static void next_running(struct gen *g, struct beams *bm, int K, int len, const float *acc,
+                         struct beam_scratch *w) {
+  size_t L = (size_t)g->max_length, V = g->vocab;
+  int want = 2 * K;
+  const struct cand *cand = w->cand;
+  struct cand *r = w->run;
+  int32_t *parents = w->parents;
+  for (int j = 0; j < want; j++) {
+    bool hit = cand[j].token == g->cfg->eos || len + 1 >= g->max_length;
+    r[j] = cand[j];
+    r[j].score = cand[j].score + (hit ? -kBig : 0.0f);
+    r[j].index = j;
+  }
+  qsort(r, (size_t)want, sizeof *r, cand_cmp);
+  int32_t *seq = w->seq;
+  float *tok = w->tok;
+  for (int k = 0; k < K; k++) {
+    const struct cand *c = &r[k];
+    memcpy(seq + (size_t)k * L, bm->run_seq + (size_t)c->beam * L, L * sizeof *seq);
+    memcpy(tok + (size_t)k * L, bm->run_tok + (size_t)c->beam * L, L * sizeof *tok);
+    seq[(size_t)k * L + (size_t)len] = c->token;
+    tok[(size_t)k * L + (size_t)len - 1] = acc[(size_t)c->beam * V + (size_t)c->token] - bm->run_score[c->beam];
+    parents[k] = c->beam;
+  }
+  for (int k = 0; k < K; k++) bm->run_score[k] = r[k].score;
+  memcpy(bm->run_seq, seq, (size_t)K * L * sizeof *seq);
+  memcpy(bm->run_tok, tok, (size_t)K * L * sizeof *tok);
+}
+
+static void update_heuristic(const struct gen *g, struct beams *bm, int K, int cur_len) {
+  const tolk_generate_params *p = g->p;
+  int best_len = p->early_stopping == 2 && p->length_penalty > 0 ? g->max_length - 1 : cur_len - 1;
+  float best = bm->run_score[0] / length_norm(g, best_len);
+  float worst = FLT_MAX;
+  for (int k = 0; k < K; k++) worst = bm->fin_score[k] < worst ? bm->fin_score[k] : worst;
+  bool any = false;
+  for (int k = 0; k < K; k++) any |= best > (bm->fin[k] ? worst : -kBig);
+  bm->unsatisfied = bm->unsatisfied && any;
+}
+
+static tolk_status beam_search(struct gen *g, struct mt_state *s, size_t n, tolk_generation *out,
+                               tolk_error *err) {
+  int K = g->p->num_beams;
+  size_t L = (size_t)g->max_length, V = g->vocab;
+  struct beams *bm = calloc(n, sizeof *bm);
+  float *acc = malloc((size_t)K * V * sizeof *acc);
+  struct beam_scratch w = {
+      malloc((size_t)2 * K * sizeof *w.cand), malloc((size_t)3 * K * sizeof *w.merged),
+      malloc((size_t)2 * K * sizeof *w.run),  malloc((size_t)2 * K * sizeof *w.hits),
+      malloc((size_t)K * sizeof *w.score),    malloc((size_t)K * sizeof *w.len),
+      malloc((size_t)K * sizeof *w.fin),      malloc((size_t)K * sizeof *w.parents),
+      malloc((size_t)K * L * sizeof *w.seq),  malloc((size_t)K * L * sizeof *w.tok)};
+  int32_t *active = malloc(n * sizeof *active);
+  int32_t *rows = malloc(n * (size_t)K * sizeof *rows), *tokens = malloc(n * (size_t)K * sizeof *tokens);
+  bool scratch_ok = w.cand && w.merged && w.run && w.hits && w.score && w.len && w.fin && w.parents &&
+                    w.seq && w.tok;
+  tolk_status st = bm && acc && scratch_ok && active && rows && tokens
+                       ? TOLK_OK
+                       : tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
+  for (size_t i = 0; i < n && !st; i++) {
+    struct beams *b = &bm[i];
+    b->run_seq = calloc((size_t)K * L, sizeof *b->run_seq);
+    b->fin_seq = calloc((size_t)K * L, sizeof *b->fin_seq);
+    b->run_tok = calloc((size_t)K * L, sizeof *b->run_tok);
+    b->fin_tok = calloc((size_t)K * L, sizeof *b->fin_tok);
+    b->run_score = calloc((size_t)K, sizeof *b->run_score);
+    b->fin_score = calloc((size_t)K, sizeof *b->fin_score);
+    b->fin_len = calloc((size_t)K, sizeof *b->fin_len);
+    b->fin = calloc((size_t)K, sizeof *b->fin);
+    if (!b->run_seq || !b->fin_seq || !b->run_tok || !b->fin_tok || !b->run_score || !b->fin_score ||
+        !b->fin_len || !b->fin) {
+      st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
+      break;
+    }
+    for (int k = 0; k < K; k++) {
+      b->run_seq[(size_t)k * L] = b->fin_seq[(size_t)k * L] = g->cfg->decoder_start;
+      b->run_score[k] = k ? -kBig : 0.0f;
+      b->fin_score[k] = -kBig;
+      b->fin_len[k] = 1;
+    }
+    b->unsatisfied = true;
+    active[i] = (int32_t)i;
+    for (int k = 0; k < K; k++) rows[i * (size_t)K + (size_t)k] = (int32_t)i;
+  }
+  /* Every source row becomes K beam rows. */
+  if (!st) st = mt_state_select(s, rows, n * (size_t)K, err);
+  for (size_t r = 0; r < n * (size_t)K && !st; r++) tokens[r] = g->cfg->decoder_start;
+  size_t n_active = n;
+  int len = 1;
+  while (!st && n_active) {
+    const float *logits;
+    if ((st = mt_state_step(s, tokens, &logits, err))) break;
+    bool all_hit = true;
+    size_t keep = 0;
+    for (size_t a = 0; a < n_active && !st; a++) {
+      struct beams *b = &bm[active[a]];
+      const float *lg = logits + a * (size_t)K * V;
+      beam_step(g, b, lg, K, len, &w, acc);
+      for (int j = 0; j < 2 * K; j++) all_hit &= w.hits[j];
+      next_running(g, b, K, len, acc, &w);
+      update_heuristic(g, b, K, len + 1);
+      bool all_fin = true;
+      for (int k = 0; k < K; k++) all_fin &= b->fin[k];
+      b->settled = !b->unsatisfied || (all_fin && g->p->early_stopping == 1);
+      if (b->settled) continue;
+      for (int k = 0; k < K; k++) {
+        rows[keep * (size_t)K + (size_t)k] = (int32_t)(a * (size_t)K + (size_t)w.parents[k]);
+        tokens[keep * (size_t)K + (size_t)k] = b->run_seq[(size_t)k * L + (size_t)len];
+      }
+      active[keep++] = active[a];
+    }
+    len++;
+    if (st || all_hit || keep == 0) break;
+    st = mt_state_select(s, rows, keep * (size_t)K, err);
+    n_active = keep;
+  }
+  int R = g->p->num_return_sequences;
+  for (size_t i = 0; i < n && !st; i++)
+    for (int k = 0; k < R && !st; k++) {
+      struct beams *b = &bm[i];
+      st = set_result(&out[i * (size_t)R + (size_t)k], b->fin_seq + (size_t)k * L, (size_t)b->fin_len[k],
+                      b->fin_score[k], b->fin_tok + (size_t)k * L, err);
+    }
+  for (size_t i = 0; bm && i < n; i++) {
+    free(bm[i].run_seq);
+    free(bm[i].fin_seq);
+    free(bm[i].run_tok);
+    free(bm[i].fin_tok);
+    free(bm[i].run_score);
+    free(bm[i].fin_score);
+    free(bm[i].fin_len);
+    free(bm[i].fin);
+  }
+  free(bm);
+  free(acc);
+  free(w.cand), free(w.merged), free(w.run), free(w.hits), free(w.score);
+  free(w.len), free(w.fin), free(w.parents), free(w.seq), free(w.tok);
+  free(active);
+  free(rows);
+  free(tokens);
+  return st;
+}
+
+tolk_status mt_generate(const struct mt_config *cfg, const tolk_generate_params *p, struct mt_state *s,
+                        size_t n, tolk_generation *out, tolk_error *err) {
+  struct gen g = {cfg, p, p->max_length, (size_t)cfg->vocab_size, NULL};
+  if (p->max_new_tokens > 0) g.max_length = 1 + p->max_new_tokens;
+  if (g.max_length < 2) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "generate: max_length must allow one new token");
+  if (p->num_beams < 1 || p->num_return_sequences < 1 ||
+      (p->num_beams > 1 && p->num_return_sequences > p->num_beams) ||
+      (p->num_beams == 1 && p->num_return_sequences != 1 && !p->do_sample))
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
+                     "generate: num_return_sequences (%d) must be at most num_beams (%d)", p->num_return_sequences,
+                     p->num_beams);
+  if (p->num_beams > 1 && p->do_sample)
+    return tolk_fail(err, TOLK_ERR_UNSUPPORTED, "generate: beam sampling is not supported; use num_beams 1 with do_sample");
+  g.row = malloc(2 * g.vocab * sizeof *g.row);
+  if (!g.row) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
+  tolk_status st = p->num_beams > 1 ? beam_search(&g, s, n, out, err) : greedy(&g, s, n, out, err);
+  free(g.row);
+  return st;
+}
