@@ -59,32 +59,48 @@ static inline float vm_exp(float x) {
   return x == x ? y : x;
 }
 
-static inline float vm_sigmoid(float x) { return 1.0f / (1.0f + vm_exp(-x)); }
+/* 1 or 0: for blending two computed values arithmetically (w·a + (1-w)·b).
+ * GCC turns `c ? f(x) : g(x)` into masked evaluation whose idle lanes can
+ * run into subnormal slow paths (measured: 3 → 25 ns per element); the
+ * blend keeps every lane on ordinary numbers, as long as both sides are
+ * finite, which the callers ensure by clamping each side's input. */
+static inline float vm_w(int c) { return c ? 1.0f : 0.0f; }
 
-/* e^-2a for a = |x|, and tanh(a) = (1 - e) / (1 + e), shared with
- * gelu_tanh (which needs 1 - tanh(a) = 2e / (1 + e) without cancellation). */
-static inline float vm_tanh(float x) {
-  float a = fabsf(x), x2 = x * x;
-  /* a - a³/3 + 2a⁵/15 - 17a⁷/315 + 62a⁹/2835 - 1382a¹¹/155925 + 21844a¹³/6081075;
-   * the first omitted term is below 5e-8 for a < 0.5. */
-  float ps = -0.0088632355299021966f + x2 * 0.0035921280365724810f;
-  ps = 0.021869488536155203f + x2 * ps;
-  ps = -0.053968253968253968f + x2 * ps;
-  ps = 0.13333333333333333f + x2 * ps;
-  ps = -0.33333333333333333f + x2 * ps;
-  ps = a + a * x2 * ps;
-  float e = vm_exp(-2.0f * a);
-  float tl = (1.0f - e) / (1.0f + e);
-  /* NaN takes the second branch, which is NaN; the sign goes on last so
-   * that tanh(-0) is -0. */
-  return copysignf(a < 0.5f ? ps : tl, x);
+/* The exp argument is kept ≥ -87 so that no lane meets a subnormal: from
+ * x = 87 on, 1 / (1 + e^-x) is 1.0f anyway. */
+static inline float vm_sigmoid(float x) {
+  float m = -x > -87.0f ? -x : -87.0f;
+  float r = 1.0f / (1.0f + vm_exp(m));
+  return x == x ? r : x;
 }
 
-/* erfc(a) for a ≥ 0.5 (0 from 10 on, where it is below 1e-44): t·exp(-a² + P(t)),
- * t = 1 / (1 + a/2), P the Chebyshev fit of Numerical Recipes' erfcc,
- * fractional error 1.2e-7. */
+/* a - a³/3 + 2a⁵/15 - 17a⁷/315 + 62a⁹/2835 - 1382a¹¹/155925 + 21844a¹³/6081075;
+ * the first omitted term is below 5e-8 for a < 0.5. */
+static inline float vm_tanh_small(float a) {
+  float a2 = a * a;
+  float ps = -0.0088632355299021966f + a2 * 0.0035921280365724810f;
+  ps = 0.021869488536155203f + a2 * ps;
+  ps = -0.053968253968253968f + a2 * ps;
+  ps = 0.13333333333333333f + a2 * ps;
+  ps = -0.33333333333333333f + a2 * ps;
+  return a + a * a2 * ps;
+}
+
+static inline float vm_tanh(float x) {
+  float a = fabsf(x), w = vm_w(a < 0.5f);
+  float as = a < 0.5f ? a : 0.5f;
+  /* From a = 9 on, tanh is 1.0f in float; the clamp keeps e normal. */
+  float e = vm_exp(-2.0f * (a < 9.0f ? a : 9.0f));
+  float tl = (1.0f - e) / (1.0f + e);
+  float r = copysignf(w * vm_tanh_small(as) + (1.0f - w) * tl, x); /* tanh(-0) = -0 */
+  return x == x ? r : x;
+}
+
+/* erfc(a) for a ≥ 0.5: t·exp(-a² + P(t)), t = 1 / (1 + a/2), P the
+ * Chebyshev fit of Numerical Recipes' erfcc (fractional error 1.2e-7). 0
+ * from a = 9 on (erfc(9) = 4e-37), where exp would go subnormal. */
 static inline float vm_erfc_big(float a) {
-  float ac = a < 10.0f ? a : 10.0f; /* NaN → 10; callers put NaN back */
+  float ac = a < 9.0f ? a : 9.0f; /* NaN → 9; callers put NaN back */
   float t = 1.0f / (1.0f + 0.5f * ac);
   float q = 0.17087277f;
   q = -0.82215223f + t * q;
@@ -96,12 +112,11 @@ static inline float vm_erfc_big(float a) {
   q = 0.37409196f + t * q;
   q = 1.00002368f + t * q;
   q = -1.26551223f + t * q;
-  float r = t * vm_exp(q - ac * ac);
-  return a < 10.0f ? r : 0.0f;
+  return t * vm_exp(q - ac * ac) * vm_w(a < 9.0f);
 }
 
-/* erf(a) for a < 0.5: (2/√π)(a - a³/3 + a⁵/10 - a⁷/42 + a⁹/216 - a¹¹/1320);
- * the first omitted term is below 1.5e-8. */
+/* erf(a) for 0 ≤ a ≤ 0.5: (2/√π)(a - a³/3 + a⁵/10 - a⁷/42 + a⁹/216 -
+ * a¹¹/1320); the first omitted term is below 1.5e-8. */
 static inline float vm_erf_small(float a) {
   float a2 = a * a;
   float ps = 0.0052239776254421878f + a2 * -0.00085483270234508327f;
@@ -112,30 +127,34 @@ static inline float vm_erf_small(float a) {
 }
 
 static inline float vm_erf(float x) {
-  float a = fabsf(x);
-  float r = a < 0.5f ? vm_erf_small(a) : 1.0f - vm_erfc_big(a);
+  float a = fabsf(x), w = vm_w(a < 0.5f), as = a < 0.5f ? a : 0.5f;
+  float r = w * vm_erf_small(as) + (1.0f - w) * (1.0f - vm_erfc_big(a));
   r = copysignf(r, x);
   return x == x ? r : x;
 }
 
 /* 0.5·x·(1 + erf(x/√2)); for x/√2 ≤ -0.5 as 0.5·x·erfc(|x|/√2), which does
- * not cancel. */
+ * not cancel. -Inf gives NaN, as the formula's -Inf · 0 does. */
 static inline float vm_gelu(float x) {
   float z = x * 0.70710678118654752f, a = fabsf(z);
-  float big = vm_erfc_big(a); /* erfc(a) */
-  float s = a < 0.5f ? 1.0f + copysignf(vm_erf_small(a), z) : x < 0 ? big : 2.0f - big;
+  float w = vm_w(a < 0.5f), as = a < 0.5f ? a : 0.5f, neg = vm_w(x < 0);
+  float big = vm_erfc_big(a); /* erfc(|z|) */
+  float s = w * (1.0f + copysignf(vm_erf_small(as), z)) +
+            (1.0f - w) * (neg * big + (1.0f - neg) * (2.0f - big));
   float r = 0.5f * x * s;
-  return x == x ? r : x;
+  return x == x && x != -INFINITY ? r : x * 0.0f;
 }
 
 /* 0.5·x·(1 + tanh(u)), u = √(2/π)(x + 0.044715x³); for u ≤ -0.5,
- * 1 + tanh(u) = 2e / (1 + e), e = e^-2|u|, which does not cancel. */
+ * 1 + tanh(u) = 2e / (1 + e) with e = e^-2|u|, which does not cancel; 0
+ * from |u| = 43 on, where e would go subnormal. -Inf gives NaN as vm_gelu. */
 static inline float vm_gelu_tanh(float x) {
-  float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-  float e = vm_exp(-2.0f * fabsf(u));
-  float s = u <= -0.5f ? 2.0f * e / (1.0f + e) : 1.0f + vm_tanh(u);
+  float u = 0.79788456080286536f * (x + 0.044715f * x * x * x), au = fabsf(u);
+  float e = vm_exp(-2.0f * (au < 43.0f ? au : 43.0f));
+  float neg = vm_w(u <= -0.5f);
+  float s = neg * (2.0f * e / (1.0f + e)) * vm_w(au < 43.0f) + (1.0f - neg) * (1.0f + vm_tanh(u));
   float r = 0.5f * x * s;
-  return x == x ? r : x;
+  return x == x && x != -INFINITY ? r : x * 0.0f;
 }
 
 /* The loops: y[i] = f(x[i]); y may equal x. */
