@@ -104,7 +104,21 @@ static tolk_status op_scale(struct op_ctx *c) {
   return TOLK_OK;
 }
 
+static int const_calls;
+
+/* Const: a float vector [1, 2, 3] (counts its calls). */
+static tolk_status op_const(struct op_ctx *c) {
+  const_calls++;
+  int64_t n = 3;
+  struct tensor *y = op_output(c, 0, TOLK_FLOAT, 1, &n);
+  if (!y) return c->err->status;
+  float *p = y->data;
+  for (int i = 0; i < 3; i++) p[i] = (float)(i + 1);
+  return TOLK_OK;
+}
+
 static const struct op_def test_ops[] = {
+    {"test", "Const", 1, 0, NULL, op_const, NULL},
     {"test", "Add", 1, 0, NULL, op_add, NULL},
     {"test", "Relu", 1, 0, NULL, op_relu, NULL},
     {"test", "Keep", 1, 0, NULL, op_keep, NULL},
@@ -519,7 +533,55 @@ static void test_concurrent(void) {
   tb_free(m);
 }
 
+/* Folding: Const and Add(Const, w) run once at creation with opt level
+ * basic, on every run with none; the results agree. */
+static void test_folding(void) {
+  struct ir_model *m = tb_model();
+  struct ir_graph *g = tb_graph(m, NULL, "main");
+  int64_t d[1] = {3};
+  tb_input(m, g, "x", TOLK_FLOAT, 1, d, NULL);
+  float w[3] = {10, 20, 30};
+  tb_init(m, g, "w", TOLK_FLOAT, 1, d, w, sizeof w);
+  tb_node(m, g, "Const", "test", "c", "", "k");
+  tb_node(m, g, "Add", "test", "kw", "k,w", "kw");
+  tb_node(m, g, "Add", "test", "y", "x,kw", "y");
+  tb_output(g, "y");
+  tb_output(g, "kw"); /* a folded value as a graph output */
+  float x[3] = {100, 200, 300};
+  tolk_tensor *tx = tb_tensor(1, d, x);
+  for (int level = 0; level < 2; level++) {
+    tolk_session *s = NULL;
+    tolk_error err = {0};
+    tolk_session_params p = tolk_session_default_params();
+    p.opt_level = level ? TOLK_OPT_BASIC : TOLK_OPT_NONE;
+    const_calls = 0;
+    CHECK_MSG(exec_session_create_ir(m, &p, test_ops, &s, &err) == TOLK_OK, "%s", err.message);
+    if (!s) continue;
+    CHECK(const_calls == level);
+    for (int rep = 0; rep < 3; rep++) {
+      tolk_tensor *out[2] = {NULL, NULL};
+      const char *nm[] = {"x"};
+      const tolk_tensor *in[] = {tx};
+      tolk_run_stats st;
+      CHECK(tolk_session_run(s, 1, nm, in, 2, NULL, out, &st, &err) == TOLK_OK);
+      CHECK(st.nodes_run == (level ? 1u : 3u));
+      if (out[0] && out[1]) {
+        const float *py = tolk_tensor_data(out[0]), *pk = tolk_tensor_data(out[1]);
+        CHECK(py[0] == 111 && py[1] == 222 && py[2] == 333);
+        CHECK(pk[0] == 11 && pk[2] == 33);
+      }
+      tolk_tensor_free(out[0]);
+      tolk_tensor_free(out[1]);
+    }
+    CHECK(const_calls == (level ? 1 : 3));
+    tolk_session_free(s);
+  }
+  tolk_tensor_free(tx);
+  tb_free(m);
+}
+
 int main(void) {
+  test_folding();
   test_basic();
   test_input_errors();
   test_creation_errors();

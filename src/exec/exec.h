@@ -66,6 +66,15 @@ struct xgraph {
   struct xref *out_refs; /* declared outputs */
   uint32_t n_out;
   uint32_t max_in, max_out; /* largest node arity, for per-frame buffers */
+  /* Values computed once at creation by constant folding (fold.c), bound
+   * into every frame like initializers; is_const marks those slots and the
+   * initializers a caller cannot override. */
+  struct xconst {
+    int32_t slot;
+    struct tensor t;
+  } *consts;
+  uint32_t n_consts;
+  uint8_t *is_const;
   /* Values of enclosing graphs read here or in nested subgraphs. */
   const struct ir_value **outer;
   uint32_t n_outer;
@@ -195,6 +204,9 @@ struct tolk_session {
   /* main-graph slot -> first output position, or -1 */
   int32_t *out_pos;
   size_t max_sig;
+  void **folded; /* buffers of folded constants, freed with the session */
+  size_t n_folded, cap_folded;
+  uint32_t n_nodes_folded;
   struct tolk_arena arena; /* everything compiled lives here */
 };
 
@@ -215,9 +227,18 @@ tolk_status exec_session_create_ir(const struct ir_model *m, const tolk_session_
 void exec_node_prefix(tolk_error *err, const struct ir_node *n);
 
 /* run.c */
+struct exec_run *exec_run_new(tolk_session *s);
+/* Runs one node of xg in frame fr (no releases); errors carry its identity. */
+tolk_status exec_node(struct exec_run *r, struct xgraph *xg, struct xframe *fr,
+                      struct xnode *xn);
 tolk_status exec_graph(struct exec_run *r, struct xgraph *xg, struct xframe *fr);
 void exec_frame_bind_constants(struct exec_run *r, struct xgraph *xg, struct xframe *fr);
 void exec_frame_sweep(struct exec_run *r, struct xgraph *xg, struct xframe *fr);
+
+/* fold.c: evaluates, at creation, the nodes fed only by constants and
+ * drops them from the graphs (opt level basic and up). Never fails the
+ * session: a node that cannot be folded is simply run at run time. */
+tolk_status exec_fold(tolk_session *s, tolk_error *err);
 
 /* plan.c: the allocator and the plan cache. */
 bool exec_alloc(struct exec_run *r, size_t bytes, struct xbuf *b);

@@ -37,6 +37,7 @@ void exec_frame_bind_constants(struct exec_run *r, struct xgraph *xg, struct xfr
     const struct ir_value *v = g->initializers[i];
     tensor_from_init(&fr->slots[v->index].t, v->init);
   }
+  for (uint32_t i = 0; i < xg->n_consts; i++) fr->slots[xg->consts[i].slot].t = xg->consts[i].t;
   fr->bound = true;
 }
 
@@ -66,7 +67,7 @@ void exec_run_free(struct exec_run *r) {
   free(r);
 }
 
-static struct exec_run *run_new(tolk_session *s) {
+struct exec_run *exec_run_new(tolk_session *s) {
   struct exec_run *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   r->s = s;
@@ -127,49 +128,54 @@ void exec_frame_sweep(struct exec_run *r, struct xgraph *xg, struct xframe *fr) 
 
 /* ------------------------------------------------------------ the loop */
 
+tolk_status exec_node(struct exec_run *r, struct xgraph *xg, struct xframe *fr,
+                      struct xnode *xn) {
+  exec_event_node(r, xn->uid);
+  for (uint32_t i = 0; i < xn->n_in; i++) {
+    struct xref ref = xn->in[i];
+    fr->inbuf[i] = ref.frame < 0 ? NULL : &r->frames[ref.frame].slots[ref.slot].t;
+  }
+  struct xctx xc;
+  xc.c.node = xn->node;
+  xc.c.opset = xn->opset;
+  xc.c.in = fr->inbuf;
+  xc.c.n_in = xn->n_in;
+  xc.c.n_out = xn->n_out;
+  xc.c.state = xn->state;
+  xc.c.pool = r->s->pool;
+  xc.c.run = r;
+  xc.c.err = r->err;
+  xc.xn = xn;
+  xc.xg = xg;
+  xc.fr = fr;
+  size_t mark = r->n_scratch;
+  tolk_status st = xn->def->run(&xc.c);
+  r->nodes_run++;
+  while (r->n_scratch > mark) exec_free(r, &r->scratch[--r->n_scratch]);
+  for (uint32_t j = 0; j < xn->n_subs; j++)
+    exec_frame_sweep(r, xn->subs[j], &r->frames[xn->subs[j]->id]);
+  if (st == TOLK_OK)
+    for (uint32_t i = 0; i < xn->n_out; i++) {
+      int32_t sl = xn->out[i];
+      if (sl >= 0 && fr->slots[sl].epoch != fr->epoch) {
+        st = tolk_fail(r->err, TOLK_ERR_INTERNAL, "the kernel did not produce output %u ('%s')",
+                       i, xn->node->outputs[i]->name);
+        break;
+      }
+    }
+  if (st) {
+    if (r->err && r->err->status == TOLK_OK) r->err->status = st;
+    exec_node_prefix(r->err, xn->node);
+  }
+  return st;
+}
+
 tolk_status exec_graph(struct exec_run *r, struct xgraph *xg, struct xframe *fr) {
-  tolk_session *s = r->s;
   fr->epoch = ++r->epoch_clock;
   for (uint32_t k = 0; k < xg->n_nodes; k++) {
     struct xnode *xn = &xg->nodes[k];
-    exec_event_node(r, xn->uid);
-    for (uint32_t i = 0; i < xn->n_in; i++) {
-      struct xref ref = xn->in[i];
-      fr->inbuf[i] = ref.frame < 0 ? NULL : &r->frames[ref.frame].slots[ref.slot].t;
-    }
-    struct xctx xc;
-    xc.c.node = xn->node;
-    xc.c.opset = xn->opset;
-    xc.c.in = fr->inbuf;
-    xc.c.n_in = xn->n_in;
-    xc.c.n_out = xn->n_out;
-    xc.c.state = xn->state;
-    xc.c.pool = s->pool;
-    xc.c.run = r;
-    xc.c.err = r->err;
-    xc.xn = xn;
-    xc.xg = xg;
-    xc.fr = fr;
-    size_t mark = r->n_scratch;
-    tolk_status st = xn->def->run(&xc.c);
-    r->nodes_run++;
-    while (r->n_scratch > mark) exec_free(r, &r->scratch[--r->n_scratch]);
-    for (uint32_t j = 0; j < xn->n_subs; j++)
-      exec_frame_sweep(r, xn->subs[j], &r->frames[xn->subs[j]->id]);
-    if (st == TOLK_OK)
-      for (uint32_t i = 0; i < xn->n_out; i++) {
-        int32_t sl = xn->out[i];
-        if (sl >= 0 && fr->slots[sl].epoch != fr->epoch) {
-          st = tolk_fail(r->err, TOLK_ERR_INTERNAL, "the kernel did not produce output %u ('%s')",
-                         i, xn->node->outputs[i]->name);
-          break;
-        }
-      }
-    if (st) {
-      if (r->err && r->err->status == TOLK_OK) r->err->status = st;
-      exec_node_prefix(r->err, xn->node);
-      return st;
-    }
+    tolk_status st = exec_node(r, xg, fr, xn);
+    if (st) return st;
     for (uint32_t j = 0; j < xn->n_release; j++) {
       int32_t sl = xn->release[j];
       if (TOLK_UNLIKELY(r->n_pinned) && fr == r->frames && r->pinned[sl]) continue;
@@ -550,7 +556,7 @@ tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const
   struct exec_run *r = s->free_runs;
   if (r) s->free_runs = r->next_free;
   pthread_mutex_unlock(&s->mu);
-  if (!r) r = run_new(s);
+  if (!r) r = exec_run_new(s);
   if (!r) {
     if (pos != pos_small) free(pos);
     return tolk_fail(err, TOLK_ERR_NO_MEMORY, "run state");

@@ -568,6 +568,7 @@ tolk_status exec_session_create_ir(const struct ir_model *m, const tolk_session_
   if (!st) st = prepare_all(&cp);
   if (!st) st = build_info(&cp);
   if (!st) st = tolk_pool_create(s->params.threads, &s->pool, err);
+  if (!st) st = exec_fold(s, err);
   if (st) {
     tolk_session_free(s);
     return st;
@@ -596,6 +597,8 @@ void tolk_session_free(tolk_session *s) {
     exec_plan_free(pl);
   }
   tolk_pool_free(s->pool);
+  for (size_t i = 0; i < s->n_folded; i++) free(s->folded[i]);
+  free(s->folded);
   free(s->graphs);
   tolk_arena_release(&s->arena);
   pthread_mutex_destroy(&s->mu);
