@@ -107,7 +107,8 @@ size_t tolk_dtype_size(tolk_dtype dtype);
 typedef struct tolk_model tolk_model;
 
 typedef struct tolk_model_params {
-  /* Bound on subgraph nesting (If/Loop/Scan bodies). */
+  /* Bound on subgraph nesting (If/Loop/Scan bodies); 0 means the default
+   * (32). Deeper files fail with TOLK_ERR_LIMIT. */
   int max_graph_depth;
   /* Refuse files larger than this many bytes (0: no bound). */
   uint64_t max_file_bytes;
@@ -119,9 +120,17 @@ typedef struct tolk_model_params {
 tolk_model_params tolk_model_default_params(void);
 
 /* Loads the ONNX model at `path`. External data files are resolved relative
- * to the folder holding `path` and must stay inside it.
+ * to the folder holding `path` and must stay inside it: absolute locations,
+ * ".." components, symlinks resolving outside the folder and files with more
+ * than one hard link are refused (TOLK_ERR_INVALID_MODEL).
  * On success *out receives a model the caller frees with tolk_model_free().
- * On failure *out is set to NULL. */
+ * On failure *out is set to NULL; err names the file and, for content
+ * errors, the graph / node / tensor and the byte offset involved:
+ * TOLK_ERR_IO / TOLK_ERR_NOT_FOUND when a file cannot be read,
+ * TOLK_ERR_MALFORMED for bytes that are not protobuf, TOLK_ERR_INVALID_MODEL
+ * for broken ONNX (sizes not matching dims, bad external data),
+ * TOLK_ERR_LIMIT for sizes or nesting past the bounds, TOLK_ERR_UNSUPPORTED
+ * for valid features tolk lacks (tensor segments, rank > 16). */
 tolk_status tolk_model_load(const char *path, tolk_model_params params,
                             tolk_model **out, tolk_error *err);
 

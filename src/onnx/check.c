@@ -398,8 +398,8 @@ tolk_status tolk_model_check(const tolk_model *model, tolk_report_fn report, voi
     size_t n_all = f->n_opsets + m->n_opsets;
     struct ir_opset *all = n_all ? tolk_arena_array(&k.scratch, n_all, sizeof *all) : NULL;
     if (all) {
-      memcpy(all, f->opsets, f->n_opsets * sizeof *all);
-      memcpy(all + f->n_opsets, m->opsets, m->n_opsets * sizeof *all);
+      if (f->n_opsets) memcpy(all, f->opsets, f->n_opsets * sizeof *all);
+      if (m->n_opsets) memcpy(all + f->n_opsets, m->opsets, m->n_opsets * sizeof *all);
     }
     struct scope fs = {all, all ? n_all : 0};
     check_graph(&k, f->body, where, &fs, false);
