@@ -107,13 +107,30 @@ struct where_job {
   size_t es;
 };
 
+/* One loop per element size; the switch on the three run strides (each 0
+ * or 1) hands the loop constants, so each combination compiles to its own
+ * straight vectorisable loop (a mask over a full tensor with a scalar
+ * fill is 1,1,0). */
 #define WHERE_LOOP(T)                                                                  \
+  static inline __attribute__((always_inline)) void where_k_##T(                       \
+      int64_t n, T *o, const uint8_t *c, int64_t sc, const T *x, int64_t sx, const T *y, \
+      int64_t sy) {                                                                    \
+    for (int64_t i = 0; i < n; i++) {                                                  \
+      T m = (T)0 - (T)(c[i * sc] != 0); /* a bit mask, so both loads happen */         \
+      o[i] = (T)((x[i * sx] & m) | (y[i * sy] & (T)~m));                               \
+    }                                                                                  \
+  }                                                                                    \
   static void where_##T(int64_t n, T *o, const uint8_t *c, int64_t sc, const T *x,     \
                         int64_t sx, const T *y, int64_t sy) {                          \
-    if (sc && sx && sy) {                                                              \
-      for (int64_t i = 0; i < n; i++) o[i] = c[i] ? x[i] : y[i];                       \
-    } else {                                                                           \
-      for (int64_t i = 0; i < n; i++) o[i] = c[i * sc] ? x[i * sx] : y[i * sy];        \
+    switch (sc << 2 | sx << 1 | sy) {                                                  \
+    case 7: where_k_##T(n, o, c, 1, x, 1, y, 1); break;                                \
+    case 6: where_k_##T(n, o, c, 1, x, 1, y, 0); break;                                \
+    case 5: where_k_##T(n, o, c, 1, x, 0, y, 1); break;                                \
+    case 4: where_k_##T(n, o, c, 1, x, 0, y, 0); break;                                \
+    case 3: where_k_##T(n, o, c, 0, x, 1, y, 1); break;                                \
+    case 2: where_k_##T(n, o, c, 0, x, 1, y, 0); break;                                \
+    case 1: where_k_##T(n, o, c, 0, x, 0, y, 1); break;                                \
+    default: where_k_##T(n, o, c, 0, x, 0, y, 0); break;                               \
     }                                                                                  \
   }
 WHERE_LOOP(uint8_t)
