@@ -216,7 +216,8 @@ typedef struct tolk_session_params {
   /* Bound on the intermediate memory one run may hold, in bytes (0: none);
    * exceeding it fails the run with TOLK_ERR_LIMIT. */
   uint64_t memory_limit;
-  /* Execution plans kept, one per input-shape signature (0: default 16). */
+  /* Execution plans kept, one per input-shape signature (0: default 64; a
+   * decoder whose past grows by one token per step uses one per length). */
   int plan_cache_size;
 } tolk_session_params;
 
@@ -447,6 +448,17 @@ tolk_status tolk_translator_generate(const tolk_translator *tr, const tolk_ids *
                                      size_t n, const tolk_generate_params *params,
                                      tolk_generation *out, tolk_error *err);
 
+/* What a translator was loaded from. Strings are borrowed from it; a graph
+ * path is "" when that form is not used. */
+typedef struct tolk_translator_info {
+  const char *folder, *encoder, *decoder, *decoder_with_past, *decoder_merged;
+  int vocab_size, d_model, decoder_layers, decoder_heads, max_positions;
+  int32_t decoder_start, eos, pad;
+  int verified; /* 1: files matched tolk-manifest.json; 0: none or skipped */
+} tolk_translator_info;
+
+tolk_translator_info tolk_translator_describe(const tolk_translator *tr);
+
 /* The tokenizer of the model (borrowed). */
 const tolk_tokenizer *tolk_translator_tokenizer(const tolk_translator *tr);
 
@@ -458,6 +470,35 @@ tolk_status tolk_translator_translate(const tolk_translator *tr, const char *con
                                       size_t n, const char *tag,
                                       const tolk_generate_params *params, char **out,
                                       tolk_error *err);
+
+/* One sentence of a translated text. */
+typedef struct tolk_sentence {
+  size_t begin, end;   /* byte range of the source sentence in the text */
+  size_t line;         /* 0-based line of the text it is on */
+  char *translation;
+  int32_t *ids;        /* generated ids, decoder start first */
+  size_t n_ids;
+  float score;
+} tolk_sentence;
+
+typedef struct tolk_text_translation {
+  char *text;          /* the whole translation, line breaks as in the source */
+  tolk_sentence *sentences;
+  size_t n_sentences;
+  double tokenize_ms, generate_ms, decode_ms;
+} tolk_text_translation;
+
+/* Translates a text of any length: it is split into lines and sentences
+ * (abbreviations, decimals, URLs, quotes and ellipses handled), a sentence
+ * longer than the model's positions is split again at word boundaries, never
+ * truncated, all sentences are translated in length-sorted batches, and the
+ * results are joined in order with the source's line breaks. A tag at the
+ * start of the text (">>yue_Hans<<") applies to all its sentences; otherwise
+ * `tag` (may be NULL) does. *out is freed with tolk_text_translation_free(). */
+tolk_status tolk_translator_translate_text(const tolk_translator *tr, const char *text, size_t len,
+                                           const char *tag, const tolk_generate_params *params,
+                                           tolk_text_translation *out, tolk_error *err);
+void tolk_text_translation_free(tolk_text_translation *t);
 
 #ifdef __cplusplus
 }

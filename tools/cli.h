@@ -21,6 +21,8 @@ int cmd_run(int argc, char **argv);
 
 int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
+int cmd_translate(int argc, char **argv);
+int cmd_info(int argc, char **argv);
 
 /* Prints "tolk VERB: message" for a failed library call to stderr; returns 2. */
 int cli_fail(const char *verb, const tolk_error *err);

@@ -13,6 +13,8 @@ static const struct cli_command commands[] = {
     {"tokenize", "text to token ids with a model's Marian tokenizer", cmd_tokenize},
     {"detokenize", "token ids back to text", cmd_detokenize},
     {"run", "run a model on .npy/.pb inputs; compare, save and time outputs", cmd_run},
+    {"translate", "translate English text to Chinese with a Marian model", cmd_translate},
+    {"info", "describe a translation model folder: files, sizes, languages", cmd_info},
     {NULL, NULL, NULL},
 };
 

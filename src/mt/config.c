@@ -269,9 +269,10 @@ static tolk_status verify_entry(const struct mt_files *f, const cJSON *e, const 
   return TOLK_OK;
 }
 
-tolk_status mt_manifest_verify(const struct mt_files *f, tolk_error *err) {
+tolk_status mt_manifest_verify(const struct mt_files *f, bool *verified, tolk_error *err) {
   char path[4200];
   cJSON *m;
+  *verified = false;
   tolk_status st = join(path, sizeof path, f->root, "tolk-manifest.json", err);
   if (!st) st = read_json(path, true, &m, err);
   if (st || !m) return st;
@@ -281,5 +282,6 @@ tolk_status mt_manifest_verify(const struct mt_files *f, tolk_error *err) {
     if ((st = verify_entry(f, e, path, err))) break;
   }
   cJSON_Delete(m);
+  *verified = st == TOLK_OK;
   return st;
 }

@@ -44,8 +44,8 @@ tolk_status mt_files_find(const char *dir, bool int8, struct mt_files *f, tolk_e
 
 /* Checks every file the manifest lists that exists among those tolk uses
  * (graphs, configs, tokenizer) against its size and sha256. A folder without
- * tolk-manifest.json passes. */
-tolk_status mt_manifest_verify(const struct mt_files *f, tolk_error *err);
+ * tolk-manifest.json passes with *verified false. */
+tolk_status mt_manifest_verify(const struct mt_files *f, bool *verified, tolk_error *err);
 
 /* ---------------------------------------------------------------- decoder */
 
@@ -80,5 +80,23 @@ size_t mt_state_rows(const struct mt_state *s);
  * writes n × num_return_sequences results to out. */
 tolk_status mt_generate(const struct mt_config *cfg, const tolk_generate_params *p,
                         struct mt_state *s, size_t n, tolk_generation *out, tolk_error *err);
+
+/* ---------------------------------------------------------------- text */
+
+/* The most source ids (</s> included) the model's positions allow. */
+int mt_max_positions(const tolk_translator *tr);
+
+struct mt_span {
+  size_t begin, end; /* byte range in the text */
+};
+
+struct mt_spans {
+  struct mt_span *spans;
+  size_t n, cap;
+};
+
+/* Splits text into sentences (never across a line break); spans exclude the
+ * whitespace between sentences. false when out of memory. */
+bool mt_split_sentences(const char *text, size_t len, struct mt_spans *out);
 
 #endif /* TOLK_MT_H */

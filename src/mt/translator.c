@@ -14,6 +14,7 @@
 struct tolk_translator {
   struct mt_files files;
   struct mt_config cfg;
+  bool verified;
   struct mt_model *model;
   tolk_tokenizer *tok;
 };
@@ -30,7 +31,7 @@ tolk_status tolk_translator_create(const char *model_dir, tolk_translator_params
   tolk_translator *t = calloc(1, sizeof *t);
   if (!t) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
   tolk_status st = mt_files_find(model_dir, params.int8 != 0, &t->files, err);
-  if (!st && params.verify) st = mt_manifest_verify(&t->files, err);
+  if (!st && params.verify) st = mt_manifest_verify(&t->files, &t->verified, err);
   if (!st) st = mt_config_load(t->files.root, &t->cfg, err);
   if (!st) st = tolk_tokenizer_create(t->files.root, tolk_tokenizer_default_params(), &t->tok, err);
   if (!st && tolk_tokenizer_vocab_size(t->tok) > (size_t)t->cfg.vocab_size)
@@ -54,6 +55,18 @@ void tolk_translator_free(tolk_translator *t) {
 }
 
 const tolk_tokenizer *tolk_translator_tokenizer(const tolk_translator *t) { return t->tok; }
+
+int mt_max_positions(const tolk_translator *t) { return t->cfg.max_positions; }
+
+tolk_translator_info tolk_translator_describe(const tolk_translator *t) {
+  const struct mt_files *f = &t->files;
+  const struct mt_config *c = &t->cfg;
+  tolk_translator_info i = {f->root, f->encoder, f->has_separate ? f->decoder : "",
+                            f->has_separate ? f->decoder_past : "", f->has_separate ? "" : f->merged,
+                            c->vocab_size, c->d_model, c->decoder_layers, c->decoder_heads, c->max_positions,
+                            c->decoder_start, c->eos, c->pad, t->verified};
+  return i;
+}
 
 tolk_generate_params tolk_translator_generate_params(const tolk_translator *t) {
   tolk_generate_params p = t->cfg.gen;
