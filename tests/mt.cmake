@@ -1,0 +1,15 @@
+# CLI checks of `tolk translate` and `tolk info` on the Marian fixture.
+set(_tiny ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/marian-tiny)
+add_test(NAME cli_translate_file COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_translate_file.sh
+         $<TARGET_FILE:tolk> ${_tiny})
+set_tests_properties(cli_translate_file PROPERTIES LABELS unit)
+add_test(NAME cli_translate_json COMMAND tolk translate -m ${_tiny} --beam 1 --max-new-tokens 4 --json "Open file. Save it.")
+set_tests_properties(cli_translate_json PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "^\\{\"line\":1,\"source\":\"Open file.\",\"translation\":\"[^\n]*\",\"ids\":\\[4268,[^\n]*\n\\{\"line\":1,\"source\":\"Save it.\"")
+add_test(NAME cli_translate_bad_tag COMMAND tolk translate -m ${_tiny} --to xx "Hello")
+set_tests_properties(cli_translate_bad_tag PROPERTIES LABELS unit WILL_FAIL TRUE)
+add_test(NAME cli_translate_missing_model COMMAND tolk translate -m ${CMAKE_CURRENT_SOURCE_DIR}/no-such-model "Hello")
+set_tests_properties(cli_translate_missing_model PROPERTIES LABELS unit WILL_FAIL TRUE)
+add_test(NAME cli_info COMMAND tolk info -m ${_tiny} --int8)
+set_tests_properties(cli_info PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "encoder_model_quantized.onnx.*checksums: match tolk-manifest.json.*>>cmn_Hans<<")
