@@ -129,6 +129,12 @@ static void pool_case(int nsp) {
       bool same = true;
       for (int64_t i = 0; i < planes * outn; i++) same &= iy[i] == ir[i];
       CHECK_MSG(same, "max indices differ (nsp %d, storage_order %d)", nsp, a.storage_order);
+      /* Without indices 2-D max pooling takes its own loops. */
+      a.indices = NULL;
+      nn_pool_f32(&a, &w, x, y, 0, planes);
+      same = true;
+      for (int64_t i = 0; i < planes * outn; i++) same &= y[i] == r[i] || !isfinite(r[i]);
+      CHECK_MSG(same, "max without indices differs (nsp %d)", nsp);
     }
   }
   free(x), free(y), free(r), free(iy), free(ir);

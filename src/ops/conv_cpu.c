@@ -145,9 +145,44 @@ static void tap_next(struct tap_iter *t) {
   }
 }
 
+/* im2col of whole 2-D images: per (channel, tap) one pass over the output
+ * rows, the in-bounds columns found once per tap. */
+static void im2col_2d(const float *x, int64_t channels, const struct nn_window *w, float *col,
+                      int64_t ldc) {
+  int64_t H = w->in[0], W = w->in[1], OH = w->out[0], OW = w->out[1];
+  int64_t sh = w->stride[0], sw = w->stride[1];
+  for (int64_t ch = 0; ch < channels; ch++)
+    for (int64_t kh = 0; kh < w->k[0]; kh++)
+      for (int64_t kw = 0; kw < w->k[1]; kw++) {
+        float *d = col + ((ch * w->k[0] + kh) * w->k[1] + kw) * ldc;
+        int64_t off = kw * w->dil[1] - w->pad0[1]; /* input column of ow = 0 */
+        int64_t lo = ceil_div(-off, sw), hi = floor_div(W - 1 - off, sw) + 1;
+        lo = lo < 0 ? 0 : lo > OW ? OW : lo;
+        hi = hi > OW ? OW : hi < lo ? lo : hi;
+        for (int64_t oh = 0; oh < OH; oh++, d += OW) {
+          int64_t ih = oh * sh - w->pad0[0] + kh * w->dil[0];
+          if (ih < 0 || ih >= H) {
+            for (int64_t q = 0; q < OW; q++) d[q] = 0;
+            continue;
+          }
+          const float *src = x + (ch * H + ih) * W + off;
+          for (int64_t q = 0; q < lo; q++) d[q] = 0;
+          if (sw == 1)
+            for (int64_t q = lo; q < hi; q++) d[q] = src[q];
+          else
+            for (int64_t q = lo; q < hi; q++) d[q] = src[q * sw];
+          for (int64_t q = hi; q < OW; q++) d[q] = 0;
+        }
+      }
+}
+
 void nn_im2col_f32(const float *x, int64_t channels, const struct nn_window *w, int64_t p0,
                    int64_t p1, float *col, int64_t ldc) {
   int nsp = w->nsp;
+  if (nsp == 2 && p0 == 0 && p1 == w->out[0] * w->out[1] && ldc == p1) {
+    im2col_2d(x, channels, w, col, ldc);
+    return;
+  }
   int64_t kn = nn_window_numel(w->k, nsp), inn = nn_window_numel(w->in, nsp);
   int64_t s = w->stride[nsp - 1];
   for (int64_t ch = 0; ch < channels; ch++) {
