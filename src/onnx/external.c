@@ -212,7 +212,7 @@ tolk_status onnx_external_resolve(struct onnx_loader *l, struct ir_tensor *t) {
     return tolk_fail(l->err, TOLK_ERR_INVALID_ARGUMENT,
                      "tensor '%s': external data '%s', but the model was loaded from a buffer without a folder",
                      nm, t->ext_location);
-  struct ir_external_file *f;
+  struct ir_external_file *f = NULL;
   if ((st = file_for(l, t->ext_location, nm, &f))) return st;
   if ((st = check_range(t, f->size, l->err))) return st;
   f->n_tensors++;
