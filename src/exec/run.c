@@ -567,6 +567,10 @@ tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const
   if (!err) r->err = &local;
   r->err->status = TOLK_OK;
   r->err->message[0] = '\0';
+  r->live = r->peak = r->heap_bytes = r->output_bytes = 0;
+  r->nodes_run = 0;
+  r->diverged = false;
+  r->plan = NULL;
 
   struct tolk_tensor *res_small[SMALL];
   struct tolk_tensor **res = n_outputs <= SMALL ? res_small : calloc(n_outputs, sizeof *res);

@@ -534,7 +534,7 @@ tolk_session_params tolk_session_default_params(void) {
   p.threads = 0;
   p.opt_level = TOLK_OPT_BASIC;
   p.memory_limit = 0;
-  p.plan_cache_size = 16;
+  p.plan_cache_size = 64;
   return p;
 }
 
@@ -548,7 +548,7 @@ tolk_status exec_session_create_ir(const struct ir_model *m, const tolk_session_
   if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "session");
   s->m = m;
   s->params = p ? *p : tolk_session_default_params();
-  if (s->params.plan_cache_size <= 0) s->params.plan_cache_size = 16;
+  if (s->params.plan_cache_size <= 0) s->params.plan_cache_size = 64;
   tolk_arena_init(&s->arena, 0);
   pthread_mutex_init(&s->mu, NULL);
   struct compiler cp;
