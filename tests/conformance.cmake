@@ -19,7 +19,7 @@ function(tolk_conformance name dir)
   endif()
 endfunction()
 
-tolk_conformance(conformance_onnx112_node ${TOLK_ONNX112_DATA}/node --verbose)
+tolk_conformance(conformance_onnx112_node ${TOLK_ONNX112_DATA}/node --verbose --min-pass 700)
 tolk_conformance(conformance_onnx117_node ${TOLK_ONNX117_DATA}/node --verbose)
 foreach(set pytorch-converted pytorch-operator simple)
   tolk_conformance(conformance_onnx112_${set} ${TOLK_ONNX112_DATA}/${set} --report --verbose)
