@@ -501,11 +501,97 @@ static void test_errors(void) {
   tm_end(&t);
 }
 
+/* Two MatMuls and a Gemm reading one initializer share one packed copy;
+ * two sessions on one buffer too. Each must still compute its own product,
+ * and freeing one session must leave the other's working. */
+static void test_shared_weights(void) {
+  enum { M = 3, K = 40, N = 21 };
+  float x[M * K], w[K * N];
+  double rx[M * K], rw[K * N], ref[M * N];
+  for (int i = 0; i < M * K; i++) rx[i] = x[i] = (float)drand();
+  for (int i = 0; i < K * N; i++) rw[i] = w[i] = (float)drand();
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double acc = 0;
+      for (int p = 0; p < K; p++) acc += rx[i * K + p] * rw[p * N + j];
+      ref[i * N + j] = acc;
+    }
+  struct pbw graph = {0}, model = {0}, opset = {0};
+  static const char *outs[] = {"y1", "y2", "y3"};
+  for (int i = 0; i < 3; i++) {
+    struct pbw node = {0};
+    pbw_str(&node, 1, "x");
+    pbw_str(&node, 1, "w");
+    pbw_str(&node, 2, outs[i]);
+    pbw_str(&node, 4, i == 2 ? "Gemm" : "MatMul");
+    pbw_sub(&graph, 1, &node);
+  }
+  pbw_str(&graph, 2, "g");
+  struct pbw t = {0};
+  pbw_int(&t, 1, K);
+  pbw_int(&t, 1, N);
+  pbw_int(&t, 2, TOLK_FLOAT);
+  pbw_str(&t, 8, "w");
+  pbw_bytes(&t, 9, w, sizeof w);
+  pbw_sub(&graph, 5, &t);
+  struct pbw vi = {0}, type = {0}, tt = {0}, shape = {0}, d0 = {0}, d1 = {0};
+  pbw_int(&d0, 1, M);
+  pbw_int(&d1, 1, K);
+  pbw_sub(&shape, 1, &d0);
+  pbw_sub(&shape, 1, &d1);
+  pbw_int(&tt, 1, TOLK_FLOAT);
+  pbw_sub(&tt, 2, &shape);
+  pbw_sub(&type, 1, &tt);
+  pbw_str(&vi, 1, "x");
+  pbw_sub(&vi, 2, &type);
+  pbw_sub(&graph, 11, &vi);
+  for (int i = 0; i < 3; i++) {
+    struct pbw o = {0};
+    pbw_str(&o, 1, outs[i]);
+    pbw_sub(&graph, 12, &o);
+  }
+  pbw_int(&model, 1, 8);
+  pbw_str(&opset, 1, "");
+  pbw_int(&opset, 2, 13);
+  pbw_sub(&model, 8, &opset);
+  pbw_sub(&model, 7, &graph);
+
+  tolk_session *s[2] = {NULL, NULL};
+  tolk_error err = {0};
+  tolk_session_params prm = tolk_session_default_params();
+  for (int i = 0; i < 2; i++)
+    CHECK_MSG(tolk_session_create_from_buffer(model.p, model.n, NULL, prm, &s[i], &err) == TOLK_OK,
+              "%s", err.message);
+  tolk_tensor *xt = NULL;
+  tolk_tensor_create(TOLK_FLOAT, 2, (int64_t[]){M, K}, x, sizeof x, &xt, &err);
+  const char *names[] = {"x"};
+  for (int round = 0; round < 2; round++) {
+    for (int si = round; si < 2; si++) {
+      tolk_tensor *y[3] = {NULL, NULL, NULL};
+      tolk_status st = s[si] ? tolk_session_run(s[si], 1, names, (const tolk_tensor *const *)&xt,
+                                                3, NULL, y, NULL, &err)
+                             : TOLK_ERR_INTERNAL;
+      CHECK_MSG(st == TOLK_OK, "shared weights, session %d round %d: %s", si, round, err.message);
+      for (int i = 0; i < 3 && st == TOLK_OK; i++)
+        compare("shared weights", y[i], TOLK_FLOAT, 2, (int64_t[]){M, N}, ref, K);
+      for (int i = 0; i < 3; i++) tolk_tensor_free(y[i]);
+    }
+    if (round == 0) {
+      tolk_session_free(s[0]);
+      s[0] = NULL;
+    }
+  }
+  tolk_session_free(s[1]);
+  tolk_tensor_free(xt);
+  free(model.p);
+}
+
 int main(void) {
   test_matmul();
   test_gemm();
   test_einsum();
   test_einsum_diagonal();
   test_errors();
+  test_shared_weights();
   return tu_finish("test_ops_matmul");
 }

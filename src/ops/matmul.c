@@ -15,6 +15,7 @@
  * double accumulates in double; integer types wrap like numpy's.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,16 +142,43 @@ void mm_batched(struct op_ctx *c, int32_t dtype, const struct mm_batch *bt, int6
 
 /* ------------------------------------------------------- prepacked weights */
 
-/* A constant B packed at prepare (MatMul: k×n; Gemm: op(B), k×n). */
+/* A constant B packed at prepare (MatMul: k×n; Gemm: op(B), k×n).
+ *
+ * Packed copies are shared by every node that packs the same initializer the
+ * same way: the branches of Optimum's merged decoder (an If whose with-past
+ * and without-past subgraphs both multiply by the outer graph's weights)
+ * would otherwise hold two packed copies of every decoder weight. Entries
+ * are keyed by the initializer's data pointer, shape, transpose and ISA, and
+ * counted; a session releases its nodes before it unmaps its model, so a key
+ * never outlives the data it names. */
 struct mm_state {
+  struct mm_state *next; /* in the shared list */
+  int refs;
+  const void *src;
+  bool trans_b;
+  enum kern_isa isa;
   struct kern_packed_b *pb;
   int32_t dtype;  /* the initializer's dtype */
   int64_t d0, d1; /* its dims, to check that run() sees the same tensor */
 };
 
+static pthread_mutex_t packed_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct mm_state *packed_list;
+
 static void mm_release(void *state) {
   struct mm_state *s = state;
   if (!s) return;
+  pthread_mutex_lock(&packed_mu);
+  bool last = --s->refs == 0;
+  if (last) {
+    for (struct mm_state **p = &packed_list; *p; p = &(*p)->next)
+      if (*p == s) {
+        *p = s->next;
+        break;
+      }
+  }
+  pthread_mutex_unlock(&packed_mu);
+  if (!last) return;
   kern_packed_b_free(s->pb);
   free(s);
 }
@@ -169,31 +197,59 @@ static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void *
     return TOLK_OK;
   const int64_t k = trans_b ? t->dims[1] : t->dims[0], n = trans_b ? t->dims[0] : t->dims[1];
   if (k == 0 || n == 0) return TOLK_OK;
+  const enum kern_isa isa = kern_isa_active();
+  /* Holding the lock while packing keeps two nodes from packing one weight
+   * twice; sessions are created rarely, so the wait costs nothing. */
+  pthread_mutex_lock(&packed_mu);
+  for (struct mm_state *e = packed_list; e; e = e->next) {
+    if (e->src == t->data && e->dtype == t->dtype && e->d0 == t->dims[0] &&
+        e->d1 == t->dims[1] && e->trans_b == trans_b && e->isa == isa) {
+      e->refs++;
+      pthread_mutex_unlock(&packed_mu);
+      *state = e;
+      return TOLK_OK;
+    }
+  }
   const float *f = t->data;
   float *wide = NULL;
+  tolk_status st = TOLK_OK;
+  struct mm_state *s = calloc(1, sizeof *s);
+  if (!s) {
+    st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
+    goto out;
+  }
   if (t->dtype != TOLK_FLOAT) {
     size_t bytes;
-    if (!tolk_mul_size((size_t)t->numel, sizeof(float), &bytes) || !(wide = malloc(bytes)))
-      return tolk_fail(err, TOLK_ERR_NO_MEMORY, "input B (%s): no memory to widen %lld elements",
-                       v->name, (long long)t->numel);
+    if (!tolk_mul_size((size_t)t->numel, sizeof(float), &bytes) || !(wide = malloc(bytes))) {
+      st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to widen %lld elements",
+                     (long long)t->numel);
+      goto out;
+    }
     if (t->dtype == TOLK_FLOAT16) tolk_f16_to_f32_n(t->data, wide, t->numel);
     else tolk_bf16_to_f32_n(t->data, wide, t->numel);
     f = wide;
   }
-  struct mm_state *s = calloc(1, sizeof *s);
-  tolk_status st = s ? kern_sgemm_pack_b(trans_b, k, n, f, t->dims[1], &s->pb, err)
-                     : tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
+  st = kern_sgemm_pack_b(trans_b, k, n, f, t->dims[1], &s->pb, err);
+  if (st == TOLK_OK) {
+    s->refs = 1;
+    s->src = t->data;
+    s->trans_b = trans_b;
+    s->isa = isa;
+    s->dtype = t->dtype;
+    s->d0 = t->dims[0];
+    s->d1 = t->dims[1];
+    s->next = packed_list;
+    packed_list = s;
+    *state = s;
+  }
+out:
+  pthread_mutex_unlock(&packed_mu);
   free(wide);
   if (st != TOLK_OK) {
     free(s);
     tolk_error_prefix(err, "input B (%s)", v->name);
-    return st;
   }
-  s->dtype = t->dtype;
-  s->d0 = t->dims[0];
-  s->d1 = t->dims[1];
-  *state = s;
-  return TOLK_OK;
+  return st;
 }
 
 /* The packed B when `b` is the tensor it was made from. */
