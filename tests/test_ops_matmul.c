@@ -424,6 +424,34 @@ static void test_einsum(void) {
   }
 }
 
+/* Small integer types run the reference loop and wrap like numpy's. */
+static void test_einsum_int8(void) {
+  int8_t a[6] = {100, -100, 3, 4, 5, 6}, b[6] = {2, 1, 1, 1, 1, 1};
+  struct tm t;
+  tm_begin(&t, "Einsum", 12);
+  tm_in(&t, TOLK_INT8, 2, (int64_t[]){2, 3}, a);
+  tm_in(&t, TOLK_INT8, 2, (int64_t[]){3, 2}, b);
+  tm_attr_str(&t, "equation", "ij,jk->ik");
+  tm_out(&t, 1);
+  tolk_error err = {0};
+  CHECK_MSG(tm_run(&t, &err) == TOLK_OK, "%s", err.message);
+  if (t.out[0]) {
+    const int8_t *y = tolk_tensor_data(t.out[0]);
+    /* row 0: 200 - 100 + 3 = 103, 100 - 100 + 3 = 3; row 1: 8 + 5 + 6 = 19, 4 + 5 + 6 = 15 */
+    CHECK(tolk_tensor_dtype(t.out[0]) == TOLK_INT8);
+    CHECK(y[0] == 103 && y[1] == 3 && y[2] == 19 && y[3] == 15);
+  }
+  tm_end(&t);
+  tm_begin(&t, "Einsum", 12);
+  tm_in(&t, TOLK_INT8, 1, (int64_t[]){2}, (int8_t[]){100, 100});
+  tm_in(&t, TOLK_INT8, 1, (int64_t[]){2}, (int8_t[]){1, 1});
+  tm_attr_str(&t, "equation", "i,i");
+  tm_out(&t, 1);
+  CHECK_MSG(tm_run(&t, &err) == TOLK_OK, "%s", err.message);
+  if (t.out[0]) CHECK(((int8_t *)tolk_tensor_data(t.out[0]))[0] == -56); /* 200 wraps */
+  tm_end(&t);
+}
+
 /* Diagonals (which ref_einsum does not model), checked by hand. */
 static void test_einsum_diagonal(void) {
   float x[16];
@@ -591,6 +619,7 @@ int main(void) {
   test_gemm();
   test_einsum();
   test_einsum_diagonal();
+  test_einsum_int8();
   test_errors();
   test_shared_weights();
   return tu_finish("test_ops_matmul");

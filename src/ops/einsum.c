@@ -13,8 +13,8 @@
  * [batch, k, n], multiplied with the matmul family's batched GEMM, and the
  * [batch, m, n] result is transposed into the output — "bhqd,bhkd->bhqk" is
  * one batched GEMM. Everything else runs the reference loop, which visits
- * every combination of label values and accumulates in double (integers in
- * wrapping 64-bit).
+ * every combination of label values and accumulates in double (integers,
+ * 8- to 64-bit, in wrapping 64-bit).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -297,7 +297,8 @@ struct ref_job {
 static double rd(const struct tensor *x, int64_t i) { return nn_get_f64(x, i); }
 
 static bool is_int(int32_t dt) {
-  return dt == TOLK_INT32 || dt == TOLK_INT64 || dt == TOLK_UINT32 || dt == TOLK_UINT64;
+  return dt == TOLK_INT8 || dt == TOLK_INT16 || dt == TOLK_INT32 || dt == TOLK_INT64 ||
+         dt == TOLK_UINT8 || dt == TOLK_UINT16 || dt == TOLK_UINT32 || dt == TOLK_UINT64;
 }
 
 static void ref_range(void *arg, int64_t o0, int64_t o1) {
@@ -334,6 +335,10 @@ static void ref_range(void *arg, int64_t o0, int64_t o1) {
       }
     }
     switch (j->dt) {
+    case TOLK_INT8: ((int8_t *)j->out)[o] = (int8_t)(uint8_t)iacc; break;
+    case TOLK_UINT8: ((uint8_t *)j->out)[o] = (uint8_t)iacc; break;
+    case TOLK_INT16: ((int16_t *)j->out)[o] = (int16_t)(uint16_t)iacc; break;
+    case TOLK_UINT16: ((uint16_t *)j->out)[o] = (uint16_t)iacc; break;
     case TOLK_INT32: ((int32_t *)j->out)[o] = (int32_t)(uint32_t)iacc; break;
     case TOLK_UINT32: ((uint32_t *)j->out)[o] = (uint32_t)iacc; break;
     case TOLK_INT64: ((int64_t *)j->out)[o] = (int64_t)iacc; break;
@@ -438,7 +443,7 @@ tolk_status einsum_run(struct op_ctx *c) {
     if (x->dtype != x0->dtype)
       return op_fail(c, TOLK_ERR_TYPE, "input %d is %s but input 0 is %s", t,
                      tolk_dtype_name((tolk_dtype)x->dtype), tolk_dtype_name((tolk_dtype)x0->dtype));
-    if (!mm_dtype_ok(x->dtype))
+    if (!mm_dtype_ok(x->dtype) && !is_int(x->dtype))
       return op_fail(c, TOLK_ERR_UNSUPPORTED, "input %d %s: dtype %s is not supported", t,
                      shape_str(x, s1, sizeof s1), tolk_dtype_name((tolk_dtype)x->dtype));
   }
