@@ -223,22 +223,6 @@ tolk_status ew_binary(struct op_ctx *c, const struct ew_binary_def *d, const str
   return TOLK_OK;
 }
 
-tolk_status ew_binary_ref(const struct ew_binary_def *d, const struct bcast *bc,
-                          const struct tensor *a, const struct tensor *b, struct tensor *y,
-                          const struct ew_params *p) {
-  struct bin_job j = {0};
-  tolk_status st = bin_job_init(NULL, &j, d, bc, a, b, y, p);
-  if (st) return st;
-  struct bcast one = *bc;
-  one.inner[0] = one.inner[1] = 1; /* single elements: the stride is moot */
-  j.bc = &one;
-  for (int64_t pos = 0; pos < bc->numel; pos++) {
-    int64_t off[2] = {bcast_offset(bc, 0, pos), bcast_offset(bc, 1, pos)};
-    bin_run(&j, pos, 1, off);
-  }
-  return TOLK_OK;
-}
-
 /* Opset 1–6 arithmetic: with broadcast=1, B is aligned with A at `axis`
  * (default: at the end, as numpy); pad B's shape with trailing 1s so numpy
  * rules give the same result. */

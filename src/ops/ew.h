@@ -167,12 +167,6 @@ tolk_status ew_binary(struct op_ctx *c, const struct ew_binary_def *d, const str
                       const struct tensor *a, const struct tensor *b, struct tensor *y,
                       const struct ew_params *p);
 
-/* Reference for tests: the same result element by element, through
- * bcast_offset and one-element kernel calls, with no run splitting. */
-tolk_status ew_binary_ref(const struct ew_binary_def *d, const struct bcast *bc,
-                          const struct tensor *a, const struct tensor *b, struct tensor *y,
-                          const struct ew_params *p);
-
 /* Op layer: input 0 → output 0 (dtype checked, output allocated). */
 tolk_status ew_run_unary(struct op_ctx *c, const struct ew_unary_def *d,
                          const struct ew_params *p);
