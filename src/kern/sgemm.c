@@ -4,15 +4,18 @@
  *
  * Layout: op(B) is cut into panels of NR columns (the tile width); a packed
  * panel holds its k rows contiguously (k × NR floats, zero-padded past n), so
- * one panel is one sequential stream. A is never packed: the micro-kernel
- * reads it in place through (row, column) strides, which also covers trans_a.
+ * one panel is one sequential stream. B not packed in advance is packed
+ * KC × NC at a time into a per-thread buffer. A is packed per MC × KC block
+ * into MR-row tiles when it spans more than one tile height; a single tile
+ * height reads it in place through (row, column) strides (which also covers
+ * trans_a).
  *
- * Blocking (GotoBLAS order, minus the A pack): for each k block of KC, for
- * each block of MC rows, for each panel, for each MR-row tile. A KC × NR
- * piece of B then sits in L1 while every tile of the row block uses it, and
- * the MC × KC block of A sits in L2 while the panels go by. When m ≤ MR (a
- * decoder step) and B is packed, each panel is instead run over the whole k
- * in one tile call: the accumulators stay in registers and B streams once.
+ * Blocking (GotoBLAS order): for each k block of KC, for each block of MC
+ * rows, for each panel, for each MR-row tile. A KC × NR piece of B then sits
+ * in L1 while every tile of the row block uses it, and the MC × KC block of A
+ * sits in L2 while the panels go by. When m ≤ MR (a decoder step) each panel
+ * is instead run over the whole k in one tile call, B prepacked or read in
+ * place: the accumulators stay in registers and B streams once.
  *
  * Threads take disjoint ranges of panels (and of row blocks when n is too
  * narrow to feed them), so they never write the same C element and results
@@ -297,9 +300,12 @@ static void gemm_run(struct gemm_job *j, struct tolk_pool *pool) {
   const int64_t mr = j->u->mr;
   const double flops = 2.0 * (double)j->m * (double)j->n * (double)j->k;
   int64_t threads = tolk_pool_threads(pool);
-  /* Below ~64 kflop per task the hand-off costs more than it saves. */
+  /* Below ~64 kflop per task the hand-off costs more than it saves. More
+   * tasks than threads even out a busy core, but above one tile height each
+   * task packs its own copy of A: 2 per thread keeps that under ~5%. */
   int64_t max_tasks = (int64_t)(flops / 65536.0);
-  if (max_tasks > 4 * threads) max_tasks = 4 * threads;
+  int64_t cap = (j->m > mr ? 2 : 4) * threads;
+  if (max_tasks > cap) max_tasks = cap;
   j->panels = ceil_div(j->n, j->u->nr);
   j->row_tasks = 1;
   j->rows_per_task = j->m;
