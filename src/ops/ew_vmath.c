@@ -19,15 +19,28 @@
 VM_LOOPS(portable)
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #define HAVE_AVX2_BUILD 1
 void ew_vm_f32_avx2(enum ew_vm_fn f, int64_t n, float *y, const float *x);
 void ew_f16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n);
 void ew_f32_to_f16_avx2(const float *src, uint16_t *dst, int64_t n);
 
-/* AVX2 + FMA as the dispatcher decides (TOLK_ISA, kern_isa_force), and
- * F16C, which every AVX2 CPU has but is a separate CPUID bit. */
+/* F16C: CPUID leaf 1, ECX bit 29 (every AVX2 CPU has it, but it is a bit
+ * of its own; read directly as not every compiler knows the feature name). */
+static bool have_f16c(void) {
+  unsigned a, b, c, d;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
+}
+
+/* AVX2 + FMA as the dispatcher decides (TOLK_ISA, kern_isa_force), and F16C. */
 static bool use_avx2(void) {
-  return kern_isa_active() >= KERN_ISA_AVX2 && __builtin_cpu_supports("f16c");
+  static int f16c = -1; /* benign race: every thread stores the same value */
+  int h = __atomic_load_n(&f16c, __ATOMIC_RELAXED);
+  if (h < 0) {
+    h = have_f16c();
+    __atomic_store_n(&f16c, h, __ATOMIC_RELAXED);
+  }
+  return h && kern_isa_active() >= KERN_ISA_AVX2;
 }
 #else
 #define HAVE_AVX2_BUILD 0

@@ -27,6 +27,12 @@
 #include <math.h>
 #include <stdint.h>
 
+/* Clang contracts a*b+c into FMA by default even in ISO mode; keep the two
+ * builds identical there too (GCC does not contract under -std=c11). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 /* 2^k for k in [-126, 127], by building the exponent field. */
 static inline float vm_pow2i(int32_t k) {
   union {
