@@ -58,7 +58,7 @@ static inline void et_set(tolk_dtype dt, void *p, int64_t i, double v) {
 
 /* v rounded into dtype dt and read back. */
 static inline double et_round(tolk_dtype dt, double v) {
-  unsigned char buf[8];
+  unsigned char buf[8] = {0};
   et_set(dt, buf, 0, v);
   return et_get(dt, buf, 0);
 }
