@@ -16,6 +16,7 @@
 #include "tolk.h"
 
 static unsigned char *slurp(const char *path, size_t *len) {
+  *len = 0;
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   fseek(f, 0, SEEK_END);
@@ -91,6 +92,7 @@ static void bad_folders(const char *fixture) {
     size_t len;
     snprintf(src, sizeof src, "%s/%s", fixture, files[i]);
     unsigned char *b = slurp(src, &len);
+    CHECK_MSG(b != NULL, "cannot read %s", src);
     snprintf(path, sizeof path, "%s/%s", dir, files[i]);
     write_file(path, b, len);
     free(b);
@@ -176,7 +178,7 @@ int main(void) {
   char fixture[4096], path[8192];
   snprintf(fixture, sizeof fixture, "%s/marian-tiny", tu_fixtures());
   snprintf(path, sizeof path, "%s/../data/spm/unigram-bytefb.model", tu_fixtures());
-  size_t len;
+  size_t len = 0;
   unsigned char *model = slurp(path, &len);
   CHECK_MSG(model != NULL, "cannot read %s", path);
   if (model) {

@@ -412,7 +412,7 @@ static tolk_status beam_search(struct gen *g, struct mt_state *s, size_t n, tolk
       malloc((size_t)K * sizeof *w.fin),      malloc((size_t)K * sizeof *w.parents),
       malloc((size_t)K * L * sizeof *w.seq),  malloc((size_t)K * L * sizeof *w.tok)};
   int32_t *active = malloc(n * sizeof *active);
-  int32_t *rows = malloc(n * (size_t)K * sizeof *rows), *tokens = malloc(n * (size_t)K * sizeof *tokens);
+  int32_t *rows = calloc(n * (size_t)K, sizeof *rows), *tokens = calloc(n * (size_t)K, sizeof *tokens);
   bool scratch_ok = w.cand && w.merged && w.run && w.hits && w.score && w.len && w.fin && w.parents &&
                     w.seq && w.tok;
   tolk_status st = bm && acc && scratch_ok && active && rows && tokens

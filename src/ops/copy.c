@@ -345,7 +345,7 @@ static tolk_status depth_to_space_run(struct op_ctx *c) {
   const struct tensor *x = op_in(c, 0);
   char sb[96];
   size_t es;
-  int64_t b;
+  int64_t b = 0;
   tolk_status st = dm_need_esize(c, x, "input 0", &es);
   if (!st) st = blocksize(c, x, &b);
   if (st) return st;
@@ -389,7 +389,7 @@ static tolk_status space_to_depth_run(struct op_ctx *c) {
   const struct tensor *x = op_in(c, 0);
   char sb[96];
   size_t es;
-  int64_t b;
+  int64_t b = 0;
   tolk_status st = dm_need_esize(c, x, "input 0", &es);
   if (!st) st = blocksize(c, x, &b);
   if (st) return st;
@@ -471,7 +471,7 @@ static tolk_status pad_mode(const struct ir_node *node, int64_t opset, enum pad_
 
 static tolk_status pad_prepare(const struct ir_node *node, int64_t opset, void **state,
                                tolk_error *err) {
-  enum pad_mode m;
+  enum pad_mode m = PAD_CONSTANT;
   *state = NULL;
   return pad_mode(node, opset, &m, err);
 }
@@ -542,7 +542,7 @@ static void pad_rows(void *arg, int64_t begin, int64_t end) {
 static tolk_status pad_run(struct op_ctx *c) {
   const struct tensor *x = op_in(c, 0);
   size_t es;
-  enum pad_mode mode;
+  enum pad_mode mode = PAD_CONSTANT;
   tolk_status st = dm_need_esize(c, x, "input 0", &es);
   if (!st) st = pad_mode(c->node, c->opset, &mode, c->err);
   if (st) return st;

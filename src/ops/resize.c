@@ -54,7 +54,7 @@ static tolk_status resize_attrs(const struct ir_node *node, int64_t opset, bool 
                                      "tf_crop_and_resize"};
   static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
   static const char *const ars[] = {"stretch", "not_larger", "not_smaller"};
-  int v;
+  int v = 0;
   tolk_status st;
   memset(a, 0, sizeof *a);
   a->upsample = upsample || opset < 11;
