@@ -209,6 +209,12 @@ static const struct {
     {"test_qlinearmatmul_2D_int8_float32", "reference wraps int8 instead of saturating"},
     {"test_qlinearmatmul_3D_int8_float16", "reference wraps int8 instead of saturating"},
     {"test_qlinearmatmul_3D_int8_float32", "reference wraps int8 instead of saturating"},
+    /* onnx 1.17's expected output divides by window positions that lie past
+     * the padding (ceil_mode); the same test in onnx 1.19 (same input), ONNX
+     * Runtime 1.23 and PyTorch leave them out: ORT differs from the 1.17 data
+     * by 0.064 and from the 1.19 data by 1.2e-7, as tolk does. */
+    {"test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True",
+     "onnx 1.17 reference counts positions past the padding (fixed in later onnx)"},
 };
 
 static const char *known_bad_reason(const char *test) {
