@@ -614,6 +614,88 @@ static void test_shared_weights(void) {
   free(model.p);
 }
 
+/* MatMul(X, Transpose(W)) with W an initializer — the tied LM head — packs W
+ * transposed at prepare; with folding on and off, and with an explicit perm,
+ * the product must be X · W^T. A Transpose with another perm is not a
+ * matrix transpose and is left alone. */
+static void test_transposed_weight(void) {
+  enum { M = 2, K = 24, N = 37 };
+  float x[M * K], w[N * K];
+  double rx[M * K], rw[N * K], ref[M * N];
+  for (int i = 0; i < M * K; i++) rx[i] = x[i] = (float)drand();
+  for (int i = 0; i < N * K; i++) rw[i] = w[i] = (float)drand();
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double acc = 0;
+      for (int p = 0; p < K; p++) acc += rx[i * K + p] * rw[j * K + p];
+      ref[i * N + j] = acc;
+    }
+  for (int variant = 0; variant < 4; variant++) {
+    struct pbw graph = {0}, model = {0}, opset = {0}, node = {0};
+    pbw_str(&node, 1, "w");
+    pbw_str(&node, 2, "wt");
+    pbw_str(&node, 4, "Transpose");
+    if (variant >= 2) {
+      struct pbw a, packed = {0};
+      tm_attr_begin(&a, "perm", 7);
+      pbw_varint(&packed, 1);
+      pbw_varint(&packed, 0);
+      pbw_sub(&a, 8, &packed);
+      pbw_sub(&node, 5, &a);
+    }
+    pbw_sub(&graph, 1, &node);
+    memset(&node, 0, sizeof node);
+    pbw_str(&node, 1, "x");
+    pbw_str(&node, 1, "wt");
+    pbw_str(&node, 2, "y");
+    pbw_str(&node, 4, "MatMul");
+    pbw_sub(&graph, 1, &node);
+    pbw_str(&graph, 2, "g");
+    struct pbw t = {0};
+    pbw_int(&t, 1, N);
+    pbw_int(&t, 1, K);
+    pbw_int(&t, 2, TOLK_FLOAT);
+    pbw_str(&t, 8, "w");
+    pbw_bytes(&t, 9, w, sizeof w);
+    pbw_sub(&graph, 5, &t);
+    struct pbw vi = {0}, type = {0}, tt = {0}, shape = {0}, d0 = {0}, d1 = {0}, o = {0};
+    pbw_int(&d0, 1, M);
+    pbw_int(&d1, 1, K);
+    pbw_sub(&shape, 1, &d0);
+    pbw_sub(&shape, 1, &d1);
+    pbw_int(&tt, 1, TOLK_FLOAT);
+    pbw_sub(&tt, 2, &shape);
+    pbw_sub(&type, 1, &tt);
+    pbw_str(&vi, 1, "x");
+    pbw_sub(&vi, 2, &type);
+    pbw_sub(&graph, 11, &vi);
+    pbw_str(&o, 1, "y");
+    pbw_sub(&graph, 12, &o);
+    pbw_int(&model, 1, 8);
+    pbw_str(&opset, 1, "");
+    pbw_int(&opset, 2, 13);
+    pbw_sub(&model, 8, &opset);
+    pbw_sub(&model, 7, &graph);
+    tolk_session *s = NULL;
+    tolk_error err = {0};
+    tolk_session_params prm = tolk_session_default_params();
+    prm.opt_level = variant % 2 ? TOLK_OPT_NONE : TOLK_OPT_BASIC;
+    tolk_status st = tolk_session_create_from_buffer(model.p, model.n, NULL, prm, &s, &err);
+    CHECK_MSG(st == TOLK_OK, "transposed weight %d: %s", variant, err.message);
+    tolk_tensor *xt = NULL, *y = NULL;
+    tolk_tensor_create(TOLK_FLOAT, 2, (int64_t[]){M, K}, x, sizeof x, &xt, &err);
+    const char *names[] = {"x"};
+    if (st == TOLK_OK)
+      st = tolk_session_run(s, 1, names, (const tolk_tensor *const *)&xt, 1, NULL, &y, NULL, &err);
+    CHECK_MSG(st == TOLK_OK, "transposed weight %d: %s", variant, err.message);
+    if (st == TOLK_OK) compare("transposed weight", y, TOLK_FLOAT, 2, (int64_t[]){M, N}, ref, K);
+    tolk_tensor_free(y);
+    tolk_tensor_free(xt);
+    tolk_session_free(s);
+    free(model.p);
+  }
+}
+
 int main(void) {
   test_matmul();
   test_gemm();
@@ -622,5 +704,6 @@ int main(void) {
   test_einsum_int8();
   test_errors();
   test_shared_weights();
+  test_transposed_weight();
   return tu_finish("test_ops_matmul");
 }

@@ -151,105 +151,146 @@ void mm_batched(struct op_ctx *c, int32_t dtype, const struct mm_batch *bt, int6
  * are keyed by the initializer's data pointer, shape, transpose and ISA, and
  * counted; a session releases its nodes before it unmaps its model, so a key
  * never outlives the data it names. */
-struct mm_state {
-  struct mm_state *next; /* in the shared list */
+struct packed_entry {
+  struct packed_entry *next; /* in the shared list */
   int refs;
   const void *src;
-  bool trans_b;
+  int32_t dtype;
+  int64_t d0, d1; /* the initializer's dims */
+  bool trans;     /* packed as its transpose */
   enum kern_isa isa;
   struct kern_packed_b *pb;
-  int32_t dtype;  /* the initializer's dtype */
-  int64_t d0, d1; /* its dims, to check that run() sees the same tensor */
+};
+
+/* A node's state: the entry, and the dtype and dims its input B has at run
+ * time, to check that run() sees the tensor the entry was made from. */
+struct mm_state {
+  struct packed_entry *e;
+  int32_t dtype;
+  int64_t d0, d1;
 };
 
 static pthread_mutex_t packed_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct mm_state *packed_list;
+static struct packed_entry *packed_list;
 
 static void mm_release(void *state) {
   struct mm_state *s = state;
   if (!s) return;
+  struct packed_entry *e = s->e;
+  free(s);
   pthread_mutex_lock(&packed_mu);
-  bool last = --s->refs == 0;
+  bool last = --e->refs == 0;
   if (last) {
-    for (struct mm_state **p = &packed_list; *p; p = &(*p)->next)
-      if (*p == s) {
-        *p = s->next;
+    for (struct packed_entry **p = &packed_list; *p; p = &(*p)->next)
+      if (*p == e) {
+        *p = e->next;
         break;
       }
   }
   pthread_mutex_unlock(&packed_mu);
   if (!last) return;
-  kern_packed_b_free(s->pb);
-  free(s);
+  kern_packed_b_free(e->pb);
+  free(e);
 }
 
-/* Packs node input 1 when it is a constant float/float16/bfloat16 matrix
- * that no caller can override. Leaves *state NULL otherwise (run() then
- * takes B as it comes); failing to pack only for lack of memory. */
-static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void **state,
-                                tolk_error *err) {
-  *state = NULL;
-  if (node->n_inputs < 2 || !node->inputs[1]) return TOLK_OK;
-  const struct ir_value *v = node->inputs[1];
-  const struct ir_tensor *t = v->init;
-  if (!t || (v->flags & IR_VALUE_GRAPH_INPUT) || !t->data || t->rank != 2) return TOLK_OK;
-  if (t->dtype != TOLK_FLOAT && t->dtype != TOLK_FLOAT16 && t->dtype != TOLK_BFLOAT16)
-    return TOLK_OK;
-  const int64_t k = trans_b ? t->dims[1] : t->dims[0], n = trans_b ? t->dims[0] : t->dims[1];
-  if (k == 0 || n == 0) return TOLK_OK;
-  const enum kern_isa isa = kern_isa_active();
-  /* Holding the lock while packing keeps two nodes from packing one weight
-   * twice; sessions are created rarely, so the wait costs nothing. */
-  pthread_mutex_lock(&packed_mu);
-  for (struct mm_state *e = packed_list; e; e = e->next) {
-    if (e->src == t->data && e->dtype == t->dtype && e->d0 == t->dims[0] &&
-        e->d1 == t->dims[1] && e->trans_b == trans_b && e->isa == isa) {
-      e->refs++;
-      pthread_mutex_unlock(&packed_mu);
-      *state = e;
-      return TOLK_OK;
-    }
+/* The constant matrix behind value v, or NULL: an initializer no caller can
+ * override, or a 2-D Transpose of one (*transposed set). Exporters write a
+ * tied LM head as Transpose(embedding), which constant folding only turns
+ * into a constant after prepare — and packing the embedding transposed gives
+ * the same packed matrix without the transposed copy. */
+static const struct ir_tensor *const_matrix(const struct ir_value *v, bool *transposed) {
+  *transposed = false;
+  const struct ir_node *p = v->producer;
+  if (!v->init && p && !strcmp(p->op_type, "Transpose") && p->domain[0] == '\0' &&
+      p->n_inputs == 1 && p->inputs[0]) {
+    const struct ir_attr *perm = ir_node_attr(p, "perm");
+    if (perm && (perm->n != 2 || perm->ints[0] != 1 || perm->ints[1] != 0)) return NULL;
+    v = p->inputs[0];
+    *transposed = true;
   }
+  const struct ir_tensor *t = v->init;
+  if (!t || (v->flags & IR_VALUE_GRAPH_INPUT) || !t->data || t->rank != 2) return NULL;
+  if (t->dtype != TOLK_FLOAT && t->dtype != TOLK_FLOAT16 && t->dtype != TOLK_BFLOAT16)
+    return NULL;
+  return t;
+}
+
+/* Packs the entry for op(B) = trans ? t^T : t, widening float16/bfloat16. */
+static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa,
+                             struct packed_entry **out, tolk_error *err) {
+  const int64_t k = trans ? t->dims[1] : t->dims[0], n = trans ? t->dims[0] : t->dims[1];
   const float *f = t->data;
   float *wide = NULL;
-  tolk_status st = TOLK_OK;
-  struct mm_state *s = calloc(1, sizeof *s);
-  if (!s) {
-    st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
-    goto out;
-  }
+  struct packed_entry *e = calloc(1, sizeof *e);
+  if (!e) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
   if (t->dtype != TOLK_FLOAT) {
     size_t bytes;
     if (!tolk_mul_size((size_t)t->numel, sizeof(float), &bytes) || !(wide = malloc(bytes))) {
-      st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to widen %lld elements",
-                     (long long)t->numel);
-      goto out;
+      free(e);
+      return tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to widen %lld elements",
+                       (long long)t->numel);
     }
     if (t->dtype == TOLK_FLOAT16) tolk_f16_to_f32_n(t->data, wide, t->numel);
     else tolk_bf16_to_f32_n(t->data, wide, t->numel);
     f = wide;
   }
-  st = kern_sgemm_pack_b(trans_b, k, n, f, t->dims[1], &s->pb, err);
-  if (st == TOLK_OK) {
-    s->refs = 1;
-    s->src = t->data;
-    s->trans_b = trans_b;
-    s->isa = isa;
-    s->dtype = t->dtype;
-    s->d0 = t->dims[0];
-    s->d1 = t->dims[1];
-    s->next = packed_list;
-    packed_list = s;
-    *state = s;
-  }
-out:
-  pthread_mutex_unlock(&packed_mu);
+  tolk_status st = kern_sgemm_pack_b(trans, k, n, f, t->dims[1], &e->pb, err);
   free(wide);
   if (st != TOLK_OK) {
-    free(s);
-    tolk_error_prefix(err, "input B (%s)", v->name);
+    free(e);
+    return st;
   }
-  return st;
+  e->refs = 1;
+  e->src = t->data;
+  e->dtype = t->dtype;
+  e->d0 = t->dims[0];
+  e->d1 = t->dims[1];
+  e->trans = trans;
+  e->isa = isa;
+  *out = e;
+  return TOLK_OK;
+}
+
+/* Packs node input 1 when it is a constant matrix (const_matrix). Leaves
+ * *state NULL otherwise (run() then takes B as it comes); fails only for
+ * lack of memory. */
+static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void **state,
+                                tolk_error *err) {
+  *state = NULL;
+  if (node->n_inputs < 2 || !node->inputs[1]) return TOLK_OK;
+  bool transposed;
+  const struct ir_tensor *t = const_matrix(node->inputs[1], &transposed);
+  if (!t || t->dims[0] == 0 || t->dims[1] == 0) return TOLK_OK;
+  const bool trans = trans_b != transposed;
+  const enum kern_isa isa = kern_isa_active();
+  struct mm_state *s = calloc(1, sizeof *s);
+  if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
+  s->dtype = t->dtype;
+  s->d0 = transposed ? t->dims[1] : t->dims[0];
+  s->d1 = transposed ? t->dims[0] : t->dims[1];
+  /* Holding the lock while packing keeps two nodes from packing one weight
+   * twice; sessions are created rarely, so the wait costs nothing. */
+  pthread_mutex_lock(&packed_mu);
+  for (struct packed_entry *e = packed_list; e && !s->e; e = e->next) {
+    if (e->src == t->data && e->dtype == t->dtype && e->d0 == t->dims[0] &&
+        e->d1 == t->dims[1] && e->trans == trans && e->isa == isa) {
+      e->refs++;
+      s->e = e;
+    }
+  }
+  tolk_status st = TOLK_OK;
+  if (!s->e && (st = new_entry(t, trans, isa, &s->e, err)) == TOLK_OK) {
+    s->e->next = packed_list;
+    packed_list = s->e;
+  }
+  pthread_mutex_unlock(&packed_mu);
+  if (st != TOLK_OK) {
+    free(s);
+    tolk_error_prefix(err, "input B (%s)", node->inputs[1]->name);
+    return st;
+  }
+  *state = s;
+  return TOLK_OK;
 }
 
 /* The packed B when `b` is the tensor it was made from. */
@@ -257,7 +298,7 @@ static const struct kern_packed_b *packed_for(const struct op_ctx *c, const stru
   const struct mm_state *s = c->state;
   if (!s || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 || b->dims[1] != s->d1)
     return NULL;
-  return s->pb;
+  return s->e->pb;
 }
 
 /* ------------------------------------------------------------------ MatMul */
