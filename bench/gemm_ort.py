@@ -30,7 +30,9 @@ def model(k, n, seed):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["m", k])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["m", n])],
         [numpy_helper.from_array(w, "w")])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8  # what this onnxruntime accepts, whatever the onnx package writes
+    return m.SerializeToString()
 
 
 def main():
