@@ -614,49 +614,87 @@ static void test_shared_weights(void) {
   free(model.p);
 }
 
-/* MatMul(X, Transpose(W)) with W an initializer — the tied LM head — packs W
- * transposed at prepare; with folding on and off, and with an explicit perm,
- * the product must be X · W^T. A Transpose with another perm is not a
- * matrix transpose and is left alone. */
-static void test_transposed_weight(void) {
+/* One node of a hand-built graph: op(in...) -> out, with an optional INT
+ * attribute and an optional perm = [1, 0]. */
+static void add_node(struct pbw *graph, const char *op, const char *in0, const char *in1,
+                     const char *out, const char *int_attr, int64_t int_val, bool perm10) {
+  struct pbw node = {0};
+  pbw_str(&node, 1, in0);
+  if (in1) pbw_str(&node, 1, in1);
+  pbw_str(&node, 2, out);
+  pbw_str(&node, 4, op);
+  if (int_attr) {
+    struct pbw a;
+    tm_attr_begin(&a, int_attr, 2);
+    pbw_int(&a, 3, int_val);
+    pbw_sub(&node, 5, &a);
+  }
+  if (perm10) {
+    struct pbw a, packed = {0};
+    tm_attr_begin(&a, "perm", 7);
+    pbw_varint(&packed, 1);
+    pbw_varint(&packed, 0);
+    pbw_sub(&a, 8, &packed);
+    pbw_sub(&node, 5, &a);
+  }
+  pbw_sub(graph, 1, &node);
+}
+
+/* MatMul(X, B) where B is computed from an initializer W by Transpose and/or
+ * Cast — the tied LM head is Transpose(embedding), float16 exports Cast their
+ * weights — packs W at prepare. With folding on and off, with and without an
+ * explicit perm, the product must be X · B. */
+static void test_weight_chains(void) {
   enum { M = 2, K = 24, N = 37 };
   float x[M * K], w[N * K];
-  double rx[M * K], rw[N * K], ref[M * N];
+  uint16_t wh[N * K];
+  double rx[M * K], rw[N * K], rwh[N * K], ref[M * N], refh[M * N], reft[M * N];
   for (int i = 0; i < M * K; i++) rx[i] = x[i] = (float)drand();
-  for (int i = 0; i < N * K; i++) rw[i] = w[i] = (float)drand();
+  for (int i = 0; i < N * K; i++) {
+    rw[i] = w[i] = (float)drand();
+    wh[i] = tolk_f32_to_f16(w[i]);
+    rwh[i] = tolk_f16_to_f32(wh[i]);
+  }
+  /* ref: X · W^T with W [N, K]; refh: the same with W rounded to float16;
+   * reft: X · W' with the same bytes read as W' [K, N] in float16. */
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
-      double acc = 0;
-      for (int p = 0; p < K; p++) acc += rx[i * K + p] * rw[j * K + p];
-      ref[i * N + j] = acc;
+      double acc = 0, acch = 0, acct = 0;
+      for (int p = 0; p < K; p++) {
+        acc += rx[i * K + p] * rw[j * K + p];
+        acch += rx[i * K + p] * rwh[j * K + p];
+        acct += rx[i * K + p] * rwh[p * N + j];
+      }
+      ref[i * N + j] = acc, refh[i * N + j] = acch, reft[i * N + j] = acct;
     }
-  for (int variant = 0; variant < 4; variant++) {
-    struct pbw graph = {0}, model = {0}, opset = {0}, node = {0};
-    pbw_str(&node, 1, "w");
-    pbw_str(&node, 2, "wt");
-    pbw_str(&node, 4, "Transpose");
-    if (variant >= 2) {
-      struct pbw a, packed = {0};
-      tm_attr_begin(&a, "perm", 7);
-      pbw_varint(&packed, 1);
-      pbw_varint(&packed, 0);
-      pbw_sub(&a, 8, &packed);
-      pbw_sub(&node, 5, &a);
+  for (int variant = 0; variant < 8; variant++) {
+    /* 0-3: Transpose(W) with/without perm, folding on/off; 4-5: Transpose(Cast(W16));
+     * 6: Cast(Transpose(W16)); 7: Cast(W16) read as [K, N]. */
+    const bool half = variant >= 4;
+    struct pbw graph = {0}, model = {0}, opset = {0};
+    const char *b = "b";
+    switch (variant) {
+    case 4:
+    case 5:
+      add_node(&graph, "Cast", "w", NULL, "wc", "to", TOLK_FLOAT, false);
+      add_node(&graph, "Transpose", "wc", NULL, "b", NULL, 0, variant == 5);
+      break;
+    case 6:
+      add_node(&graph, "Transpose", "w", NULL, "wt", NULL, 0, false);
+      add_node(&graph, "Cast", "wt", NULL, "b", "to", TOLK_FLOAT, false);
+      break;
+    case 7: add_node(&graph, "Cast", "w", NULL, "b", "to", TOLK_FLOAT, false); break;
+    default: add_node(&graph, "Transpose", "w", NULL, "b", NULL, 0, variant >= 2); break;
     }
-    pbw_sub(&graph, 1, &node);
-    memset(&node, 0, sizeof node);
-    pbw_str(&node, 1, "x");
-    pbw_str(&node, 1, "wt");
-    pbw_str(&node, 2, "y");
-    pbw_str(&node, 4, "MatMul");
-    pbw_sub(&graph, 1, &node);
+    add_node(&graph, "MatMul", "x", b, "y", NULL, 0, false);
     pbw_str(&graph, 2, "g");
     struct pbw t = {0};
-    pbw_int(&t, 1, N);
-    pbw_int(&t, 1, K);
-    pbw_int(&t, 2, TOLK_FLOAT);
+    pbw_int(&t, 1, variant == 7 ? K : N);
+    pbw_int(&t, 1, variant == 7 ? N : K);
+    pbw_int(&t, 2, half ? TOLK_FLOAT16 : TOLK_FLOAT);
     pbw_str(&t, 8, "w");
-    pbw_bytes(&t, 9, w, sizeof w);
+    if (half) pbw_bytes(&t, 9, wh, sizeof wh);
+    else pbw_bytes(&t, 9, w, sizeof w);
     pbw_sub(&graph, 5, &t);
     struct pbw vi = {0}, type = {0}, tt = {0}, shape = {0}, d0 = {0}, d1 = {0}, o = {0};
     pbw_int(&d0, 1, M);
@@ -681,14 +719,17 @@ static void test_transposed_weight(void) {
     tolk_session_params prm = tolk_session_default_params();
     prm.opt_level = variant % 2 ? TOLK_OPT_NONE : TOLK_OPT_BASIC;
     tolk_status st = tolk_session_create_from_buffer(model.p, model.n, NULL, prm, &s, &err);
-    CHECK_MSG(st == TOLK_OK, "transposed weight %d: %s", variant, err.message);
+    CHECK_MSG(st == TOLK_OK, "weight chain %d: %s", variant, err.message);
     tolk_tensor *xt = NULL, *y = NULL;
     tolk_tensor_create(TOLK_FLOAT, 2, (int64_t[]){M, K}, x, sizeof x, &xt, &err);
     const char *names[] = {"x"};
     if (st == TOLK_OK)
       st = tolk_session_run(s, 1, names, (const tolk_tensor *const *)&xt, 1, NULL, &y, NULL, &err);
-    CHECK_MSG(st == TOLK_OK, "transposed weight %d: %s", variant, err.message);
-    if (st == TOLK_OK) compare("transposed weight", y, TOLK_FLOAT, 2, (int64_t[]){M, N}, ref, K);
+    CHECK_MSG(st == TOLK_OK, "weight chain %d: %s", variant, err.message);
+    char what[48];
+    snprintf(what, sizeof what, "weight chain %d", variant);
+    if (st == TOLK_OK)
+      compare(what, y, TOLK_FLOAT, 2, (int64_t[]){M, N}, variant == 7 ? reft : half ? refh : ref, K);
     tolk_tensor_free(y);
     tolk_tensor_free(xt);
     tolk_session_free(s);
@@ -704,6 +745,6 @@ int main(void) {
   test_einsum_int8();
   test_errors();
   test_shared_weights();
-  test_transposed_weight();
+  test_weight_chains();
   return tu_finish("test_ops_matmul");
 }

@@ -194,24 +194,37 @@ static void mm_release(void *state) {
 }
 
 /* The constant matrix behind value v, or NULL: an initializer no caller can
- * override, or a 2-D Transpose of one (*transposed set). Exporters write a
- * tied LM head as Transpose(embedding), which constant folding only turns
- * into a constant after prepare — and packing the embedding transposed gives
- * the same packed matrix without the transposed copy. */
-static const struct ir_tensor *const_matrix(const struct ir_value *v, bool *transposed) {
+ * override, seen directly or through a 2-D Transpose (*transposed set) and/or
+ * a Cast to float of a float16/bfloat16 one (*dtype: the dtype v has). Such
+ * chains become constants only when folding runs, after prepare: exporters
+ * write a tied LM head as Transpose(embedding), and float16 exports feed
+ * weights through Cast. Packing the initializer itself gives the same packed
+ * matrix without holding the folded copy's layout. */
+static const struct ir_tensor *const_matrix(const struct ir_value *v, bool *transposed,
+                                            int32_t *dtype) {
   *transposed = false;
-  const struct ir_node *p = v->producer;
-  if (!v->init && p && !strcmp(p->op_type, "Transpose") && p->domain[0] == '\0' &&
-      p->n_inputs == 1 && p->inputs[0]) {
-    const struct ir_attr *perm = ir_node_attr(p, "perm");
-    if (perm && (perm->n != 2 || perm->ints[0] != 1 || perm->ints[1] != 0)) return NULL;
+  *dtype = TOLK_UNDEFINED;
+  bool cast = false;
+  for (int hop = 0; hop < 2 && !v->init && v->producer; hop++) {
+    const struct ir_node *p = v->producer;
+    if (p->domain[0] != '\0' || p->n_inputs < 1 || !p->inputs[0]) return NULL;
+    if (!strcmp(p->op_type, "Transpose") && !*transposed && p->n_inputs == 1) {
+      const struct ir_attr *perm = ir_node_attr(p, "perm");
+      if (perm && (perm->n != 2 || perm->ints[0] != 1 || perm->ints[1] != 0)) return NULL;
+      *transposed = true;
+    } else if (!strcmp(p->op_type, "Cast") && !cast && p->n_inputs == 1 &&
+               ir_attr_int(p, "to", 0) == TOLK_FLOAT) {
+      cast = true;
+    } else {
+      return NULL;
+    }
     v = p->inputs[0];
-    *transposed = true;
   }
   const struct ir_tensor *t = v->init;
   if (!t || (v->flags & IR_VALUE_GRAPH_INPUT) || !t->data || t->rank != 2) return NULL;
   if (t->dtype != TOLK_FLOAT && t->dtype != TOLK_FLOAT16 && t->dtype != TOLK_BFLOAT16)
     return NULL;
+  *dtype = cast ? TOLK_FLOAT : t->dtype;
   return t;
 }
 
@@ -259,13 +272,14 @@ static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void *
   *state = NULL;
   if (node->n_inputs < 2 || !node->inputs[1]) return TOLK_OK;
   bool transposed;
-  const struct ir_tensor *t = const_matrix(node->inputs[1], &transposed);
+  int32_t dtype;
+  const struct ir_tensor *t = const_matrix(node->inputs[1], &transposed, &dtype);
   if (!t || t->dims[0] == 0 || t->dims[1] == 0) return TOLK_OK;
   const bool trans = trans_b != transposed;
   const enum kern_isa isa = kern_isa_active();
   struct mm_state *s = calloc(1, sizeof *s);
   if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
-  s->dtype = t->dtype;
+  s->dtype = dtype;
   s->d0 = transposed ? t->dims[1] : t->dims[0];
   s->d1 = transposed ? t->dims[0] : t->dims[1];
   /* Holding the lock while packing keeps two nodes from packing one weight
