@@ -205,17 +205,26 @@ def read_corpus():
 # ----------------------------------------------------------------------------------------------------------
 
 def train_spm(lines, prefix: Path, vocab_size: int, coverage: float):
+    """Train in a scratch folder with relative names: the .model file records its trainer_spec (input file
+    and model_prefix), so absolute paths would make the bytes depend on where the repo lives."""
+    import tempfile
     import sentencepiece as spm
     if hasattr(spm, "set_random_generator_seed"):
         spm.set_random_generator_seed(SEED)
-    tmp = prefix.with_suffix(".train.txt")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    spm.SentencePieceTrainer.train(
-        input=str(tmp), model_prefix=str(prefix), model_type="unigram", vocab_size=vocab_size,
-        character_coverage=coverage, normalization_rule_name="nmt_nfkc", byte_fallback=False,
-        hard_vocab_limit=False, num_threads=1, input_sentence_size=0, shuffle_input_sentence=False,
-        split_digits=False, max_sentence_length=8192, minloglevel=2)
-    tmp.unlink()
+    name = prefix.name
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="tolk-spm-") as tmp:
+        try:
+            os.chdir(tmp)
+            Path(f"{name}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            spm.SentencePieceTrainer.train(
+                input=f"{name}.txt", model_prefix=name, model_type="unigram", vocab_size=vocab_size,
+                character_coverage=coverage, normalization_rule_name="nmt_nfkc", byte_fallback=False,
+                hard_vocab_limit=False, num_threads=1, input_sentence_size=0, shuffle_input_sentence=False,
+                split_digits=False, max_sentence_length=8192, minloglevel=2)
+        finally:
+            os.chdir(cwd)
+        shutil.copyfile(Path(tmp) / f"{name}.model", prefix.with_suffix(".model"))
     return prefix.with_suffix(".model")
 
 
@@ -541,7 +550,8 @@ def build_model(model_dir: Path, train_steps: int):
     repeats one token forever and has near-ties everywhere, which makes useless generate() goldens, so the
     tiny model is then trained for a few hundred seeded steps on the parallel catalogue strings (single
     thread, deterministic algorithms): its distributions are peaked, it emits </s> at varied lengths and its
-    output even resembles Chinese.  Only model.safetensors is written; config.json stays the hand-written one."""
+    output even resembles Chinese.  The <pad> row of the tied embedding stays zero (the tied LM head would
+    otherwise train it).  Only model.safetensors is written; config.json stays the hand-written one."""
     import torch
     from transformers import MarianConfig, MarianMTModel, MarianTokenizer
     _deterministic_torch()
@@ -573,6 +583,8 @@ def build_model(model_dir: Path, train_steps: int):
             opt.zero_grad()
             loss.backward()
             opt.step()
+            with torch.no_grad():  # keep <pad>'s embedding zero, as in every converted opus-mt model: the
+                model.model.shared.weight[pad].zero_()  # decoder starts from it (CTranslate2 relies on it)
             if step % 250 == 0 or step == train_steps - 1:
                 log(f"model: step {step} loss {loss.item():.3f}")
         model.eval()
@@ -884,6 +896,40 @@ def step_manifest(args):
     log(f"manifest: {len(files)} files, {total / 1e6:.2f} MB")
 
 
+
+def step_selfcheck(args):
+    """Read every committed test_data_set back, run its graph with ONNX Runtime and compare (writes nothing)."""
+    import numpy as np
+    import onnxruntime as ort
+    from onnx import TensorProto, numpy_helper
+
+    def load(p):
+        t = TensorProto()
+        t.ParseFromString(p.read_bytes())
+        return t.name, numpy_helper.to_array(t)
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    worst = {}
+    dirs = sorted(GOLD.glob("marian-tiny/*/test_data_set_*")) + sorted((FIX / "simple-cnn").glob("test_data_set_*"))
+    for d in dirs:
+        model = (FIX / "simple-cnn" / "model.onnx") if d.parent.name == "simple-cnn" else (TINY / f"{d.parent.name}.onnx")
+        sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+        ins = dict(load(p) for p in sorted(d.glob("input_*.pb")))
+        outs = [load(p) for p in sorted(d.glob("output_*.pb"), key=lambda p: int(p.stem.split("_")[1]))]
+        got = sess.run([n for n, _ in outs], ins)
+        for (n, want), g in zip(outs, got):
+            if want.size == 0 and g.size == 0:
+                continue
+            diff = float(np.abs(want.astype(np.float64) - g.astype(np.float64)).max()) if want.size else 0.0
+            key = model.relative_to(FIX).as_posix()
+            worst[key] = max(worst.get(key, 0.0), diff)
+    for k, v in sorted(worst.items()):
+        log(f"selfcheck: {k}: max abs difference re-run vs golden {v:.3g}")
+    bad = {k: v for k, v in worst.items() if v > (1e-5 if "simple-cnn" in k or "quantized" not in k else 1e-3)}
+    if bad:
+        raise SystemExit(f"selfcheck failed: {bad}")
+
 # ----------------------------------------------------------------------------------------------------------
 # --bench-model: the full-size opus-mt-en-zh stand-in (not committed)
 # ----------------------------------------------------------------------------------------------------------
@@ -902,6 +948,9 @@ def bench_model(out: Path) -> int:
     write_json(hf / "generation_config.json", generation_config(len(vocab)), indent=2)
     log("bench: random-weight full-size model")
     build_model(hf, 0)
+    import torch
+    torch.use_deterministic_algorithms(False)
+    torch.set_num_threads(os.cpu_count() or 1)
     exp = _import_export()
     onnx_dir = out / "onnx"
     rc = exp.main([str(hf), str(onnx_dir), "--quantize", "int8", "--offline"])
@@ -922,7 +971,7 @@ def bench_model(out: Path) -> int:
 # main
 # ----------------------------------------------------------------------------------------------------------
 
-STEPS = ["tokenizer", "tokgold", "model", "export", "onnxgold", "generate", "cnn", "manifest"]
+STEPS = ["tokenizer", "tokgold", "model", "export", "onnxgold", "generate", "cnn", "manifest", "selfcheck"]
 
 
 def main(argv=None):
