@@ -9,7 +9,8 @@
 # full-size stand-in: `python tools/make_fixtures.py --bench-model DIR` puts
 # them in DIR/onnx; default: tests/fixtures/marian-tiny). THREADS defaults to
 # 1, RUNS to 50, PYTHON to /work/venv/bin/python.
-# Set SUFFIX=_quantized to compare the int8 graphs.
+# Set SUFFIX=_quantized to compare the int8 graphs, TOLK=path to use a
+# prebuilt tolk instead of building $BUILD (default build/).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$root/tests/fixtures/marian-tiny}
@@ -18,8 +19,12 @@ runs=${3:-50}
 py=${4:-/work/venv/bin/python}
 suffix=${SUFFIX:-}
 build=${BUILD:-$root/build}
-cmake --build "$build" --target tolk -j2 >/dev/null
-tolk=$build/tolk
+if [ -n "${TOLK:-}" ]; then
+  tolk=$TOLK # a prebuilt binary
+else
+  cmake --build "$build" --target tolk -j2 >/dev/null
+  tolk=$build/tolk
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
