@@ -277,8 +277,9 @@ typedef struct tolk_run_stats {
  * declared dtype and a shape matching the declared one (symbolic dims take
  * one value per run across all inputs; an empty tensor binds none, as
  * exporters feed empty placeholders such as a first step's past_key_values).
- * output_names[0..n_outputs) selects outputs; output_names NULL means all, in declared order (n_outputs must
- * then equal tolk_session_output_count()). A name may also be that of an
+ * output_names[0..n_outputs) selects outputs; output_names NULL means all,
+ * in declared order (n_outputs must then equal tolk_session_output_count()).
+ * A name may also be that of an
  * intermediate value of the main graph, which is then kept and returned
  * (for debugging and parity checks; such runs bypass the memory plan).
  *
