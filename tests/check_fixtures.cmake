@@ -2,6 +2,12 @@
 # Run:  cmake -DROOT=<repo>/tests/fixtures -P tests/check_fixtures.cmake
 # Needs only CMake (>= 3.14 for file(SIZE)); no Python.  Regenerate the manifest with
 #   /work/venv/bin/python tools/make_fixtures.py --steps manifest
+
+# tests/CMakeLists.txt include()s every tests/*.cmake, this file too: only do something when run with -P
+# (tests/fixtures.cmake registers that as the ctest fixtures_manifest).
+if(NOT CMAKE_SCRIPT_MODE_FILE)
+  return()
+endif()
 cmake_minimum_required(VERSION 3.14)
 
 if(NOT DEFINED ROOT)
