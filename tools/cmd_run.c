@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "npy.h"
@@ -162,6 +163,16 @@ static bool compare(const char *name, const tolk_tensor *got, const tolk_tensor 
   return bad == 0;
 }
 
+/* Resident set size now, in MB (0 where /proc is missing). */
+static double rss_mb(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long pages = 0, res = 0;
+  if (!f) return 0;
+  if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
+  fclose(f);
+  return (double)res * (double)sysconf(_SC_PAGESIZE) / 1048576.0;
+}
+
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -202,6 +213,7 @@ int cmd_run(int argc, char **argv) {
   struct named *ins = calloc((size_t)argc, sizeof *ins), *exps = calloc((size_t)argc, sizeof *exps);
   int n_ins = 0, n_exps = 0, repeat = 0, rc = 2;
   bool stats = false;
+  double rss_at_100 = 0, rss_at_end = 0;
   double atol = 1e-5, rtol = 0;
   tolk_session_params sp = tolk_session_default_params();
   tolk_session *s = NULL;
@@ -345,8 +357,9 @@ int cmd_run(int argc, char **argv) {
     tolk_tensor_free(want);
   }
   if (repeat > 0) {
-    double *times = malloc((size_t)repeat * sizeof *times);
+    double *times = calloc((size_t)repeat, sizeof *times); /* touched now, not mid-way */
     if (!times) goto done;
+    memset(times, 0, (size_t)repeat * sizeof *times);
     for (int r = 0; r < repeat; r++) {
       for (size_t i = 0; i < n_out; i++) {
         tolk_tensor_free(outs[i]);
@@ -360,7 +373,9 @@ int cmd_run(int argc, char **argv) {
         goto done;
       }
       times[r] = now_ms() - a;
+      if (r + 1 == 100) rss_at_100 = rss_mb();
     }
+    rss_at_end = rss_mb();
     qsort(times, (size_t)repeat, sizeof *times, cmp_double);
     printf("time: median %.3f ms per run over %d runs (min %.3f, max %.3f; first run %.3f ms)\n",
            times[repeat / 2], repeat, times[0], times[repeat - 1], first_ms);
@@ -374,6 +389,9 @@ int cmd_run(int argc, char **argv) {
            (double)st.peak_bytes / 1e6, (double)st.arena_bytes / 1e6,
            (double)st.heap_bytes / 1e6, (double)st.output_bytes / 1e6, st.nodes_run,
            st.plan_reused ? "reused" : "recorded", (double)ru.ru_maxrss / 1024.0);
+    if (rss_at_100 > 0)
+      printf("stats: RSS after 100 repeated runs %.1f MB, after %d: %.1f MB\n", rss_at_100, repeat,
+             rss_at_end);
   }
 done:
   for (int i = 0; in_t && i < n_ins; i++) tolk_tensor_free(in_t[i]);
