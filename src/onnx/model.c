@@ -66,6 +66,7 @@ static tolk_status decode(tolk_model *m, tolk_error *err) {
   l.arena = &m->ir.arena;
   l.base = m->map;
   l.size = m->map_size;
+  l.file_mapped = m->mapped;
   l.dir = m->dir;
   l.params = m->params;
   l.err = err;

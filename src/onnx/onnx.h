@@ -118,6 +118,8 @@ struct onnx_loader {
   const char *dir;     /* folder for external data, or NULL */
   tolk_model_params params;
   bool copy;           /* never point into `base` (buffer not kept) */
+  bool file_mapped;    /* `base` is our read-only file mapping: pages whose
+                          bytes were copied out may be dropped from RSS */
   tolk_error *err;
 };
 
