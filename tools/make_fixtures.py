@@ -983,6 +983,11 @@ def main(argv=None):
     ap.add_argument("--bench-model", metavar="DIR",
                     help="instead of the fixtures, build the full-size opus-mt-en-zh stand-in in DIR (not committed)")
     args = ap.parse_args(argv)
+    if os.environ.get("PYTHONHASHSEED") != "0" and argv is None:
+        # Optimum's decoder merge deduplicates initializers through sets of names: with Python's per-process
+        # string hashing, which duplicate's name survives changes run to run.  Fixed hashing makes
+        # decoder_model_merged*.onnx byte-identical between runs.
+        os.execve(sys.executable, [sys.executable] + sys.argv, dict(os.environ, PYTHONHASHSEED="0"))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if args.refresh_corpus or not (CORPUS / "en.txt.xz").exists():
