@@ -13,9 +13,10 @@
  * Blocking (GotoBLAS order): for each k block of KC, for each block of MC
  * rows, for each panel, for each MR-row tile. A KC × NR piece of B then sits
  * in L1 while every tile of the row block uses it, and the MC × KC block of A
- * sits in L2 while the panels go by. When m ≤ MR (a decoder step) each panel
- * is instead run over the whole k in one tile call, B prepacked or read in
- * place: the accumulators stay in registers and B streams once.
+ * sits in L2 while the panels go by. When m ≤ MR (a decoder step) with B
+ * prepacked, each panel is instead run over the whole k in one tile call:
+ * the accumulators stay in registers and B streams once. With B as it lies
+ * and m ≤ MR, B streams by rows in place (the `rows` kernel).
  *
  * Threads take disjoint ranges of panels (and of row blocks when n is too
  * narrow to feed them), so they never write the same C element and results
@@ -211,7 +212,7 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
   const struct sgemm_ukr *u = j->u;
   const int64_t nr = u->nr, mr = u->mr, KC = u->kc, MC = u->mc;
   assert(KC <= SGEMM_MAX_KC && MC <= SGEMM_MAX_MC && nr <= SGEMM_MAX_NR &&
-         SGEMM_NC % nr == 0 && MC % mr == 0);
+         SGEMM_NC % nr == 0 && SGEMM_ROWS_NC % nr == 0 && MC % mr == 0);
   if (j->packed && i1 - i0 <= mr) {
     /* A decoder step: one tile height, each panel run over all of k with
      * the sums in registers, B read once from front to back. */
@@ -225,15 +226,14 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
   }
   if (!j->packed && !j->trans_b && i1 - i0 <= mr) {
     /* The same for B as it lies (row-major k × n): copying it first would
-     * cost more than the few FMAs each element feeds, so full panels read
-     * their NR columns in place, row after row. The ragged last panel, whose
-     * loads would run past B's rows, goes through the packing path below. */
-    int64_t full = j->n / nr < jp1 ? j->n / nr : jp1;
-    for (int64_t jp = jp0; jp < full; jp++)
-      u->tile(i1 - i0, nr, j->k, j->a + i0 * j->rs_a, j->rs_a, j->cs_a, j->b + jp * nr,
-              j->ldb, j->c + i0 * j->ldc + jp * nr, j->ldc, j->alpha, j->beta);
-    if (full >= jp1) return;
-    jp0 = full > jp0 ? full : jp0;
+     * cost more than the few FMAs each element feeds, so it is streamed row
+     * by row in place, a block of columns at a time. */
+    const int64_t c0 = jp0 * nr, c1 = j->n < jp1 * nr ? j->n : jp1 * nr;
+    for (int64_t x = c0; x < c1; x += SGEMM_ROWS_NC)
+      u->rows(i1 - i0, c1 - x < SGEMM_ROWS_NC ? c1 - x : SGEMM_ROWS_NC, j->k,
+              j->a + i0 * j->rs_a, j->rs_a, j->cs_a, j->b + x, j->ldb,
+              j->c + i0 * j->ldc + x, j->ldc, j->alpha, j->beta);
+    return;
   }
   float *buf = thread_buf();
   if (!buf && !j->packed) {

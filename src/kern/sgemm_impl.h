@@ -19,6 +19,9 @@
 /* Columns of B packed per block when B is not prepacked (a multiple of every
  * NR): KC × NC floats, 256 KiB, stay in L2 while the row blocks go by. */
 #define SGEMM_NC 256
+/* Columns per call of the row-streaming small-m kernel (a multiple of every
+ * vector width): its MR × ROWS_NC sums, 6 KiB, stay in L1. */
+#define SGEMM_ROWS_NC 256
 
 /* C[0:mr, 0:nr] = alpha * A[0:mr, 0:kc] * B[0:kc, 0:NR] + beta * C, where
  * A(i, p) is a[i * rs_a + p * cs_a], row p of B is the NR floats at
@@ -30,12 +33,20 @@ typedef void (*sgemm_tile_fn)(int64_t mr, int64_t nr, int64_t kc, const float *a
                               int64_t rs_a, int64_t cs_a, const float *b, int64_t rs_b,
                               float *c, int64_t ldc, float alpha, float beta);
 
+/* C[0:mr, 0:nc] = alpha * A[0:mr, 0:k] * B[0:k, 0:nc] + beta * C with B read
+ * in place (row p at b + p * rs_b, only its first nc floats touched), for
+ * mr ≤ MR and nc ≤ SGEMM_ROWS_NC; A as for the tile. */
+typedef void (*sgemm_rows_fn)(int64_t mr, int64_t nc, int64_t k, const float *a,
+                              int64_t rs_a, int64_t cs_a, const float *b, int64_t rs_b,
+                              float *c, int64_t ldc, float alpha, float beta);
+
 struct sgemm_ukr {
   enum kern_isa isa;
   int mr, nr; /* register tile: mr rows × nr columns of C */
   int kc;     /* k block: a kc × nr panel of B stays in L1 */
   int mc;     /* row block: an mc × kc block of A stays in L2 (multiple of mr) */
   sgemm_tile_fn tile;
+  sgemm_rows_fn rows;
 };
 
 extern const struct sgemm_ukr kern_sgemm_ukr_scalar;

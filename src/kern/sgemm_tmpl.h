@@ -146,6 +146,79 @@ static void tmpl_tile(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_
   }
 }
 
+/* C[0:mr, 0:nc] = alpha * A · B + beta * C for a B read in place, row-major
+ * with row stride rs_b, nc ≤ SGEMM_ROWS_NC, mr ≤ MR. Row p of B is used as a
+ * whole: sums for the mr × nc block live in an L1 buffer, and each step adds
+ * four rows of B (four contiguous runs) into them. Walking B by rows streams
+ * it; walking it by NR-wide panels would touch a new cache line per k step.
+ * This is the small-m path for a B that was not packed. */
+static void tmpl_rows(int64_t mr, int64_t nc, int64_t k, const float *a, int64_t rs_a,
+                      int64_t cs_a, const float *b, int64_t rs_b, float *c, int64_t ldc,
+                      float alpha, float beta) {
+  _Alignas(64) float acc[TMPL_MR][SGEMM_ROWS_NC];
+  const int64_t nv = nc / VL, tail = nc % VL;
+  /* Zero through the last whole vector: the tail's idle lanes are summed
+   * too (and never stored), so they must hold numbers. */
+  for (int64_t r = 0; r < mr; r++)
+    for (int64_t x = 0; x < (nv + (tail > 0)) * VL; x++) acc[r][x] = 0.0f;
+  int64_t p = 0;
+  for (; p + 4 <= k; p += 4) {
+    const float *b0 = b + p * rs_b, *b1 = b0 + rs_b, *b2 = b1 + rs_b, *b3 = b2 + rs_b;
+    for (int64_t r = 0; r < mr; r++) {
+      const float *ar = a + r * rs_a + p * cs_a;
+      const V a0 = v_bcast(ar), a1 = v_bcast(ar + cs_a), a2 = v_bcast(ar + 2 * cs_a),
+              a3 = v_bcast(ar + 3 * cs_a);
+      float *y = acc[r];
+      for (int64_t v = 0; v < nv; v++) {
+        const int64_t o = v * VL;
+        V t = v_loadu(y + o);
+        t = v_fma(a0, v_loadu(b0 + o), t);
+        t = v_fma(a1, v_loadu(b1 + o), t);
+        t = v_fma(a2, v_loadu(b2 + o), t);
+        t = v_fma(a3, v_loadu(b3 + o), t);
+        v_store(y + o, t);
+      }
+      if (tail) {
+        const int64_t o = nv * VL;
+        V t = v_loadu(y + o); /* acc has room for whole vectors */
+        t = v_fma(a0, v_load_n(b0 + o, tail), t);
+        t = v_fma(a1, v_load_n(b1 + o, tail), t);
+        t = v_fma(a2, v_load_n(b2 + o, tail), t);
+        t = v_fma(a3, v_load_n(b3 + o, tail), t);
+        v_store(y + o, t);
+      }
+    }
+  }
+  for (; p < k; p++) {
+    const float *b0 = b + p * rs_b;
+    for (int64_t r = 0; r < mr; r++) {
+      const V a0 = v_bcast(a + r * rs_a + p * cs_a);
+      float *y = acc[r];
+      for (int64_t v = 0; v < nv; v++)
+        v_store(y + v * VL, v_fma(a0, v_loadu(b0 + v * VL), v_loadu(y + v * VL)));
+      if (tail) {
+        const int64_t o = nv * VL;
+        v_store(y + o, v_fma(a0, v_load_n(b0 + o, tail), v_loadu(y + o)));
+      }
+    }
+  }
+  const V va = v_set1(alpha), vb = v_set1(beta);
+  for (int64_t r = 0; r < mr; r++) {
+    float *cr = c + r * ldc;
+    for (int64_t v = 0; v < nv; v++) {
+      V x = v_mul(v_loadu(acc[r] + v * VL), va);
+      if (beta != 0.0f) x = v_fma(vb, v_loadu(cr + v * VL), x);
+      v_store(cr + v * VL, x);
+    }
+    if (tail) {
+      const int64_t o = nv * VL;
+      V x = v_mul(v_loadu(acc[r] + o), va);
+      if (beta != 0.0f) x = v_fma(vb, v_load_n(cr + o, tail), x);
+      v_store_n(cr + o, x, tail);
+    }
+  }
+}
+
 const struct sgemm_ukr TMPL_NAME = {
     .isa = TMPL_ISA,
     .mr = TMPL_MR,
@@ -153,6 +226,7 @@ const struct sgemm_ukr TMPL_NAME = {
     .kc = TMPL_KC,
     .mc = TMPL_MC,
     .tile = tmpl_tile,
+    .rows = tmpl_rows,
 };
 
 #undef TMPL_NR
