@@ -14,18 +14,6 @@
 #include "testutil.h"
 #include "tolk.h"
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  size_t got = fread(buf, 1, (size_t)n, f);
-  fclose(f);
-  buf[got] = '\0';
-  return buf;
-}
 
 static int num(const cJSON *obj, const char *key, int dflt) {
   const cJSON *v = cJSON_GetObjectItem(obj, key);
@@ -111,7 +99,7 @@ static void run_case(const tolk_translator *tr, const cJSON *c, int *ok, int *to
 int main(int argc, char **argv) {
   char path[4096];
   snprintf(path, sizeof path, "%s/golden/generate.json", tu_fixtures());
-  char *json = slurp(path);
+  char *json = tu_slurp(path, NULL);
   CHECK_MSG(json != NULL, "cannot read %s", path);
   if (!json) return tu_finish("test_mt_generate");
   cJSON *root = cJSON_Parse(json);

@@ -245,25 +245,13 @@ static uint64_t spm_dec(void *p, uint64_t i, uint64_t h) {
   return h;
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  size_t got = fread(buf, 1, (size_t)n, f);
-  fclose(f);
-  buf[got] = '\0';
-  return buf;
-}
 
 int main(int argc, char **argv) {
   char path[8192], dir[4096];
   snprintf(dir, sizeof dir, "%s/../data", tu_fixtures());
   const char *data = argc > 1 ? argv[1] : dir;
   snprintf(path, sizeof path, "%s/tokenizer_diff.json", data);
-  char *json = slurp(path);
+  char *json = tu_slurp(path, NULL);
   CHECK_MSG(json != NULL, "cannot read %s", path);
   if (!json) return tu_finish("test_text_diff");
   cJSON *root = cJSON_Parse(json);

@@ -14,22 +14,6 @@
 #include "text/spm.h"
 #include "tolk.h"
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  if (buf) buf[n] = '\0';
-  *len = (size_t)n;
-  return buf;
-}
 
 /* cJSON stops a string at an escaped NUL, and the goldens have texts with
  * NULs. Texts are therefore read from the raw JSON too: the n-th
@@ -199,7 +183,7 @@ int main(void) {
   char path[4096];
   snprintf(path, sizeof path, "%s/golden/tokenizer.json", tu_fixtures());
   size_t len;
-  char *json = slurp(path, &len);
+  char *json = tu_slurp(path, &len);
   CHECK_MSG(json != NULL, "cannot read %s", path);
   if (!json) return tu_finish("test_text_golden");
   cJSON *root = cJSON_Parse(json);

@@ -15,18 +15,6 @@
 #include "text/spm.h"
 #include "tolk.h"
 
-static unsigned char *slurp(const char *path, size_t *len) {
-  *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *buf = malloc((size_t)n);
-  *len = fread(buf, 1, (size_t)n, f);
-  fclose(f);
-  return buf;
-}
 
 static void write_file(const char *path, const void *data, size_t len) {
   FILE *f = fopen(path, "wb");
@@ -91,7 +79,7 @@ static void bad_folders(const char *fixture) {
   for (int i = 0; i < 2; i++) {
     size_t len;
     snprintf(src, sizeof src, "%s/%s", fixture, files[i]);
-    unsigned char *b = slurp(src, &len);
+    unsigned char *b = (unsigned char *)tu_slurp(src, &len);
     CHECK_MSG(b != NULL, "cannot read %s", src);
     snprintf(path, sizeof path, "%s/%s", dir, files[i]);
     write_file(path, b, len);
@@ -179,7 +167,7 @@ int main(void) {
   snprintf(fixture, sizeof fixture, "%s/marian-tiny", tu_fixtures());
   snprintf(path, sizeof path, "%s/../data/spm/unigram-bytefb.model", tu_fixtures());
   size_t len = 0;
-  unsigned char *model = slurp(path, &len);
+  unsigned char *model = (unsigned char *)tu_slurp(path, &len);
   CHECK_MSG(model != NULL, "cannot read %s", path);
   if (model) {
     truncations(model, len);

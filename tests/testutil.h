@@ -41,6 +41,24 @@ static inline int tu_finish(const char *name) {
   return tu_failures ? 1 : 0;
 }
 
+/* The whole file at path, NUL-terminated (free() it), or NULL; *len (may be
+ * NULL) receives its size. */
+static inline char *tu_slurp(const char *path, size_t *len) {
+  if (len) *len = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
+  fclose(f);
+  if (!buf) return NULL;
+  buf[got] = '\0';
+  if (len) *len = got;
+  return buf;
+}
+
 /* The fixtures folder (tests/fixtures), from the environment ctest sets. */
 static inline const char *tu_fixtures(void) {
   const char *d = getenv("TOLK_FIXTURES");

@@ -62,6 +62,42 @@ void tolk_error_prefix(tolk_error *err, const char *fmt, ...) {
   err->message[hl + ol] = '\0';
 }
 
+tolk_status tolk_read_file(const char *path, size_t max, char **data, size_t *len,
+                           tolk_error *err) {
+  *data = NULL;
+  *len = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return tolk_fail(err, TOLK_ERR_NOT_FOUND, "%s: cannot open", path);
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap + 1);
+  tolk_status st = buf ? TOLK_OK : tolk_fail(err, TOLK_ERR_NO_MEMORY, "%s: out of memory", path);
+  while (!st) {
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (n > max) {
+      st = tolk_fail(err, TOLK_ERR_LIMIT, "%s: larger than %zu bytes", path, max);
+    } else if (n == cap) {
+      /* Grow geometrically; the +1 keeps room for the NUL. */
+      char *p = cap <= max ? realloc(buf, 2 * cap + 1) : NULL;
+      if (!p) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "%s: out of memory", path);
+      else buf = p, cap *= 2;
+    } else if (ferror(f)) {
+      st = tolk_fail(err, TOLK_ERR_IO, "%s: read error", path);
+    } else {
+      break;
+    }
+  }
+  fclose(f);
+  if (st) {
+    free(buf);
+    return st;
+  }
+  buf[n] = '\0';
+  *data = buf;
+  *len = n;
+  return TOLK_OK;
+}
+
 /* ------------------------------------------------------------------ dtypes */
 
 static const struct {

@@ -30,6 +30,12 @@ tolk_status tolk_fail(tolk_error *err, tolk_status status, const char *fmt, ...)
  * error happened as it travels up (file name, node, graph). */
 void tolk_error_prefix(tolk_error *err, const char *fmt, ...) TOLK_PRINTF(2, 3);
 
+/* Reads the whole file at `path` into a new NUL-terminated buffer (*data,
+ * freed with free(); *len excludes the NUL). Files larger than `max` bytes
+ * fail with TOLK_ERR_LIMIT; a missing file with TOLK_ERR_NOT_FOUND. */
+tolk_status tolk_read_file(const char *path, size_t max, char **data, size_t *len,
+                           tolk_error *err);
+
 /* Overflow-checked arithmetic: return false (leaving *out unspecified) when the
  * exact result does not fit. */
 static inline bool tolk_mul_size(size_t a, size_t b, size_t *out) {

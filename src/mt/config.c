@@ -36,19 +36,11 @@ static tolk_status join(char *out, size_t size, const char *dir, const char *nam
  * absent and optional. */
 static tolk_status read_json(const char *path, bool optional, cJSON **out, tolk_error *err) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    if (optional) return TOLK_OK;
-    return tolk_fail(err, TOLK_ERR_NOT_FOUND, "%s: missing", path);
-  }
-  char *buf = malloc(MAX_CONFIG_BYTES + 1);
-  size_t len = buf ? fread(buf, 1, MAX_CONFIG_BYTES + 1, f) : 0;
-  fclose(f);
-  if (!buf) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "%s: out of memory", path);
-  if (len > MAX_CONFIG_BYTES) {
-    free(buf);
-    return tolk_fail(err, TOLK_ERR_LIMIT, "%s: larger than %d MiB", path, MAX_CONFIG_BYTES >> 20);
-  }
+  if (optional && !is_file(path)) return TOLK_OK;
+  char *buf;
+  size_t len;
+  tolk_status st = tolk_read_file(path, MAX_CONFIG_BYTES, &buf, &len, err);
+  if (st) return st;
   const char *end = NULL;
   *out = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
   size_t at = end ? (size_t)(end - buf) : 0;

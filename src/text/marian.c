@@ -44,32 +44,6 @@ tolk_tokenizer_params tolk_tokenizer_default_params(void) {
 
 /* ------------------------------------------------------------------ files */
 
-static tolk_status read_file(const char *path, char **out, size_t *len, tolk_error *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return tolk_fail(err, TOLK_ERR_NOT_FOUND, "%s: cannot open", path);
-  struct spm_buf b = {0};
-  char chunk[65536];
-  size_t got;
-  tolk_status st = TOLK_OK;
-  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-    if (b.len + got > MAX_JSON_BYTES || !spm_buf_append(&b, chunk, got)) {
-      st = tolk_fail(err, TOLK_ERR_LIMIT, "%s: larger than %d MiB", path, MAX_JSON_BYTES >> 20);
-      break;
-    }
-  }
-  if (!st && ferror(f)) st = tolk_fail(err, TOLK_ERR_IO, "%s: read error", path);
-  fclose(f);
-  if (!st && !b.data && !spm_buf_append(&b, "", 0))
-    st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "%s: out of memory", path);
-  if (st) {
-    spm_buf_free(&b);
-    return st;
-  }
-  *out = b.data;
-  *len = b.len;
-  return TOLK_OK;
-}
-
 static tolk_status path_join(char *buf, size_t size, const char *dir, const char *name,
                              tolk_error *err) {
   int n = snprintf(buf, size, "%s/%s", dir, name);
@@ -81,7 +55,7 @@ static tolk_status path_join(char *buf, size_t size, const char *dir, const char
 static tolk_status parse_json_file(const char *path, cJSON **out, tolk_error *err) {
   char *text;
   size_t len;
-  tolk_status st = read_file(path, &text, &len, err);
+  tolk_status st = tolk_read_file(path, MAX_JSON_BYTES, &text, &len, err);
   if (st) return st;
   const char *end = NULL;
   *out = cJSON_ParseWithLengthOpts(text, len, &end, 0);

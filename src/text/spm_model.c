@@ -319,25 +319,13 @@ tolk_status spm_model_load(const void *data, size_t size, struct spm_model **out
 
 tolk_status spm_model_load_file(const char *path, struct spm_model **out, tolk_error *err) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return tolk_fail(err, TOLK_ERR_IO, "%s: cannot open", path);
-  struct spm_buf b = {0};
-  char chunk[65536];
-  size_t got;
-  tolk_status st = TOLK_OK;
-  while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-    if (b.len + got > SPM_MAX_FILE_BYTES || !spm_buf_append(&b, chunk, got)) {
-      st = tolk_fail(err, TOLK_ERR_LIMIT, "%s: too large", path);
-      break;
-    }
-  }
-  if (!st && ferror(f)) st = tolk_fail(err, TOLK_ERR_IO, "%s: read error", path);
-  fclose(f);
-  if (!st) {
-    st = spm_model_load(b.data, b.len, out, err);
-    if (st) tolk_error_prefix(err, "%s", path);
-  }
-  spm_buf_free(&b);
+  char *data;
+  size_t len;
+  tolk_status st = tolk_read_file(path, SPM_MAX_FILE_BYTES, &data, &len, err);
+  if (st) return st;
+  st = spm_model_load(data, len, out, err);
+  if (st) tolk_error_prefix(err, "%s", path);
+  free(data);
   return st;
 }
 
