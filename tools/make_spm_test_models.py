@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Trains the small SentencePiece models in tests/data/spm/ that exercise the
 encoder paths the Marian fixture does not: BPE, byte fallback, user-defined
-symbols, whitespace as suffix, no whitespace removal. Trained on the fixture
+symbols, whitespace as suffix, no whitespace removal, and UNUSED pieces (a
+BPE model with every 7th multi-character piece marked unused, which makes
+the encoder merge through them and split them back). Trained on the fixture
 corpus (tests/fixtures/corpus), seeded by sentencepiece's determinism on a
 single thread. Run: /work/venv/bin/python tools/make_spm_test_models.py
 """
@@ -42,6 +44,22 @@ def main():
         with open(os.path.join(OUT, name + ".model"), "wb") as f:
             f.write(buf.getvalue())
         print(name, len(buf.getvalue()), "bytes")
+    write_unused_variant()
+
+
+def write_unused_variant():
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    m = pb.ModelProto()
+    with open(os.path.join(OUT, "bpe-ident.model"), "rb") as f:
+        m.ParseFromString(f.read())
+    normal = [p for p in m.pieces if p.type == pb.ModelProto.SentencePiece.NORMAL and len(p.piece) > 1]
+    for p in normal[::7]:
+        p.type = pb.ModelProto.SentencePiece.UNUSED
+    data = m.SerializeToString()
+    with open(os.path.join(OUT, "bpe-unused.model"), "wb") as f:
+        f.write(data)
+    print("bpe-unused", len(data), "bytes")
 
 
 if __name__ == "__main__":

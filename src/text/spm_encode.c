@@ -174,36 +174,63 @@ static struct pair heap_pop(struct heap *h) {
   return top;
 }
 
+/* rev_merge of the reference: for a merged piece that is UNUSED, the two
+ * pieces it was last made from (later merges of the same text overwrite). */
+struct rev_merge {
+  size_t begin, len, left_len;
+};
+
 struct bpe {
   const struct spm_model *m;
   const char *s;
   struct sym *syms;
   struct heap heap;
+  struct rev_merge *rev;
+  size_t n_rev, cap_rev;
 };
+
+static struct rev_merge *rev_find(const struct bpe *b, size_t begin, size_t len) {
+  for (size_t i = 0; i < b->n_rev; i++)
+    if (b->rev[i].len == len && memcmp(b->s + b->rev[i].begin, b->s + begin, len) == 0) return &b->rev[i];
+  return NULL;
+}
+
+static bool rev_record(struct bpe *b, size_t begin, size_t len, size_t left_len) {
+  struct rev_merge *r = rev_find(b, begin, len);
+  if (!r) {
+    if (b->n_rev == b->cap_rev) {
+      size_t cap = b->cap_rev ? 2 * b->cap_rev : 8;
+      struct rev_merge *p = realloc(b->rev, cap * sizeof *p);
+      if (!p) return false;
+      b->rev = p;
+      b->cap_rev = cap;
+    }
+    r = &b->rev[b->n_rev++];
+  }
+  *r = (struct rev_merge){begin, len, left_len};
+  return true;
+}
 
 static bool maybe_add_pair(struct bpe *b, long left, long right) {
   if (left < 0 || right < 0 || b->syms[left].freeze || b->syms[right].freeze) return true;
   size_t len = b->syms[left].len + b->syms[right].len;
   int id = spm_map_find(&b->m->normal, b->m, b->s + b->syms[left].begin, len);
   if (id < 0) return true;
+  if (b->m->pieces[id].type == SPM_UNUSED && !rev_record(b, b->syms[left].begin, len, b->syms[left].len))
+    return false;
   return heap_push(&b->heap, (struct pair){left, right, b->m->pieces[id].score, len});
 }
 
-/* An unused piece produced by a merge is split back into the two symbols it
- * was made of, recursively, as the reference's resegment() does. Those are
- * found again by looking for the split whose halves are both pieces. */
+/* An unused piece produced by a merge is split back into the two pieces it
+ * was made from, recursively, as the reference's resegment() does. */
 static bool bpe_emit(const struct bpe *b, struct spm_encoding *e, size_t begin, size_t len,
-                     bool *prev_unk, int depth) {
+                     bool *prev_unk) {
   const struct spm_model *m = b->m;
   int id = spm_map_find(&m->normal, m, b->s + begin, len);
-  if (id >= 0 && m->pieces[id].type == SPM_UNUSED && len > 1 && depth < 64) {
-    for (size_t cut = len - 1; cut > 0; cut--) {
-      int l = spm_map_find(&m->normal, m, b->s + begin, cut);
-      int r = spm_map_find(&m->normal, m, b->s + begin + cut, len - cut);
-      if (l >= 0 && r >= 0)
-        return bpe_emit(b, e, begin, cut, prev_unk, depth + 1) &&
-               bpe_emit(b, e, begin + cut, len - cut, prev_unk, depth + 1);
-    }
+  const struct rev_merge *r = id >= 0 && m->pieces[id].type == SPM_UNUSED ? rev_find(b, begin, len) : NULL;
+  if (r) {
+    size_t left = r->left_len;
+    return bpe_emit(b, e, begin, left, prev_unk) && bpe_emit(b, e, begin + left, len - left, prev_unk);
   }
   return emit(m, e, begin, len, id >= 0 ? id : m->unk_id, prev_unk);
 }
@@ -211,7 +238,7 @@ static bool bpe_emit(const struct bpe *b, struct spm_encoding *e, size_t begin, 
 static tolk_status encode_bpe(const struct spm_model *m, struct spm_encoding *e, tolk_error *err) {
   const char *s = e->norm.data;
   size_t size = e->norm.len;
-  struct bpe b = {m, s, malloc((size ? size : 1) * sizeof *b.syms), {0}};
+  struct bpe b = {m, s, malloc((size ? size : 1) * sizeof *b.syms), {0}, NULL, 0, 0};
   if (!b.syms) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "encode: out of memory");
   long n = 0;
   for (size_t pos = 0; pos < size; n++) {
@@ -235,8 +262,9 @@ static tolk_status encode_bpe(const struct spm_model *m, struct spm_encoding *e,
   }
   bool prev_unk = false;
   for (long i = 0; n > 0 && i != -1 && ok; i = b.syms[i].next)
-    ok = bpe_emit(&b, e, b.syms[i].begin, b.syms[i].len, &prev_unk, 0);
+    ok = bpe_emit(&b, e, b.syms[i].begin, b.syms[i].len, &prev_unk);
   free(b.heap.a);
+  free(b.rev);
   free(b.syms);
   return ok ? TOLK_OK : tolk_fail(err, TOLK_ERR_NO_MEMORY, "encode: out of memory");
 }
