@@ -3,12 +3,14 @@
  * once and times tolk_translator_generate on pre-tokenized sentences with the
  * output length fixed (min_new_tokens = max_new_tokens), as the Python peers
  * in bench/translate_peers.py do on the same ids:
- *  - latency: each sentence alone (batch 1), in file order; P50/P95 in ms;
+ *  - latency: each sentence alone (batch 1), in file order; P50/P95 in ms
+ *    (--latency-n N: only N of them, evenly spaced through the file);
  *  - throughput: all sentences sorted by length (longest first, ties in file
  *    order) and cut into batches of --batch sentences, one generate call per
  *    batch; sentences per second over the whole pass.
  * Prints one JSON object on stdout. Peak RSS is measured by the caller
- * (wait4 on this process), so every engine is measured the same way.
+ * (/usr/bin/time), so every engine is measured the same way; the JSON adds
+ * the RSS split at the end (anonymous vs memory-mapped model files).
  *
  *   bench_translate -m DIR --ids FILE [--int8] [--beam N] [--new-tokens N]
  *                   [--threads N] [--batch N] [--latency-n N] [--skip-latency]
@@ -123,6 +125,22 @@ static int by_length_desc(const void *a, const void *b) {
   return (x->index > y->index) - (x->index < y->index);
 }
 
+/* Current RSS split (MB) from /proc/self/status: anonymous memory (tensors,
+ * packed weights, arenas) and file pages (the memory-mapped model files).
+ * -1 where the file or field is missing (not Linux). */
+static void rss_split(double *anon, double *file) {
+  *anon = *file = -1;
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return;
+  char line[256];
+  while (fgets(line, sizeof line, f)) {
+    char *end;
+    if (!strncmp(line, "RssAnon:", 8)) *anon = strtod(line + 8, &end) / 1024;
+    if (!strncmp(line, "RssFile:", 8)) *file = strtod(line + 8, &end) / 1024;
+  }
+  fclose(f);
+}
+
 static void die(const char *what, const tolk_error *e) {
   fprintf(stderr, "bench_translate: %s: %s\n", what, e->message);
   exit(1);
@@ -221,7 +239,9 @@ int main(int argc, char **argv) {
   size_t n_lat = latency_n < 0 || (size_t)latency_n > n ? n : (size_t)latency_n;
   double p50 = 0, p95 = 0, mean = 0;
   if (do_latency && n_lat) {
-    for (size_t i = 0; i < n_lat; i++) lat[i] = generate(tr, &src[i], 1, &p, gen, &min_new, &max_new);
+    /* n_lat sentences evenly spaced through the file (all of them by default);
+     * translate_peers.py picks the same ones. */
+    for (size_t i = 0; i < n_lat; i++) lat[i] = generate(tr, &src[i * n / n_lat], 1, &p, gen, &min_new, &max_new);
     for (size_t i = 0; i < n_lat; i++) mean += lat[i] / (double)n_lat;
     qsort(lat, n_lat, sizeof *lat, cmp_double);
     p50 = percentile(lat, n_lat, 50), p95 = percentile(lat, n_lat, 95);
@@ -236,6 +256,8 @@ int main(int argc, char **argv) {
       total += generate(tr, sorted + b, m, &p, gen, &min_new, &max_new);
     }
   }
+  double anon, file;
+  rss_split(&anon, &file);
   char mode_buf[32];
   if (!mode) {
     snprintf(mode_buf, sizeof mode_buf, beam > 1 ? "beam %d" : "greedy", beam);
@@ -244,10 +266,11 @@ int main(int argc, char **argv) {
   printf("{\"engine\": \"%s\", \"precision\": \"%s\", \"mode\": \"%s\", \"beam\": %d, \"threads\": %d, "
          "\"sentences\": %zu, \"latency_sentences\": %zu, \"batch\": %d, \"new_tokens\": %d, "
          "\"load_ms\": %.1f, \"sent_per_s\": %.4f, \"throughput_ms\": %.1f, \"p50_ms\": %.3f, "
-         "\"p95_ms\": %.3f, \"mean_ms\": %.3f, \"new_tokens_min\": %zu, \"new_tokens_max\": %zu}\n",
+         "\"p95_ms\": %.3f, \"mean_ms\": %.3f, \"new_tokens_min\": %zu, \"new_tokens_max\": %zu, "
+         "\"rss_anon_mb_end\": %.1f, \"rss_file_mb_end\": %.1f}\n",
          engine, int8 ? "int8" : "fp32", mode, beam, threads, do_throughput ? n : 0, do_latency ? n_lat : 0, batch,
          new_tokens, load_ms, do_throughput && total > 0 ? (double)n / (total / 1e3) : 0.0, total, p50, p95, mean,
-         min_new == SIZE_MAX ? 0 : min_new, max_new);
+         min_new == SIZE_MAX ? 0 : min_new, max_new, anon, file);
   tolk_translator_free(tr);
   tolk_ids_free(src, n);
   free(src);

@@ -188,7 +188,7 @@ def cmd_run(a):
     lat = []
     n_lat = len(ids) if a.latency_n < 0 else min(a.latency_n, len(ids))
     if not a.skip_latency:
-        for x in ids[:n_lat]:
+        for x in (ids[i * len(ids) // n_lat] for i in range(n_lat)):  # bench_translate's choice
             t = time.perf_counter()
             new += eng.generate([x])
             lat.append((time.perf_counter() - t) * 1e3)
@@ -239,9 +239,14 @@ def child(cmd, env):
 
 
 def cmd_table(a):
+    # OMP_WAIT_POLICY PASSIVE unless the caller says otherwise: on a shared machine OpenMP's default
+    # spin-waiting (CTranslate2, PyTorch) loses the CPU to other processes' work and measures the
+    # machine's load instead of the engine (CTranslate2 fp32 ran 3-6x slower that way here).
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), MKL_NUM_THREADS=str(a.threads),
+               OPENBLAS_NUM_THREADS="1", OMP_WAIT_POLICY=os.environ.get("OMP_WAIT_POLICY", "PASSIVE"),
                TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error",
                PYTHONWARNINGS="ignore")
+    a.env_note = f"OMP_WAIT_POLICY={env['OMP_WAIT_POLICY']}"
     model = Path(a.model)
     ids = Path(a.work) / "ids.txt"
     if not ids.exists():
@@ -290,7 +295,8 @@ def print_table(a, results, baseline, modes, want, n, elapsed):
     lat_n = n if a.latency_n < 0 else min(n, a.latency_n)
     print(f"# {n} sentences ({a.work}/ids.txt), {a.new_tokens} new tokens each (min = max), {a.threads} threads, "
           f"throughput batches of {a.batch} sentences (sorted by length), latency: each of {lat_n} sentences alone; "
-          f"median of {a.repeat} round(s); {time.strftime('%Y-%m-%d %H:%M')}, {elapsed:.0f} s")
+          f"median of {a.repeat} round(s); {a.env_note}; {time.strftime('%Y-%m-%d %H:%M')}, {elapsed:.0f} s, "
+          f"load average {os.getloadavg()[0]:.1f} at the end")
     hdr = f"| {'engine':<22} | {'prec':<4} | {'mode':<6} | {'sent/s':>7} | {'P50 ms':>8} | {'P95 ms':>8} | {'peak RSS MB':>11} | {'- imports':>9} | {'spread':>6} |"
     print(hdr)
     print("|" + "|".join("-" * (len(c)) for c in hdr.split("|")[1:-1]) + "|")
