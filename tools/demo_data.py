@@ -7,8 +7,8 @@
 Software messages translated into Simplified Chinese are real en→zh parallel text.  This walks
 /usr/share/locale/zh_CN/LC_MESSAGES/*.mo (the installed Debian packages; owner found with `dpkg -S`) and,
 unless --no-staged, the package trees that tools/install_demo_corpus.sh unpacked under
-OUT/pkgroot/<package>/ (every `*zh_CN*/LC_MESSAGES/*.mo` or `*zh-CN*/LC_MESSAGES/*.mo` in them: the owner
-is the folder name).  Each package's licence comes from its usr/share/doc/<pkg>/copyright.
+OUT/pkgroot/<package>/ (every `.../zh_CN*/LC_MESSAGES/*.mo`, and the zh-CN, zh_Hans, zh_HANS, zh-Hans
+spellings some projects use, e.g. LibreOffice and Blender: the owner is the folder name).  Each package's licence comes from its usr/share/doc/<pkg>/copyright.
 
 Cleaning, per (msgid, msgstr[0]) entry:
   - header, empty, untranslated (msgstr == msgid) and translator-credit entries are dropped; .mo files carry
@@ -152,10 +152,10 @@ def dpkg_version(pkg: str) -> str:
 
 LICENCE_WORDS = [  # for copyright files that are not machine-readable (DEP-5)
     (r"Lesser General Public License|Library General Public License|\bLGPL", "LGPL"),
-    (r"(?<!Lesser )(?<!Library )GNU General Public License|\bGPL(?!-?compatible)", "GPL"),
+    (r"(?<!Lesser )(?<!Library )GNU General Public License|\bGPL(?!-?compatible)|common-licenses/GPL", "GPL"),
     (r"Mozilla Public License|\bMPL", "MPL"),
     (r"Apache License", "Apache"),
-    (r"\bBSD\b", "BSD"),
+    (r"\bBSD\b|Redistribution and use in source and binary forms", "BSD"),
     (r"Permission is hereby granted, free of charge|\bMIT\b|\bExpat\b", "MIT/Expat"),
     (r"PostgreSQL", "PostgreSQL"),
 ]
@@ -196,19 +196,24 @@ def licence_from_copyright(cp: Path) -> str:
 # cleaning
 # ----------------------------------------------------------------------------------------------------------
 
-ZH_ACCEL = re.compile(r"\s*[（(]\s*[_&]\s*([A-Za-z0-9])\s*[)）]")  # 打开(_O)  文件（&F）
+ZH_ACCEL = re.compile(r"\s*[（(]\s*([_&~])\s*([A-Za-z0-9])\s*[)）]")  # 打开(_O)  文件（&F）  创建(~R)
 ZH_ACCEL_TAIL = re.compile(r"\s*[（(]([A-Za-z0-9])[)）](?=\s*(?:\.\.\.|…|:|：)?\s*$)")  # 打开(O)... after strip
 ZH_UNDERSCORE_HAN = re.compile(r"_(?=[\u3400-\u9fff])")  # _打开
 EN_ACCEL_US = re.compile(r"(?<!_)_(?=[A-Za-z0-9])")
 EN_ACCEL_AMP = re.compile(r"(?<!&)&(?=[A-Za-z0-9])(?![A-Za-z0-9#]+;)")
+EN_ACCEL_TILDE = re.compile(r"~(?=[A-Za-z0-9])")  # LibreOffice; only with (~X) in the Chinese (~a is Lisp format)
 
 
 def strip_accel(en: str, zh: str):
-    """Remove mnemonic markers.  The Chinese decides: `(_O)`/`(&O)`, or `_` before a Han character, or no
-    `_`/`&` at all while the English has exactly one candidate marker — then the English marker is a
-    mnemonic.  If the Chinese keeps the same `_`-joined word (shared_buffers) the underscore is real text."""
+    """Remove mnemonic markers.  The Chinese decides: `(_O)`/`(&O)`/`(~O)`, or `_` before a Han character, or
+    no `_`/`&` at all while the English has exactly one candidate marker — then the English marker is a
+    mnemonic.  If the Chinese keeps the same `_`-joined word (shared_buffers) the underscore is real text;
+    `~` is removed only when the Chinese shows `(~X)` (LibreOffice), since `~a` is a Lisp format directive."""
+    marks = {m.group(1) for m in ZH_ACCEL.finditer(zh)}
     zh2 = ZH_ACCEL.sub("", zh)
     zh_marked = zh2 != zh
+    if "~" in marks and len(EN_ACCEL_TILDE.findall(en)) == 1:
+        en = EN_ACCEL_TILDE.sub("", en, count=1)
     zh3 = ZH_UNDERSCORE_HAN.sub("", zh2)
     zh_marked = zh_marked or zh3 != zh2
     zh = zh3
@@ -364,9 +369,20 @@ def find_catalogues(staged_root: Path | None, system: bool):
                 continue
             ver_file = pdir / ".version"
             ver = ver_file.read_text().strip() if ver_file.exists() else "?"
-            mos = sorted(set(pdir.glob("**/zh_CN*/LC_MESSAGES/*.mo")) | set(pdir.glob("**/zh-CN/LC_MESSAGES/*.mo")))
-            for f in mos:
-                cats.append((f, pkg, ver, pdir / "usr/share/doc" / pkg / "copyright", "unpacked"))
+            mos = set()
+            for d in ("zh_CN*", "zh-CN", "zh_Hans", "zh_HANS", "zh-Hans"):
+                mos |= set(pdir.glob(f"**/{d}/LC_MESSAGES/*.mo"))
+            cp = pdir / "usr/share/doc" / pkg / "copyright"
+            link = pdir / ".doclink"
+            if not cp.exists() and link.exists():  # doc folder is a symlink to a sibling package's
+                sib = link.read_text().strip()
+                for cand in (staged_root / sib / "usr/share/doc" / sib / "copyright",
+                             Path("/usr/share/doc") / sib / "copyright", *staged_root.glob(f"*/usr/share/doc/{sib}/copyright")):
+                    if cand.exists():
+                        cp = cand
+                        break
+            for f in sorted(mos):
+                cats.append((f, pkg, ver, cp, "unpacked"))
     return cats
 
 
