@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../exec/pool.h"
 #include "sgemm_impl.h"
@@ -350,6 +351,9 @@ void kern_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, flo
 
 /* --------------------------------------------------------------- packed */
 
+#define HUGE_PAGE ((size_t)2 << 20)
+#define HUGE_MIN ((size_t)4 << 20)
+
 struct kern_packed_b {
   const struct sgemm_ukr *u;
   int64_t k, n;
@@ -376,7 +380,16 @@ tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float *b
   pb->k = k;
   pb->n = n;
   pb->bytes = bytes;
-  if (bytes > 0) {
+  if (bytes >= HUGE_MIN) {
+    /* Large weights stream from DRAM on every use: on 2 MiB pages the
+     * hardware prefetchers are not stopped at every 4 KiB boundary and the
+     * TLB covers the whole matrix. A hint only; it may be refused. */
+    size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    pb->data = aligned_alloc(HUGE_PAGE, rounded);
+#ifdef MADV_HUGEPAGE
+    if (pb->data) madvise(pb->data, rounded, MADV_HUGEPAGE);
+#endif
+  } else if (bytes > 0) {
     pb->data = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!pb->data) {
       free(pb);
