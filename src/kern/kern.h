@@ -6,11 +6,13 @@
  * forces one (an ISA the CPU lacks falls back to the best it has).
  *
  * GEMM comes in two forms: kern_sgemm() takes B as it lies in memory and
- * packs it piecewise on the fly (for activations × activations), and
+ * packs it piecewise on the fly (for activations × activations; with m ≤ the
+ * register tile's height, 6, it streams B by rows in place instead), and
  * kern_sgemm_packed() takes B packed once by kern_sgemm_pack_b() (for constant
  * weights, packed at session creation). Both split the work over n (and over
- * m when n is narrow) on the pool; with m ≤ the register tile's height (a
- * decoder step) the packed form streams B exactly once, front to back.
+ * m when n is narrow) on the pool; with m ≤ 6 (a decoder step, a small beam)
+ * the packed form streams B exactly once, front to back. Results do not
+ * depend on the thread count.
  */
 #ifndef TOLK_KERN_H
 #define TOLK_KERN_H
