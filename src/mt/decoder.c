@@ -208,8 +208,10 @@ tolk_status mt_state_select(struct mt_state *s, const int32_t *keep, size_t n, t
   return st;
 }
 
-/* Empty-history cache inputs for the merged graph's first (no-cache) step;
- * that branch ignores them, but their shapes must be valid. */
+/* Empty cache inputs for the merged graph's first (no-cache) step, as
+ * Optimum feeds them: [batch, heads, 0, head_dim]. That branch ignores them,
+ * and an empty tensor binds no symbolic dim, so the encoder ones need not
+ * match the source length. */
 static tolk_status dummy_past(const struct mt_state *s, tolk_tensor **kv, tolk_error *err) {
   const tolk_value_info *info = NULL;
   for (size_t i = 0; i < tolk_session_input_count(s->m->first); i++) {
@@ -218,7 +220,7 @@ static tolk_status dummy_past(const struct mt_state *s, tolk_tensor **kv, tolk_e
   }
   if (!info || info->rank != 4 || info->dims[1] < 1 || info->dims[3] < 1)
     return tolk_fail(err, TOLK_ERR_INVALID_MODEL, "merged decoder: past_key_values inputs must be [batch, heads, seq, head_dim]");
-  int64_t dims[4] = {(int64_t)s->rows, info->dims[1], 1, info->dims[3]};
+  int64_t dims[4] = {(int64_t)s->rows, info->dims[1], 0, info->dims[3]};
   for (int i = 0; i < s->m->layers * KV_KINDS; i++) {
     tolk_status st = tolk_tensor_create(TOLK_FLOAT, 4, dims, NULL, 0, &kv[i], err);
     if (st) return st;
