@@ -225,6 +225,14 @@ static tolk_status run_prelu(struct op_ctx *c) {
     return op_fail(c, TOLK_ERR_UNSUPPORTED, "PRelu does not support %s",
                    tolk_dtype_name((tolk_dtype)in[0]->dtype));
   struct bcast_shape s[2] = {{in[0]->rank, in[0]->dims}, {in[1]->rank, in[1]->dims}};
+  /* Before opset 7 a 1-D slope is per channel (axis 1), not numpy-aligned
+   * to the last axis: view it as [C, 1, …, 1]. */
+  int64_t per_channel[IR_MAX_RANK];
+  if (c->opset < 7 && in[1]->rank == 1 && in[0]->rank >= 2 && in[1]->dims[0] == in[0]->dims[1]) {
+    per_channel[0] = in[1]->dims[0];
+    for (int d = 1; d < in[0]->rank - 1; d++) per_channel[d] = 1;
+    s[1] = (struct bcast_shape){in[0]->rank - 1, per_channel};
+  }
   struct bcast bc;
   if (!bcast_init_to(&bc, in[0]->rank, in[0]->dims, 2, s)) {
     char buf[160];
