@@ -28,7 +28,10 @@ Training: token-bucketed batches (--batch-tokens source+target tokens incl. padd
 then inverse-square-root decay, label smoothing 0.1, gradient clipping 1.0, dropout 0.1.  Everything is seeded
 (--seed); the batch order of epoch e depends only on the seed and e, so a resumed run continues with exactly
 the batches the interrupted one would have seen (bit-identical results are not promised: thread timing).
---hours is the total training budget across resumes (stored in the checkpoint).  Every --eval-minutes the
+--hours is the total training budget across resumes (stored in the checkpoint); evaluations do not count.
+--max-epochs stops after a fixed amount of data instead (whichever of the two comes first), so that a run on
+a busy machine can be given more hours without training longer than intended.  Rerunning with a larger
+--hours or --max-epochs extends a finished run (the learning-rate schedule does not depend on either).  Every --eval-minutes the
 first --dev-size dev sentences are decoded greedily and scored with sacrebleu chrF and BLEU (tokenize zh).
 """
 from __future__ import annotations
@@ -363,6 +366,9 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path, default=Path("/work/demo-train"))
     ap.add_argument("--hours", type=float, default=2.0, help="total training time budget across resumes")
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many optimiser steps (0: no limit)")
+    ap.add_argument("--max-epochs", type=float, default=0.0,
+                    help="stop after this many passes over the training data, e.g. 2.5 (0: no limit); with --hours, "
+                         "whichever comes first — the amount of training then does not depend on how busy the CPU is")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--vocab-size", type=int, default=8000)
@@ -514,6 +520,9 @@ def main(argv=None) -> int:
             left = budget - st["elapsed"]
             if args.max_steps:
                 left = min(left, (args.max_steps - st["step"]) * dt / win_steps)
+            if args.max_epochs:
+                done_ep = st["epoch"] + st["batch_in_epoch"] / len(batches)
+                left = min(left, (args.max_epochs - done_ep) * len(batches) * dt / win_steps)
             log(f"step {st['step']:6d}  ep {st['epoch']} {100 * st['batch_in_epoch'] / len(batches):5.1f}%  "
                 f"loss {win_loss / win_steps:.3f}  lr {lr:.2e}  {tps:6.0f} tok/s (cpu {100 * share:3.0f}%)  "
                 f"{dt / win_steps:5.2f} s/step  "
@@ -526,6 +535,8 @@ def main(argv=None) -> int:
             reason = "time budget reached"
         elif args.max_steps and st["step"] >= args.max_steps:
             reason = f"--max-steps {args.max_steps} reached"
+        elif args.max_epochs and st["epoch"] + st["batch_in_epoch"] / len(batches) >= args.max_epochs:
+            reason = f"--max-epochs {args.max_epochs:g} reached"
         elif _stop["signal"] is not None:
             reason = f"signal {_stop['signal']}"
         if reason:
