@@ -247,6 +247,8 @@ def cmd_table(a):
                TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error",
                PYTHONWARNINGS="ignore")
     a.env_note = f"OMP_WAIT_POLICY={env['OMP_WAIT_POLICY']}"
+    if a.from_jsonl:
+        return table_from_jsonl(a, env)
     model = Path(a.model)
     ids = Path(a.work) / "ids.txt"
     if not ids.exists():
@@ -261,6 +263,7 @@ def cmd_table(a):
     for eng in sorted({e for e, _ in want} - {"tolk"}):
         _, baseline[eng] = child([sys.executable, __file__, "baseline", "--engine", eng], env)
     started = time.time()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
     for r in range(a.repeat):
         for beam in modes:
             for eng, prec in want:
@@ -282,9 +285,33 @@ def cmd_table(a):
                     f"{res['new_tokens_min']}-{res['new_tokens_max']} ({time.time() - t:.0f} s)")
                 if a.jsonl:
                     with open(a.jsonl, "a") as f:
-                        f.write(json.dumps(dict(res, round=r + 1)) + "\n")
+                        f.write(json.dumps(dict(res, round=r + 1, started=stamp,
+                                                load_avg=round(os.getloadavg()[0], 2))) + "\n")
     elapsed = time.time() - started
     print_table(a, results, baseline, modes, want, n, elapsed)
+
+
+def table_from_jsonl(a, env):
+    """Reprints the table from results.jsonl lines (every round of every earlier `table` run with the
+    same settings), so rounds taken at different times can be pooled."""
+    results, rounds = {}, set()
+    for line in Path(a.from_jsonl).read_text().splitlines():
+        r = json.loads(line)
+        if (r["new_tokens"], r["threads"], r["batch"]) != (a.new_tokens, a.threads, a.batch):
+            continue
+        if a.engines and r["engine"] not in a.engines.split(","):
+            continue
+        results.setdefault((r["engine"], r["precision"], r["beam"]), []).append(r)
+        rounds.add((r.get("started", ""), r.get("round")))
+    want = [e for e in ENGINES if any(k[:2] == e for k in results)]
+    modes = sorted({k[2] for k in results})
+    baseline = {}
+    for eng in sorted({e for e, _ in want} - {"tolk"}):
+        _, baseline[eng] = child([sys.executable, __file__, "baseline", "--engine", eng], env)
+    n = max(r["sentences"] for rs in results.values() for r in rs)
+    a.repeat = len(rounds)
+    a.latency_n = max(r["latency_sentences"] for rs in results.values() for r in rs)
+    print_table(a, results, baseline, modes, want, n, 0.0)
 
 
 def med(rs, key):
@@ -373,6 +400,7 @@ def main(argv=None):
     p.add_argument("--engines", default="", help="comma-separated subset of tolk,transformers,optimum,ct2")
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--jsonl", default="", help="append every run's result here")
+    p.add_argument("--from-jsonl", default="", help="run nothing: print the table from these results")
     p.add_argument("--new-tokens", type=int, default=32)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch", type=int, default=16)

@@ -457,6 +457,7 @@ typedef struct tolk_translator_info {
   int vocab_size, d_model, decoder_layers, decoder_heads, max_positions;
   int32_t decoder_start, eos, pad;
   int verified; /* 1: files matched tolk-manifest.json; 0: none or skipped */
+  int int8;     /* 1: the *_quantized graphs run (asked for, or the only ones there) */
 } tolk_translator_info;
 
 tolk_translator_info tolk_translator_describe(const tolk_translator *tr);

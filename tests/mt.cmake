@@ -13,3 +13,5 @@ set_tests_properties(cli_translate_missing_model PROPERTIES LABELS unit WILL_FAI
 add_test(NAME cli_info COMMAND tolk info -m ${_tiny} --int8)
 set_tests_properties(cli_info PROPERTIES LABELS unit
   PASS_REGULAR_EXPRESSION "encoder_model_quantized.onnx.*checksums: match tolk-manifest.json.*>>cmn_Hans<<")
+add_test(NAME cli_int8_only COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_int8_only.sh $<TARGET_FILE:tolk> ${_tiny})
+set_tests_properties(cli_int8_only PROPERTIES LABELS unit)

@@ -24,6 +24,13 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_translate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 
+/* The model folder a verb uses when given no -m: $TOLK_MODEL, else the
+ * bundled demo model (models/demo-en-zh of the source tree this binary was
+ * built from, then the installed copy under <datadir>/tolk/models). Sets
+ * *why to where it came from ("$TOLK_MODEL", "bundled default"). NULL when
+ * there is none. */
+const char *cli_default_model(const char **why);
+
 /* Prints "tolk VERB: message" for a failed library call to stderr; returns 2. */
 int cli_fail(const char *verb, const tolk_error *err);
 

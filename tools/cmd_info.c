@@ -19,14 +19,15 @@ static void file_line(const char *what, const char *path) {
 }
 
 int cmd_info(int argc, char **argv) {
-  const char *model = getenv("TOLK_MODEL");
+  const char *model = NULL, *why = "-m";
   bool int8 = false;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       printf("usage: tolk info [-m MODEL_DIR] [--int8]\n\n"
              "Describes a translation model folder: the graphs tolk runs (fp32, or the\n"
              "*_quantized ones with --int8), checksums, sizes, special ids, language tags.\n"
-             "The folder defaults to $TOLK_MODEL.\n");
+             "The folder defaults to $TOLK_MODEL, else the bundled demo model; the first\n"
+             "line says which model is in use and why.\n");
       return 0;
     }
     if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) model = argv[++i];
@@ -36,6 +37,7 @@ int cmd_info(int argc, char **argv) {
       return 2;
     }
   }
+  if (!model) model = cli_default_model(&why);
   if (!model) {
     fprintf(stderr, "tolk info: no model: pass -m MODEL_DIR or set TOLK_MODEL\n");
     return 2;
@@ -47,8 +49,9 @@ int cmd_info(int argc, char **argv) {
   tolk_error err;
   if (tolk_translator_create(model, p, &tr, &err)) return cli_fail("info", &err);
   tolk_translator_info in = tolk_translator_describe(tr);
-  printf("model folder: %s\n", in.folder);
-  printf("graphs (%s):\n", int8 ? "int8" : "fp32");
+  printf("model in use: %s  (%s)\n", in.folder, why);
+  printf("graphs (%s%s):\n", in.int8 ? "int8" : "fp32",
+         in.int8 && !int8 ? ", the only ones in the folder" : "");
   file_line("encoder", in.encoder);
   file_line("decoder", in.decoder);
   file_line("decoder_with_past", in.decoder_with_past);

@@ -78,8 +78,10 @@ static int parse_opts(int argc, char **argv, bool detok, struct tok_opts *o) {
       return -1;
     }
   }
+  const char *why;
+  if (!o->model) o->model = cli_default_model(&why);
   if (!o->model) {
-    fprintf(stderr, "tolk %s: -m MODEL_DIR is required\n", argv[0]);
+    fprintf(stderr, "tolk %s: no model: pass -m MODEL_DIR or set TOLK_MODEL\n", argv[0]);
     return -1;
   }
   return i;

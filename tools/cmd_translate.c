@@ -37,7 +37,8 @@ static void translate_usage(FILE *f) {
           "usage: tolk translate [-m MODEL_DIR] [options] [TEXT...]\n\n"
           "Translates each TEXT; with none, each line of stdin, printed as soon as it is done.\n"
           "Long texts are split into sentences and rejoined; line breaks are kept.\n\n"
-          "  -m, --model DIR       model folder (Optimum export layout); default $TOLK_MODEL\n"
+          "  -m, --model DIR       model folder (Optimum export layout); default $TOLK_MODEL,\n"
+          "                        else the bundled demo model (see `tolk info`)\n"
           "  --to LANG             zh (simplified, default), zh-Hant, yue, or a tag like >>cmn_Hans<<\n"
           "  --beam N              beam size (default: the model's num_beams)\n"
           "  --max-new-tokens N    at most N generated tokens per sentence\n"
@@ -102,7 +103,8 @@ static int parse_translate(int argc, char **argv, struct tr_opts *o) {
     fprintf(stderr, "tolk translate: unknown option, or a bad or missing value: '%s'\n", a);
     return -1;
   }
-  if (!o->model) o->model = getenv("TOLK_MODEL");
+  const char *why;
+  if (!o->model) o->model = cli_default_model(&why);
   if (!o->model) {
     fprintf(stderr, "tolk translate: no model: pass -m MODEL_DIR or set TOLK_MODEL\n");
     return -1;

@@ -3,7 +3,9 @@
  * Each verb lives in tools/cmd_<verb>.c and has its own --help.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -21,6 +23,20 @@ static const struct cli_command commands[] = {
 int cli_fail(const char *verb, const tolk_error *err) {
   fprintf(stderr, "tolk %s: %s: %s\n", verb, tolk_status_str(err->status), err->message);
   return 2;
+}
+
+const char *cli_default_model(const char **why) {
+  const char *env = getenv("TOLK_MODEL");
+  if (env && *env) {
+    *why = "$TOLK_MODEL";
+    return env;
+  }
+  static const char *const bundled[] = {TOLK_SOURCE_MODEL, TOLK_INSTALLED_MODEL};
+  struct stat st;
+  *why = "bundled default";
+  for (size_t i = 0; i < sizeof bundled / sizeof *bundled; i++)
+    if (stat(bundled[i], &st) == 0 && S_ISDIR(st.st_mode)) return bundled[i];
+  return NULL;
 }
 
 static void usage(FILE *f) {

@@ -195,8 +195,9 @@ static tolk_status graph(char *out, size_t size, const char *dir, const char *st
   return join(out, size, dir, name, err);
 }
 
-tolk_status mt_files_find(const char *dir, bool int8, struct mt_files *f, tolk_error *err) {
+static tolk_status find_graphs(const char *dir, bool int8, struct mt_files *f, tolk_error *err) {
   memset(f, 0, sizeof *f);
+  f->int8 = int8;
   if (!is_dir(dir)) return tolk_fail(err, TOLK_ERR_NOT_FOUND, "model folder %s: no such folder", dir);
   if (strlen(dir) >= sizeof f->root) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "path too long: %s", dir);
   memcpy(f->root, dir, strlen(dir) + 1);
@@ -224,6 +225,16 @@ tolk_status mt_files_find(const char *dir, bool int8, struct mt_files *f, tolk_e
                      "model folder %s: needs decoder_model%s.onnx with decoder_with_past_model%s.onnx, or decoder_model_merged%s.onnx",
                      dir, int8 ? "_quantized" : "", int8 ? "_quantized" : "", int8 ? "_quantized" : "");
   return TOLK_OK;
+}
+
+tolk_status mt_files_find(const char *dir, bool int8, struct mt_files *f, tolk_error *err) {
+  tolk_status st = find_graphs(dir, int8, f, err);
+  if (st != TOLK_ERR_NOT_FOUND || int8 || !is_dir(dir)) return st;
+  /* A folder shipping only the int8 graphs (like the bundled demo model,
+   * kept small) runs them rather than failing; describe() says so. */
+  tolk_error quiet;
+  if (find_graphs(dir, true, f, &quiet) == TOLK_OK) return TOLK_OK;
+  return find_graphs(dir, false, f, err);
 }
 
 /* Verifies one manifest entry if tolk uses the file. */

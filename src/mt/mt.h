@@ -38,8 +38,11 @@ struct mt_files {
   char onnx[4096];   /* where the graphs are: root or root/onnx */
   char encoder[4200], decoder[4200], decoder_past[4200], merged[4200];
   bool has_separate, has_merged;
+  bool int8;         /* the *_quantized graphs */
 };
 
+/* Finds the graphs in `dir` (or dir/onnx): the *_quantized ones when `int8`,
+ * else the fp32 ones, or the *_quantized ones when the folder has only those. */
 tolk_status mt_files_find(const char *dir, bool int8, struct mt_files *f, tolk_error *err);
 
 /* Checks every file the manifest lists that exists among those tolk uses

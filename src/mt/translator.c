@@ -64,7 +64,7 @@ tolk_translator_info tolk_translator_describe(const tolk_translator *t) {
   tolk_translator_info i = {f->root, f->encoder, f->has_separate ? f->decoder : "",
                             f->has_separate ? f->decoder_past : "", f->has_separate ? "" : f->merged,
                             c->vocab_size, c->d_model, c->decoder_layers, c->decoder_heads, c->max_positions,
-                            c->decoder_start, c->eos, c->pad, t->verified};
+                            c->decoder_start, c->eos, c->pad, t->verified, f->int8};
   return i;
 }
 
