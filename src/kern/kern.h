@@ -63,11 +63,13 @@ void kern_sgemm_ref(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
  * immutable once made, so any number of threads may use one at a time. */
 struct kern_packed_b;
 
-/* Packs op(B) (B is k×n, or n×k when trans_b, row stride ldb). On success
- * *out owns a copy (the caller frees it with kern_packed_b_free; b is not
- * referenced afterwards). Fails with TOLK_ERR_LIMIT when the size overflows
- * and TOLK_ERR_NO_MEMORY when allocation fails. */
-tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float *b,
+/* Packs op(B) (B is k×n floats, or n×k when trans_b, row stride ldb in
+ * elements). b need not be aligned for float: it is read bytewise, so
+ * weights left misaligned in a model's mapping pack without a staging copy.
+ * On success *out owns a copy (the caller frees it with kern_packed_b_free;
+ * b is not referenced afterwards). Fails with TOLK_ERR_LIMIT when the size
+ * overflows and TOLK_ERR_NO_MEMORY when allocation fails. */
+tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const void *b,
                               int64_t ldb, struct kern_packed_b **out, tolk_error *err);
 /* NULL is a no-op. */
 void kern_packed_b_free(struct kern_packed_b *pb);

@@ -361,7 +361,7 @@ struct kern_packed_b {
   size_t bytes;
 };
 
-tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float *b,
+tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const void *b,
                               int64_t ldb, struct kern_packed_b **out, tolk_error *err) {
   *out = NULL;
   if (k < 0 || n < 0)
@@ -398,18 +398,21 @@ tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const float *b
                        (long long)k, (long long)n, bytes);
     }
   }
+  /* Bytewise reads (memcpy compiles to plain loads): b may be misaligned. */
+  const unsigned char *bb = b;
+  const size_t fs = sizeof(float);
   for (int64_t jp = 0; jp < panels; jp++) {
     float *dst = pb->data + jp * k * nr;
     const int64_t j0 = jp * nr, nv = n - j0 < nr ? n - j0 : nr;
     if (!trans_b) {
       for (int64_t p = 0; p < k; p++) {
-        memcpy(dst + p * nr, b + p * ldb + j0, (size_t)nv * sizeof(float));
+        memcpy(dst + p * nr, bb + (size_t)(p * ldb + j0) * fs, (size_t)nv * fs);
         for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = 0.0f;
       }
     } else {
       for (int64_t x = 0; x < nv; x++) {
-        const float *src = b + (j0 + x) * ldb;
-        for (int64_t p = 0; p < k; p++) dst[p * nr + x] = src[p];
+        const unsigned char *src = bb + (size_t)((j0 + x) * ldb) * fs;
+        for (int64_t p = 0; p < k; p++) memcpy(&dst[p * nr + x], src + (size_t)p * fs, fs);
       }
       for (int64_t p = 0; p < k; p++)
         for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = 0.0f;
