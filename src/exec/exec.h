@@ -78,6 +78,9 @@ struct xgraph {
   /* Values of enclosing graphs read here or in nested subgraphs. */
   const struct ir_value **outer;
   uint32_t n_outer;
+  /* NULL, or n_slots entries: an aligned copy (malloc'd, session-owned) of a
+   * misaligned initializer bound in place of its data (align.c). */
+  void **aligned;
 };
 
 /* A buffer obtained from exec_alloc. */
@@ -239,6 +242,18 @@ void exec_frame_sweep(struct exec_run *r, struct xgraph *xg, struct xframe *fr);
  * drops them from the graphs (opt level basic and up). Never fails the
  * session: a node that cannot be folded is simply run at run time. */
 tolk_status exec_fold(tolk_session *s, tolk_error *err);
+
+/* align.c: initializers left misaligned by the loader (ir_tensor.misaligned).
+ * exec_align_bind, after prepare and before folding, gives an aligned copy
+ * to each one some reader needs typed (op_unaligned_ok false, or a graph
+ * output); exec_align_trim, after folding, frees the copies only folded
+ * nodes needed; exec_align_free frees the rest with the session. */
+tolk_status exec_align_bind(tolk_session *s, tolk_error *err);
+void exec_align_trim(tolk_session *s);
+void exec_align_free(tolk_session *s);
+/* The data to bind for initializer v of xg: its aligned copy if it has one,
+ * else v->init->data. */
+const void *exec_init_data(const struct xgraph *xg, const struct ir_value *v);
 
 /* plan.c: the allocator and the plan cache. */
 bool exec_alloc(struct exec_run *r, size_t bytes, struct xbuf *b);

@@ -20,14 +20,16 @@
 
 /* ------------------------------------------------------------ run state */
 
-static void tensor_from_init(struct tensor *t, const struct ir_tensor *it) {
+static void tensor_from_init(struct tensor *t, const struct xgraph *xg, const struct ir_value *v) {
+  const struct ir_tensor *it = v->init;
+  const void *data = exec_init_data(xg, v);
   memset(t, 0, sizeof *t);
   t->dtype = it->dtype;
   t->rank = it->rank;
   for (int d = 0; d < it->rank && d < IR_MAX_RANK; d++) t->dims[d] = it->dims[d];
   t->numel = it->numel;
   t->nbytes = it->nbytes;
-  t->data = it->data ? (void *)(uintptr_t)it->data : exec_zero_area();
+  t->data = data ? (void *)(uintptr_t)data : exec_zero_area();
 }
 
 void exec_frame_bind_constants(struct exec_run *r, struct xgraph *xg, struct xframe *fr) {
@@ -35,7 +37,7 @@ void exec_frame_bind_constants(struct exec_run *r, struct xgraph *xg, struct xfr
   const struct ir_graph *g = xg->g;
   for (size_t i = 0; i < g->n_initializers; i++) {
     const struct ir_value *v = g->initializers[i];
-    tensor_from_init(&fr->slots[v->index].t, v->init);
+    tensor_from_init(&fr->slots[v->index].t, xg, v);
   }
   for (uint32_t i = 0; i < xg->n_consts; i++) fr->slots[xg->consts[i].slot].t = xg->consts[i].t;
   fr->bound = true;
@@ -464,7 +466,7 @@ static tolk_status bind_inputs(struct exec_run *r, size_t n_inputs,
     if (r->sig[i] < 0) {
       if (!v->init)
         return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "input '%s' is missing", v->name);
-      tensor_from_init(slot, v->init);
+      tensor_from_init(slot, s->graphs[0], v);
       continue;
     }
     const struct tensor *t = &inputs[r->sig[i]]->t;

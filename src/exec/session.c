@@ -568,7 +568,9 @@ tolk_status exec_session_create_ir(const struct ir_model *m, const tolk_session_
   if (!st) st = prepare_all(&cp);
   if (!st) st = build_info(&cp);
   if (!st) st = tolk_pool_create(s->params.threads, &s->pool, err);
+  if (!st) st = exec_align_bind(s, err);
   if (!st) st = exec_fold(s, err);
+  if (!st) exec_align_trim(s);
   if (st) {
     tolk_session_free(s);
     return st;
@@ -599,6 +601,7 @@ void tolk_session_free(tolk_session *s) {
   tolk_pool_free(s->pool);
   for (size_t i = 0; i < s->n_folded; i++) free(s->folded[i]);
   free(s->folded);
+  exec_align_free(s);
   free(s->graphs);
   tolk_arena_release(&s->arena);
   pthread_mutex_destroy(&s->mu);

@@ -71,11 +71,17 @@ struct ir_tensor {
   int64_t *dims;  /* rank entries, each >= 0 */
   int64_t numel;  /* product of dims (1 for rank 0) */
   /* Element data in native layout (little-endian, dense, row-major), aligned
-   * for its dtype. For TOLK_STRING: an array of numel struct ir_bytes. NULL
-   * when numel is 0, and for external data not (yet) loaded. */
+   * for its dtype unless `misaligned` is set. For TOLK_STRING: an array of
+   * numel struct ir_bytes. NULL when numel is 0, and for external data not
+   * (yet) loaded. */
   const void *data;
   size_t nbytes;     /* numel * element size (strings: numel * sizeof ir_bytes) */
   bool zero_copy;    /* data points into a mapped file */
+  /* Graph initializers only: data is raw_data left in place at an address
+   * not aligned for the dtype (exporters pack raw_data with no padding), so
+   * loading copies nothing. Read it bytewise (memcpy); the executor binds an
+   * aligned copy (src/exec/align.c) for kernels that need typed access. */
+  bool misaligned;
   enum ir_data_location location;
   /* External data, as declared (location relative to the model's folder). */
   const char *ext_location;

@@ -498,8 +498,13 @@ static tolk_status decode_graph(struct onnx_loader *l, const uint8_t *p, size_t 
     if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
     if (!gf->initializer || (f.number != gf->initializer && f.number != gf->sparse_init)) continue;
     struct ir_tensor *t;
+    /* Only plain initializers may stay misaligned: the executor aligns them
+     * where needed, while the densifier and other readers of attribute and
+     * sparse tensors read typed data. */
+    l->borrow_misaligned = f.number == gf->initializer;
     st = f.number == gf->initializer ? onnx_tensor_proto(l, f.data, f.len, &t)
                                      : onnx_sparse_tensor_proto(l, f.data, f.len, &t);
+    l->borrow_misaligned = false;
     if (st) {
       what = "initializer";
       goto fail;

@@ -120,6 +120,9 @@ struct onnx_loader {
   bool copy;           /* never point into `base` (buffer not kept) */
   bool file_mapped;    /* `base` is our read-only file mapping: pages whose
                           bytes were copied out may be dropped from RSS */
+  bool borrow_misaligned; /* set while decoding graph initializers: raw_data
+                             not aligned for its dtype stays in place too
+                             (ir_tensor.misaligned) */
   tolk_error *err;
 };
 

@@ -466,9 +466,11 @@ tolk_status onnx_tensor_proto(struct onnx_loader *l, const uint8_t *p, size_t le
       *out = t;
       return TOLK_OK;
     }
-    if (!l->copy && ((uintptr_t)s.raw % dtype_align(t->dtype)) == 0) {
+    bool aligned = ((uintptr_t)s.raw % dtype_align(t->dtype)) == 0;
+    if (!l->copy && (aligned || l->borrow_misaligned)) {
       t->data = s.raw;
       t->zero_copy = true;
+      t->misaligned = !aligned;
     } else {
       uint8_t *d = tolk_arena_alloc(l->arena, t->nbytes);
       if (!d) return no_memory(l, "tensor data");

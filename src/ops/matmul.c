@@ -232,19 +232,32 @@ static const struct ir_tensor *const_matrix(const struct ir_value *v, bool *tran
 static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa,
                              struct packed_entry **out, tolk_error *err) {
   const int64_t k = trans ? t->dims[1] : t->dims[0], n = trans ? t->dims[0] : t->dims[1];
-  const float *f = t->data;
+  /* The pack reads bytewise, so a float initializer left misaligned in the
+   * mapping (ir_tensor.misaligned) packs in place; the widening below reads
+   * typed halves, so a misaligned half one is staged first (rare, and the
+   * staging copy is freed before returning). */
+  const void *f = t->data;
   float *wide = NULL;
+  void *staged = NULL;
   struct packed_entry *e = calloc(1, sizeof *e);
   if (!e) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
   if (t->dtype != TOLK_FLOAT) {
     size_t bytes;
-    if (!tolk_mul_size((size_t)t->numel, sizeof(float), &bytes) || !(wide = malloc(bytes))) {
+    const void *half = t->data;
+    if (t->misaligned && (staged = malloc(t->nbytes))) {
+      memcpy(staged, t->data, t->nbytes);
+      half = staged;
+    }
+    if ((t->misaligned && !staged) || !tolk_mul_size((size_t)t->numel, sizeof(float), &bytes) ||
+        !(wide = malloc(bytes))) {
+      free(staged);
       free(e);
       return tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to widen %lld elements",
                        (long long)t->numel);
     }
-    if (t->dtype == TOLK_FLOAT16) tolk_f16_to_f32_n(t->data, wide, t->numel);
-    else tolk_bf16_to_f32_n(t->data, wide, t->numel);
+    if (t->dtype == TOLK_FLOAT16) tolk_f16_to_f32_n(half, wide, t->numel);
+    else tolk_bf16_to_f32_n(half, wide, t->numel);
+    free(staged);
     f = wide;
   }
   tolk_status st = kern_sgemm_pack_b(trans, k, n, f, t->dims[1], &e->pb, err);
@@ -267,6 +280,9 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
 /* Packs node input 1 when it is a constant matrix (const_matrix). Leaves
  * *state NULL otherwise (run() then takes B as it comes); fails only for
  * lack of memory. */
+/* run() reads B from *state whenever prepare set it, never from the input
+ * tensor: op_unaligned_ok (src/ops/unaligned.c) relies on this to leave a
+ * misaligned constant B unaligned. */
 static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void **state,
                                 tolk_error *err) {
   *state = NULL;

@@ -113,6 +113,13 @@ size_t op_dtype_size(int32_t dtype);
 /* Writes "[2, 3, 4]" into buf (always NUL-terminated) and returns buf. */
 const char *shape_str(const struct tensor *t, char *buf, size_t size);
 
+/* Whether def's run() may be given input `input` at an address not aligned
+ * for its dtype, given the state its prepare() made: true for inputs read
+ * only bytewise (Gather's data) or not read at all (a B that MatMul/Gemm
+ * packed at prepare). The executor binds misaligned constants as they are
+ * for such inputs, and an aligned copy otherwise (src/ops/unaligned.c). */
+bool op_unaligned_ok(const struct op_def *def, const void *state, size_t input);
+
 /* ---------------------------------------------------------- registry */
 
 /* The def handling (domain, op_type) at `opset`, or NULL. */
