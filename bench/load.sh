@@ -87,6 +87,6 @@ print()
 for layout, tm, ta in targets:
     print("target (%s): load < 50 ms: %s (%.2f ms); RSS beyond the mapping < 10 MB: %s (%.2f MB)" %
           (layout, "PASS" if tm < 50 else "FAIL", tm, "PASS" if ta < 10 else "FAIL", ta))
-print("(inline tensors whose raw_data is not aligned for its dtype are copied into the arena;"
-      " external data at 4096-byte offsets is used in place)")
+print("(both layouts are read in place; inline raw_data not aligned for its dtype is flagged, and a"
+      " session copies it aligned only for kernels that read it typed, see src/exec/align.c)")
 PY
