@@ -219,6 +219,9 @@ typedef struct tolk_session_params {
   /* Execution plans kept, one per input-shape signature (0: default 64; a
    * decoder whose past grows by one token per step uses one per length). */
   int plan_cache_size;
+  /* 1: keep a decoder's key/value cache in place (tolk_kv_cache below);
+   * the session is then run with tolk_session_run_kv. 0 by default. */
+  int kv_cache;
 } tolk_session_params;
 
 tolk_session_params tolk_session_default_params(void);
@@ -295,6 +298,69 @@ tolk_status tolk_session_run(tolk_session *session, size_t n_inputs,
                              const tolk_tensor *const *inputs, size_t n_outputs,
                              const char *const *output_names, tolk_tensor **outputs,
                              tolk_run_stats *stats, tolk_error *err);
+
+/* ------------------------------------------------------------------ key/value cache
+ * Decoders exported with a cache (Optimum's decoder_with_past_model.onnx)
+ * take past_key_values.* inputs and return present.* = Concat(past, new)
+ * along the sequence axis, which the attention then reads; run step by step
+ * as written, every step copies the whole cache (Concat, then the Transpose
+ * and Mul in front of the keys' MatMul) and hands it back as a new output.
+ *
+ * A session created with params.kv_cache = 1 recognises that pattern — for
+ * each Concat joining a past input to a present output whose other readers
+ * are only Shape, Transpose(0,1,3,2) [→ Mul by a constant] → MatMul and
+ * MatMul — and rewires it to one buffer per pair that grows at its end:
+ * a step writes its new keys/values after the ones held and attention reads
+ * them in place. The pattern is recognised rather than declared because it
+ * is how every exporter writes cached attention, so existing models need no
+ * change; tolk_session_kv_count says whether it was found (0: the session
+ * runs as written, with tolk_session_run).
+ *
+ * A tolk_kv_cache holds one batch's cache for such a session; the caller
+ * owns it, and one run at a time may use it. In tolk_session_run_kv the
+ * past inputs of the pairs are not given (the cache stands for them) and
+ * their present outputs cannot be requested (read them with
+ * tolk_kv_cache_get). */
+typedef struct tolk_kv_cache tolk_kv_cache;
+
+/* (past input, present output) pairs the session keeps in place. */
+size_t tolk_session_kv_count(const tolk_session *session);
+/* Name of the past input of pair i (borrowed from the session). */
+const char *tolk_session_kv_input(const tolk_session *session, size_t i);
+
+/* An empty cache (length 0) of `rows` sequences for `session`, which it
+ * borrows. Free with tolk_kv_cache_free. */
+tolk_status tolk_kv_cache_create(const tolk_session *session, int64_t rows, tolk_kv_cache **out,
+                                 tolk_error *err);
+void tolk_kv_cache_free(tolk_kv_cache *cache);
+/* Positions held (the past length of the next run) and rows. */
+int64_t tolk_kv_cache_length(const tolk_kv_cache *cache);
+int64_t tolk_kv_cache_rows(const tolk_kv_cache *cache);
+
+/* Sets the cache from n tensors named by their past inputs (e.g. the
+ * present outputs of a first, cache-less decoder run): every pair must be
+ * given, all [rows, heads, len, head_dim] with one len. */
+tolk_status tolk_kv_cache_set(tolk_kv_cache *cache, size_t n, const char *const *past_names,
+                              const tolk_tensor *const *values, tolk_error *err);
+
+/* Keeps rows keep[0..n) in that order (repeats allowed): beams following
+ * their parents, finished rows leaving. Rows that stay where they are are
+ * not copied. */
+tolk_status tolk_kv_cache_select(tolk_kv_cache *cache, const int32_t *keep, size_t n,
+                                 tolk_error *err);
+
+/* A new tensor [rows, heads, len, head_dim] with the content of the pair
+ * whose past input is `past_name` (caller frees). */
+tolk_status tolk_kv_cache_get(const tolk_kv_cache *cache, const char *past_name,
+                              tolk_tensor **out, tolk_error *err);
+
+/* tolk_session_run with the past inputs bound to `cache`; on success the
+ * cache holds the new positions too. On failure it is unchanged. */
+tolk_status tolk_session_run_kv(tolk_session *session, tolk_kv_cache *cache, size_t n_inputs,
+                                const char *const *input_names,
+                                const tolk_tensor *const *inputs, size_t n_outputs,
+                                const char *const *output_names, tolk_tensor **outputs,
+                                tolk_run_stats *stats, tolk_error *err);
 
 /* ------------------------------------------------------------------ tokenizer
  * (src/text/: owned by the tokenizer) */

@@ -181,6 +181,8 @@ struct exec_run {
   const char **sym_name;
   int64_t *sym_val;
   int *sym_from;
+  /* tolk_session_run_kv: the cache bound to the pairs' past inputs */
+  struct tolk_kv_cache *kv;
   /* for stats, set by exec_plan_end */
   uint64_t planned_arena;
   int plan_reused;
@@ -211,7 +213,36 @@ struct tolk_session {
   size_t n_folded, cap_folded;
   uint32_t n_nodes_folded;
   struct tolk_arena arena; /* everything compiled lives here */
+  /* kv.c: the (past input, present output) pairs kept in place */
+  struct exec_kv_pair *kv;
+  uint32_t n_kv;
 };
+
+/* A Concat(past, new) → present the session rewired (kv.c). */
+struct exec_kv_pair {
+  uint32_t input;         /* index of the past input in the main graph's inputs */
+  int32_t past_slot, present_slot;
+  int64_t heads, head_dim;
+  /* The keys reach a MatMul as Kᵀ (× `scale` when a Mul is in between, else
+   * scale 1): the cache also keeps them that way, [head_dim, cap] per row and
+   * head, so scores read the very operand the graph built each step. */
+  bool keys_t;
+  float scale;
+};
+
+/* kv.c: with params.kv_cache, rewires the main graph's cache pattern (see
+ * tolk.h) in xg before its value lifetimes are computed: fills s->kv, or
+ * leaves it empty when the pattern is absent or not complete. Fails only
+ * when memory runs out. */
+tolk_status exec_kv_rewrite(tolk_session *s, struct xgraph *xg, tolk_error *err);
+/* Whether main-graph input i is the past input of a pair (its pair, else -1). */
+int exec_kv_pair_of_input(const tolk_session *s, size_t i);
+/* Binds the placeholder of pair p's past input: [rows, heads, len, head_dim]
+ * over the cache buffer (only its shape is read). */
+void exec_kv_placeholder(const struct tolk_kv_cache *c, uint32_t p, struct tensor *t);
+/* Checks that c belongs to s; on a successful run, commits the new length. */
+tolk_status exec_kv_check(const tolk_session *s, const struct tolk_kv_cache *c, tolk_error *err);
+void exec_kv_commit(struct tolk_kv_cache *c, bool ok);
 
 struct tolk_tensor {
   struct tensor t;

@@ -458,11 +458,21 @@ static tolk_status bind_inputs(struct exec_run *r, size_t n_inputs,
     }
     if (r->sig[i] >= 0)
       return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "input '%s' given twice", names[k]);
+    if (r->kv && exec_kv_pair_of_input(s, i) >= 0)
+      return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
+                       "input '%s' is kept in the key/value cache: do not pass it", names[k]);
     r->sig[i] = (int64_t)k;
   }
   for (size_t i = 0; i < g->n_inputs; i++) {
     const struct ir_value *v = g->inputs[i];
     struct tensor *slot = &fr->slots[v->index].t;
+    int pair = r->kv && r->sig[i] < 0 ? exec_kv_pair_of_input(s, i) : -1;
+    if (pair >= 0) {
+      exec_kv_placeholder(r->kv, (uint32_t)pair, slot);
+      tolk_status st = check_input(r, v, (int)i, slot, &n_sym, err);
+      if (st) return st;
+      continue;
+    }
     if (r->sig[i] < 0) {
       if (!v->init)
         return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "input '%s' is missing", v->name);
@@ -508,11 +518,38 @@ static tolk_status copy_out(const struct tensor *src, struct tolk_tensor *bound,
   return TOLK_OK;
 }
 
-tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const *input_names,
-                             const tolk_tensor *const *inputs, size_t n_outputs,
-                             const char *const *output_names, tolk_tensor **outputs,
-                             tolk_run_stats *stats, tolk_error *err) {
+/* In a session keeping its cache in place, the present outputs stay in the
+ * cache and the values rewiring removed (the Transpose and Mul in front of
+ * the keys' MatMul) are never computed. `pos` as in run_impl. */
+static tolk_status check_kv_output(const tolk_session *s, int32_t pos, tolk_error *err) {
+  const struct ir_graph *g = s->m->graph;
+  const struct xgraph *xg = s->graphs[0];
+  if (!s->n_kv) return TOLK_OK;
+  if (pos >= 0) {
+    for (uint32_t p = 0; p < s->n_kv; p++)
+      if (xg->out_refs[pos].frame == 0 && xg->out_refs[pos].slot == s->kv[p].present_slot)
+        return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
+                         "output '%s' is kept in the key/value cache (tolk_kv_cache_get reads it)",
+                         g->outputs[pos]->name);
+    return TOLK_OK;
+  }
+  const struct ir_value *v = g->values[-1 - pos];
+  if (!v->producer || (xg->is_const && xg->is_const[v->index])) return TOLK_OK;
+  for (uint32_t k = 0; k < xg->n_nodes; k++)
+    if (xg->nodes[k].node == v->producer && xg->nodes[k].def != &tolk_kv_append_def)
+      return TOLK_OK;
+  return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
+                   "value '%s' is not computed: the key/value cache replaced its node", v->name);
+}
+
+static tolk_status run_impl(tolk_session *s, struct tolk_kv_cache *kv, size_t n_inputs,
+                            const char *const *input_names, const tolk_tensor *const *inputs,
+                            size_t n_outputs, const char *const *output_names,
+                            tolk_tensor **outputs, tolk_run_stats *stats, tolk_error *err) {
   if (!s) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "session is NULL");
+  if (s->n_kv && !kv)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
+                     "this session keeps its key/value cache in place: run it with tolk_session_run_kv");
   if (n_inputs && (!input_names || !inputs))
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "input names or tensors are NULL");
   if (n_outputs && !outputs) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "outputs is NULL");
@@ -549,6 +586,7 @@ tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const
                      output_names[k] ? output_names[k] : "(null)");
     pos[k] = -1 - (int32_t)i;
   }
+  for (size_t k = 0; k < n_outputs && !st; k++) st = check_kv_output(s, pos[k], err);
   if (st) {
     if (pos != pos_small) free(pos);
     return st;
@@ -564,6 +602,7 @@ tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const
     return tolk_fail(err, TOLK_ERR_NO_MEMORY, "run state");
   }
   r->next_free = NULL;
+  r->kv = kv;
   r->err = err;
   tolk_error local;
   if (!err) r->err = &local;
@@ -638,6 +677,8 @@ tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const
     r->n_pinned = 0;
   }
   if (st) sweep_all(r);
+  if (kv) exec_kv_commit(kv, st == TOLK_OK);
+  r->kv = NULL;
   exec_plan_end(r, st == TOLK_OK);
   if (stats) {
     memset(stats, 0, sizeof *stats);
@@ -656,4 +697,22 @@ tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const
   if (pos != pos_small) free(pos);
   if (res && res != res_small) free(res);
   return st;
+}
+
+tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const *input_names,
+                             const tolk_tensor *const *inputs, size_t n_outputs,
+                             const char *const *output_names, tolk_tensor **outputs,
+                             tolk_run_stats *stats, tolk_error *err) {
+  return run_impl(s, NULL, n_inputs, input_names, inputs, n_outputs, output_names, outputs, stats,
+                  err);
+}
+
+tolk_status tolk_session_run_kv(tolk_session *s, tolk_kv_cache *kv, size_t n_inputs,
+                                const char *const *input_names, const tolk_tensor *const *inputs,
+                                size_t n_outputs, const char *const *output_names,
+                                tolk_tensor **outputs, tolk_run_stats *stats, tolk_error *err) {
+  tolk_status st = exec_kv_check(s, kv, err);
+  if (st) return st;
+  return run_impl(s, kv, n_inputs, input_names, inputs, n_outputs, output_names, outputs, stats,
+                  err);
 }

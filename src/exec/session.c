@@ -273,6 +273,20 @@ static tolk_status topo_order(struct compiler *cp, const struct ir_graph *g,
   return TOLK_OK;
 }
 
+/* last[slot]: the last node reading an own-frame slot, itself or through a
+ * subgraph; again after exec_kv_rewrite moved the readers. */
+static void last_reads(const struct xgraph *xg, int32_t *last) {
+  for (uint32_t i = 0; i < xg->n_slots; i++) last[i] = -1;
+  for (uint32_t k = 0; k < xg->n_nodes; k++) {
+    const struct xnode *xn = &xg->nodes[k];
+    for (uint32_t i = 0; i < xn->n_in; i++)
+      if (xn->in[i].frame == (int32_t)xg->id) last[xn->in[i].slot] = (int32_t)k;
+    for (uint32_t j = 0; j < xn->n_subs; j++)
+      for (uint32_t o = 0; o < xn->subs[j]->n_outer; o++)
+        if (xn->subs[j]->outer[o]->graph == xg->g) last[xn->subs[j]->outer[o]->index] = (int32_t)k;
+  }
+}
+
 static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
                                  struct xgraph *parent, struct xgraph **out) {
   tolk_session *s = cp->s;
@@ -401,6 +415,13 @@ static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
       is_out[v->index] = true;
     else if ((st = add_outer(cp, xg, v, &outer, &outer_cap)))
       return st;
+  }
+
+  if (!parent && s->params.kv_cache) {
+    st = exec_kv_rewrite(s, xg, cp->err);
+    if (st) return st;
+    n = xg->n_nodes;
+    if (s->n_kv) last_reads(xg, last);
   }
 
   /* Release lists: a node-produced value dies after its last reader (or

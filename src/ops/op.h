@@ -102,6 +102,30 @@ tolk_status op_run_subgraph(struct op_ctx *c, const struct ir_graph *g,
                             const struct tensor *const *inputs, size_t n_inputs,
                             struct tensor **outputs, size_t n_outputs);
 
+/* ---------------------------------------------------------- in-place cache */
+
+/* State of the nodes src/exec/kv.c rewires (kernels in kv_cache.c). */
+struct op_kv_node {
+  uint32_t pair; /* index of the (past, present) pair in the session */
+};
+
+/* The run's cache buffer of `pair`, [rows, heads, *cap, head_dim] floats,
+ * made to hold `need` positions (it may move); also records `need` as the
+ * length the cache will have once the run succeeds. NULL with the error set
+ * when the run has no cache or memory runs out. */
+float *op_kv_write(struct op_ctx *c, uint32_t pair, int64_t need, int64_t *cap);
+
+/* The same buffer for reading `need` positions, written by this run's
+ * KvAppend of the pair; with `keys_t`, its transposed, scaled keys. */
+const float *op_kv_read(struct op_ctx *c, uint32_t pair, bool keys_t, int64_t need, int64_t *cap);
+
+/* The pair's transposed keys × scale ([rows, heads, head_dim, cap]), written
+ * by KvAppend beside the keys; NULL when the pair keeps none. */
+float *op_kv_keys_t(struct op_ctx *c, uint32_t pair, float *scale);
+
+extern const struct op_def tolk_kv_append_def, tolk_kv_shape_def, tolk_kv_scores_def,
+    tolk_kv_context_def;
+
 /* ---------------------------------------------------------- shape helpers */
 
 /* Fills rank/dims/numel; false on a negative dim or numel overflow. */

@@ -1,0 +1,538 @@
+/*
+ * kv.c — a decoder's key/value cache kept in place (tolk.h, "key/value
+ * cache"): finding the Concat(past, new) → present pattern at session
+ * creation and rewiring it to the kernels of src/ops/kv_cache.c, and the
+ * tolk_kv_cache those kernels read and write during tolk_session_run_kv.
+ *
+ * The rewrite works on the compiled graph (xnodes), not on the IR, so the
+ * model stays as loaded and other sessions on it are unaffected. It is all
+ * or nothing: if one Concat joining a past input to a present output has a
+ * reader that does something else, the whole graph runs as written and
+ * tolk_session_kv_count says 0.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+
+struct tolk_kv_cache {
+  const tolk_session *s;
+  int64_t rows, cap, len;
+  int64_t pending; /* length after the run in progress, -1: none */
+  float **buf;     /* per pair: [rows, heads, cap, head_dim] */
+  float **tbuf;    /* pairs with keys_t: keys × scale as [rows, heads, head_dim, cap]; else NULL */
+};
+
+/* ------------------------------------------------------------ rewrite */
+
+/* One node reading a slot: which and as which input. */
+struct reader {
+  uint32_t node, input;
+};
+
+/* The readers of `slot` in xg (at most max); -1 if a subgraph reads it or
+ * there are more than max. */
+static int readers_of(const struct xgraph *xg, int32_t slot, struct reader *out, int max) {
+  int n = 0;
+  for (uint32_t k = 0; k < xg->n_nodes; k++) {
+    const struct xnode *xn = &xg->nodes[k];
+    for (uint32_t i = 0; i < xn->n_in; i++)
+      if (xn->in[i].frame == (int32_t)xg->id && xn->in[i].slot == slot) {
+        if (n == max) return -1;
+        out[n].node = k;
+        out[n++].input = i;
+      }
+    for (uint32_t j = 0; j < xn->n_subs; j++)
+      for (uint32_t o = 0; o < xn->subs[j]->n_outer; o++) {
+        const struct ir_value *v = xn->subs[j]->outer[o];
+        if (v->graph == xg->g && v->index == slot) return -1;
+      }
+  }
+  return n;
+}
+
+static bool is_op(const struct xnode *xn, const char *op) {
+  const char *dom = xn->node->domain ? xn->node->domain : "";
+  return xn->def && !dom[0] && !strcmp(xn->node->op_type, op);
+}
+
+static bool is_output(const struct ir_value *v) {
+  const struct ir_graph *g = v->graph;
+  for (size_t i = 0; i < g->n_outputs; i++)
+    if (g->outputs[i] == v) return true;
+  return false;
+}
+
+static bool is_input(const struct ir_value *v, uint32_t *index) {
+  const struct ir_graph *g = v->graph;
+  for (size_t i = 0; i < g->n_inputs; i++)
+    if (g->inputs[i] == v) {
+      *index = (uint32_t)i;
+      return !v->init;
+    }
+  return false;
+}
+
+/* The float value of a scalar constant: an initializer or a Constant. */
+static bool scalar_const(const struct ir_value *v, float *out) {
+  const struct ir_tensor *t = v->init;
+  if (!t && v->producer && !strcmp(v->producer->op_type, "Constant")) {
+    const struct ir_attr *a = ir_node_attr(v->producer, "value");
+    if (a && a->type == IR_ATTR_TENSOR) t = a->t;
+    a = ir_node_attr(v->producer, "value_float");
+    if (!t && a && a->type == IR_ATTR_FLOAT) {
+      *out = a->f;
+      return true;
+    }
+  }
+  if (!t || t->dtype != TOLK_FLOAT || t->numel != 1 || !t->data) return false;
+  memcpy(out, t->data, sizeof *out); /* may be misaligned in the mapping */
+  return true;
+}
+
+/* A node to rewire: its new def, inputs and state. */
+struct edit {
+  uint32_t node;
+  const struct op_def *def;
+  struct xref in[3];
+  uint32_t n_in;
+  struct op_kv_node st;
+};
+
+struct plan_kv {
+  struct edit *edits;
+  size_t n_edits, cap_edits;
+  bool *drop; /* nodes that disappear */
+  struct exec_kv_pair *pairs;
+  size_t n_pairs, cap_pairs;
+};
+
+static struct edit *add_edit(struct plan_kv *p) {
+  if (p->n_edits == p->cap_edits) {
+    size_t nc = p->cap_edits ? 2 * p->cap_edits : 32;
+    struct edit *e = realloc(p->edits, nc * sizeof *e);
+    if (!e) return NULL;
+    p->edits = e;
+    p->cap_edits = nc;
+  }
+  struct edit *e = &p->edits[p->n_edits++];
+  memset(e, 0, sizeof *e);
+  return e;
+}
+
+/* The readers of the keys through Transpose(0,1,3,2) [→ Mul by a scalar]
+ * → MatMul as B: the MatMul becomes KvScores, the rest goes. */
+static bool keys_chain(const struct xgraph *xg, uint32_t tnode, struct plan_kv *p, struct xref past,
+                       struct xref nw, uint32_t pair, struct exec_kv_pair *kp, bool *seen) {
+  const struct xnode *t = &xg->nodes[tnode];
+  const struct ir_attr *perm = ir_node_attr(t->node, "perm");
+  static const int64_t want[4] = {0, 1, 3, 2};
+  if (!perm || perm->n != 4 || memcmp(perm->ints, want, sizeof want) || t->out[0] < 0 ||
+      is_output(t->node->outputs[0]))
+    return false;
+  struct reader r[2];
+  if (readers_of(xg, t->out[0], r, 1) != 1) return false;
+  struct op_kv_node st = {pair};
+  uint32_t mm = r[0].node;
+  const struct xnode *x = &xg->nodes[mm];
+  float scale = 1.0f;
+  if (is_op(x, "Mul") && x->n_in == 2) {
+    const struct ir_value *other = x->node->inputs[1 - r[0].input];
+    if (!other || !scalar_const(other, &scale) || x->out[0] < 0 || is_output(x->node->outputs[0]))
+      return false;
+    p->drop[mm] = true;
+    if (readers_of(xg, x->out[0], r, 1) != 1) return false;
+    mm = r[0].node;
+    x = &xg->nodes[mm];
+  }
+  if (!is_op(x, "MatMul") || x->n_in != 2 || r[0].input != 1) return false;
+  /* One cache per pair: every key chain of it must scale alike. */
+  if (*seen && kp->scale != scale) return false;
+  *seen = true;
+  kp->keys_t = true;
+  kp->scale = scale;
+  p->drop[tnode] = true;
+  struct edit *e = add_edit(p);
+  if (!e) return false;
+  *e = (struct edit){mm, &tolk_kv_scores_def, {x->in[0], past, nw}, 3, st};
+  return true;
+}
+
+/* Concat node k: when it joins a past input to a present output, records
+ * the edits that make it a cache pair; false when something reading either
+ * does not fit (true for any other node). */
+static bool pair_at(const struct xgraph *xg, uint32_t k, struct plan_kv *p) {
+  const struct xnode *c = &xg->nodes[k];
+  if (!is_op(c, "Concat") || c->n_in != 2 || c->n_out != 1 || c->out[0] < 0) return true;
+  const struct ir_value *past = c->node->inputs[0], *present = c->node->outputs[0];
+  uint32_t input;
+  if (!past || !c->node->inputs[1] || !is_input(past, &input) || !is_output(present)) return true;
+  int64_t axis = ir_attr_int(c->node, "axis", 0);
+  const struct ir_type *ty = &past->type;
+  if ((axis != 2 && axis != -2) || ty->kind != IR_TYPE_TENSOR || ty->dtype != TOLK_FLOAT ||
+      ty->rank != 4 || ty->dims[1].value <= 0 || ty->dims[3].value <= 0 ||
+      (ty->dims[1].param && ty->dims[1].param[0]) || (ty->dims[3].param && ty->dims[3].param[0]))
+    return false;
+  uint32_t pair = (uint32_t)p->n_pairs;
+  struct xref pref = c->in[0], nref = c->in[1];
+  struct exec_kv_pair kp = {input, pref.slot, c->out[0], ty->dims[1].value, ty->dims[3].value, false, 1.0f};
+  bool seen = false;
+  enum { MAXR = 16 };
+  struct reader r[MAXR];
+  /* The past input: read for its shape only (positions), or by this Concat. */
+  int n = readers_of(xg, c->in[0].slot, r, MAXR);
+  if (n < 0) return false;
+  for (int i = 0; i < n; i++)
+    if (r[i].node != k && !(is_op(&xg->nodes[r[i].node], "Shape") &&
+                            !ir_node_attr(xg->nodes[r[i].node].node, "start") &&
+                            !ir_node_attr(xg->nodes[r[i].node].node, "end")))
+      return false;
+  n = readers_of(xg, c->out[0], r, MAXR);
+  if (n < 0) return false;
+  for (int i = 0; i < n; i++) {
+    const struct xnode *x = &xg->nodes[r[i].node];
+    struct op_kv_node st = {pair};
+    struct edit *e;
+    if (is_op(x, "Shape") && !ir_node_attr(x->node, "start") && !ir_node_attr(x->node, "end")) {
+      if (!(e = add_edit(p))) return false;
+      *e = (struct edit){r[i].node, &tolk_kv_shape_def, {pref, nref}, 2, st};
+    } else if (is_op(x, "Transpose")) {
+      if (!keys_chain(xg, r[i].node, p, pref, nref, pair, &kp, &seen)) return false;
+    } else if (is_op(x, "MatMul") && x->n_in == 2 && r[i].input == 1) {
+      if (!(e = add_edit(p))) return false;
+      *e = (struct edit){r[i].node, &tolk_kv_context_def, {x->in[0], pref, nref}, 3, st};
+    } else {
+      return false;
+    }
+  }
+  struct edit *e = add_edit(p);
+  if (!e) return false;
+  *e = (struct edit){k, &tolk_kv_append_def, {pref, nref}, 2, {pair}};
+  if (p->n_pairs == p->cap_pairs) {
+    size_t nc = p->cap_pairs ? 2 * p->cap_pairs : 16;
+    struct exec_kv_pair *np = realloc(p->pairs, nc * sizeof *np);
+    if (!np) return false;
+    p->pairs = np;
+    p->cap_pairs = nc;
+  }
+  p->pairs[p->n_pairs++] = kp;
+  return true;
+}
+
+/* Applies the edits: new defs, inputs and state; dropped nodes go. */
+static tolk_status apply(tolk_session *s, struct xgraph *xg, const struct plan_kv *p,
+                         tolk_error *err) {
+  for (size_t i = 0; i < p->n_edits; i++) {
+    const struct edit *e = &p->edits[i];
+    struct xnode *xn = &xg->nodes[e->node];
+    struct xref *in = tolk_arena_alloc(&s->arena, e->n_in * sizeof *in);
+    struct op_kv_node *st = tolk_arena_alloc(&s->arena, sizeof *st);
+    if (!in || !st) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "rewiring the key/value cache");
+    memcpy(in, e->in, e->n_in * sizeof *in);
+    *st = e->st;
+    xn->in = in;
+    xn->n_in = e->n_in;
+    xn->def = e->def;
+    xn->state = st;
+    if (e->def == &tolk_kv_append_def) xn->out[0] = -1; /* the present stays in the cache */
+    if (xn->n_in > xg->max_in) xg->max_in = xn->n_in;
+  }
+  uint32_t w = 0;
+  for (uint32_t k = 0; k < xg->n_nodes; k++)
+    if (!p->drop[k]) xg->nodes[w++] = xg->nodes[k];
+  xg->n_nodes = w;
+  s->kv = tolk_arena_alloc(&s->arena, p->n_pairs * sizeof *s->kv);
+  if (!s->kv) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "rewiring the key/value cache");
+  memcpy(s->kv, p->pairs, p->n_pairs * sizeof *s->kv);
+  s->n_kv = (uint32_t)p->n_pairs;
+  return TOLK_OK;
+}
+
+tolk_status exec_kv_rewrite(tolk_session *s, struct xgraph *xg, tolk_error *err) {
+  struct plan_kv p;
+  memset(&p, 0, sizeof p);
+  p.drop = calloc(xg->n_nodes ? xg->n_nodes : 1, sizeof *p.drop);
+  if (!p.drop) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "rewiring the key/value cache");
+  bool ok = true;
+  for (uint32_t k = 0; k < xg->n_nodes && ok; k++) ok = pair_at(xg, k, &p);
+  tolk_status st = TOLK_OK;
+  if (ok && p.n_pairs) st = apply(s, xg, &p, err);
+  free(p.edits);
+  free(p.drop);
+  free(p.pairs);
+  return st;
+}
+
+int exec_kv_pair_of_input(const tolk_session *s, size_t i) {
+  for (uint32_t p = 0; p < s->n_kv; p++)
+    if (s->kv[p].input == i) return (int)p;
+  return -1;
+}
+
+/* ------------------------------------------------------------ the cache */
+
+size_t tolk_session_kv_count(const tolk_session *s) { return s ? s->n_kv : 0; }
+
+const char *tolk_session_kv_input(const tolk_session *s, size_t i) {
+  if (!s || i >= s->n_kv) return NULL;
+  return s->m->graph->inputs[s->kv[i].input]->name;
+}
+
+static size_t block(const struct exec_kv_pair *p, int64_t cap) {
+  return (size_t)(p->heads * cap * p->head_dim);
+}
+
+tolk_status tolk_kv_cache_create(const tolk_session *s, int64_t rows, tolk_kv_cache **out,
+                                 tolk_error *err) {
+  if (!out) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "out is NULL");
+  *out = NULL;
+  if (!s || rows < 0) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "NULL session or negative rows");
+  if (!s->n_kv)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
+                     "the session keeps no cache (created without kv_cache, or no past/present pattern)");
+  tolk_kv_cache *c = calloc(1, sizeof *c);
+  if (c) c->buf = calloc(s->n_kv, sizeof *c->buf);
+  if (c) c->tbuf = calloc(s->n_kv, sizeof *c->tbuf);
+  if (!c || !c->buf || !c->tbuf) {
+    if (c) free(c->buf);
+    free(c);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
+  }
+  c->s = s;
+  c->rows = rows;
+  c->pending = -1;
+  *out = c;
+  return TOLK_OK;
+}
+
+void tolk_kv_cache_free(tolk_kv_cache *c) {
+  if (!c) return;
+  for (uint32_t p = 0; p < c->s->n_kv; p++) {
+    free(c->buf[p]);
+    free(c->tbuf[p]);
+  }
+  free(c->buf);
+  free(c->tbuf);
+  free(c);
+}
+
+int64_t tolk_kv_cache_length(const tolk_kv_cache *c) { return c ? c->len : 0; }
+int64_t tolk_kv_cache_rows(const tolk_kv_cache *c) { return c ? c->rows : 0; }
+
+/* A buffer of `rows` × cap positions holding the first `keep_len`
+ * positions of rows src_row[i] (NULL: the same row) of old (cap old_cap);
+ * `trans`: blocks are [head_dim, cap] instead of [cap, head_dim]. */
+static float *moved(const struct exec_kv_pair *kp, const float *old, int64_t old_cap, int64_t rows,
+                    int64_t cap, const int32_t *src_row, int64_t keep_len, bool trans) {
+  size_t n;
+  if (!tolk_mul_size(block(kp, cap), (size_t)rows, &n) || !tolk_mul_size(n, sizeof(float), &n)) return NULL;
+  float *nb = malloc(n ? n : 1);
+  /* Per block: `lines` runs of `run` floats, one every cap (old_cap). */
+  int64_t lines = trans ? kp->head_dim : 1;
+  size_t run = (size_t)(trans ? keep_len : keep_len * kp->head_dim) * sizeof(float);
+  for (int64_t r = 0; nb && r < rows && run; r++) {
+    int64_t from = src_row ? src_row[r] : r;
+    for (int64_t h = 0; h < kp->heads; h++) {
+      float *dst = nb + ((size_t)r * (size_t)kp->heads + (size_t)h) * (size_t)(cap * kp->head_dim);
+      const float *src = old + ((size_t)from * (size_t)kp->heads + (size_t)h) * (size_t)(old_cap * kp->head_dim);
+      for (int64_t l = 0; l < lines; l++) memcpy(dst + l * cap, src + l * old_cap, run);
+    }
+  }
+  return nb;
+}
+
+/* Re-lays every buffer out for `rows` × cap (see moved); all or nothing. */
+static tolk_status relayout(tolk_kv_cache *c, int64_t rows, int64_t cap, const int32_t *src_row,
+                            int64_t keep_len, tolk_error *err) {
+  const tolk_session *s = c->s;
+  float **nb = calloc(2 * (size_t)s->n_kv, sizeof *nb);
+  bool ok = nb != NULL;
+  for (uint32_t p = 0; ok && p < s->n_kv; p++) {
+    const struct exec_kv_pair *kp = &s->kv[p];
+    ok = (nb[p] = moved(kp, c->buf[p], c->cap, rows, cap, src_row, keep_len, false)) != NULL;
+    if (ok && kp->keys_t)
+      ok = (nb[s->n_kv + p] = moved(kp, c->tbuf[p], c->cap, rows, cap, src_row, keep_len, true)) != NULL;
+  }
+  if (!ok) {
+    for (size_t i = 0; nb && i < 2 * (size_t)s->n_kv; i++) free(nb[i]);
+    free(nb);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache of %lld rows × %lld positions",
+                     (long long)rows, (long long)cap);
+  }
+  for (uint32_t p = 0; p < s->n_kv; p++) {
+    free(c->buf[p]);
+    free(c->tbuf[p]);
+    c->buf[p] = nb[p];
+    c->tbuf[p] = nb[s->n_kv + p];
+  }
+  free(nb);
+  c->rows = rows;
+  c->cap = cap;
+  return TOLK_OK;
+}
+
+/* Makes room for `need` positions, keeping those written. Capacity doubles,
+ * so a growing cache is copied O(log n) times, not every step. */
+static tolk_status reserve(tolk_kv_cache *c, int64_t need, tolk_error *err) {
+  if (need <= c->cap) return TOLK_OK;
+  int64_t cap = c->cap ? 2 * c->cap : 16;
+  if (cap < need) cap = need;
+  int64_t held = c->pending > c->len ? c->pending : c->len;
+  return relayout(c, c->rows, cap, NULL, c->cap ? held : 0, err);
+}
+
+tolk_status tolk_kv_cache_set(tolk_kv_cache *c, size_t n, const char *const *names,
+                              const tolk_tensor *const *values, tolk_error *err) {
+  if (!c || (n && (!names || !values))) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "NULL argument");
+  const tolk_session *s = c->s;
+  if (n != s->n_kv)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "%zu tensors given for a cache of %u pairs", n, s->n_kv);
+  int64_t len = -1;
+  const struct tensor **by_pair = calloc(s->n_kv, sizeof *by_pair);
+  if (!by_pair) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
+  tolk_status st = TOLK_OK;
+  for (size_t i = 0; i < n && !st; i++) {
+    uint32_t p = 0;
+    while (p < s->n_kv && (!names[i] || strcmp(names[i], tolk_session_kv_input(s, p)))) p++;
+    const struct tensor *t = values[i] ? &values[i]->t : NULL;
+    const struct exec_kv_pair *kp = p < s->n_kv ? &s->kv[p] : NULL;
+    char buf[96];
+    if (!kp || by_pair[p])
+      st = tolk_fail(err, TOLK_ERR_NOT_FOUND, "'%s' is not a past input of the cache, or given twice",
+                     names[i] ? names[i] : "(null)");
+    else if (!t || t->dtype != TOLK_FLOAT || t->rank != 4 || t->dims[0] != c->rows ||
+             t->dims[1] != kp->heads || t->dims[3] != kp->head_dim || (len >= 0 && t->dims[2] != len))
+      st = tolk_fail(err, TOLK_ERR_SHAPE, "'%s': given %s, the cache needs float [%lld, %lld, len, %lld]%s",
+                     names[i], t ? shape_str(t, buf, sizeof buf) : "NULL", (long long)c->rows,
+                     (long long)kp->heads, (long long)kp->head_dim, len >= 0 ? " with one len" : "");
+    else {
+      by_pair[p] = t;
+      len = t->dims[2];
+    }
+  }
+  if (!st) {
+    c->len = 0;
+    st = reserve(c, len, err);
+  }
+  for (uint32_t p = 0; !st && p < s->n_kv; p++) {
+    const struct exec_kv_pair *kp = &s->kv[p];
+    size_t run = (size_t)(len * kp->head_dim);
+    for (int64_t bh = 0; bh < c->rows * kp->heads; bh++) {
+      const float *src = (const float *)by_pair[p]->data + (size_t)bh * run;
+      size_t at = (size_t)bh * (size_t)(c->cap * kp->head_dim);
+      memcpy(c->buf[p] + at, src, run * sizeof(float));
+      for (int64_t t = 0; kp->keys_t && t < len; t++)
+        for (int64_t d = 0; d < kp->head_dim; d++)
+          c->tbuf[p][at + (size_t)(d * c->cap + t)] = src[t * kp->head_dim + d] * kp->scale;
+    }
+  }
+  if (!st) c->len = len;
+  free(by_pair);
+  return st;
+}
+
+tolk_status tolk_kv_cache_select(tolk_kv_cache *c, const int32_t *keep, size_t n, tolk_error *err) {
+  if (!c || (n && !keep)) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "NULL argument");
+  bool identity = (int64_t)n <= c->rows;
+  for (size_t i = 0; i < n; i++) {
+    if (keep[i] < 0 || keep[i] >= c->rows)
+      return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "row %d of a cache of %lld rows", keep[i],
+                       (long long)c->rows);
+    identity &= keep[i] == (int32_t)i;
+  }
+  if (identity) { /* dropping trailing rows: nothing moves */
+    c->rows = (int64_t)n;
+    return TOLK_OK;
+  }
+  return relayout(c, (int64_t)n, c->cap, keep, c->len, err);
+}
+
+tolk_status tolk_kv_cache_get(const tolk_kv_cache *c, const char *name, tolk_tensor **out,
+                              tolk_error *err) {
+  if (!out) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "out is NULL");
+  *out = NULL;
+  if (!c || !name) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "NULL argument");
+  uint32_t p = 0;
+  while (p < c->s->n_kv && strcmp(name, tolk_session_kv_input(c->s, p))) p++;
+  if (p == c->s->n_kv) return tolk_fail(err, TOLK_ERR_NOT_FOUND, "'%s' is not a past input of the cache", name);
+  struct tensor t;
+  exec_kv_placeholder(c, p, &t);
+  struct tolk_tensor *x = exec_tensor_new(&t);
+  if (!x) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "%zu bytes", t.nbytes);
+  const struct exec_kv_pair *kp = &c->s->kv[p];
+  size_t run = (size_t)(c->len * kp->head_dim);
+  for (int64_t bh = 0; bh < c->rows * kp->heads && run; bh++)
+    memcpy((float *)x->t.data + (size_t)bh * run, c->buf[p] + (size_t)bh * (size_t)(c->cap * kp->head_dim),
+           run * sizeof(float));
+  *out = x;
+  return TOLK_OK;
+}
+
+/* ------------------------------------------------------------ runs */
+
+void exec_kv_placeholder(const struct tolk_kv_cache *c, uint32_t p, struct tensor *t) {
+  const struct exec_kv_pair *kp = &c->s->kv[p];
+  memset(t, 0, sizeof *t);
+  t->dtype = TOLK_FLOAT;
+  int64_t dims[4] = {c->rows, kp->heads, c->len, kp->head_dim};
+  tensor_set_shape(t, 4, dims);
+  t->nbytes = (size_t)t->numel * sizeof(float);
+  t->data = t->numel ? (void *)c->buf[p] : exec_zero_area();
+}
+
+tolk_status exec_kv_check(const tolk_session *s, const struct tolk_kv_cache *c, tolk_error *err) {
+  if (!c) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "cache is NULL");
+  if (c->s != s) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "the cache was made for another session");
+  return TOLK_OK;
+}
+
+void exec_kv_commit(struct tolk_kv_cache *c, bool ok) {
+  if (ok && c->pending >= 0) c->len = c->pending;
+  c->pending = -1;
+}
+
+float *op_kv_write(struct op_ctx *ctx, uint32_t pair, int64_t need, int64_t *cap) {
+  struct tolk_kv_cache *c = ctx->run->kv;
+  if (!c) {
+    op_fail(ctx, TOLK_ERR_INVALID_ARGUMENT,
+            "this session keeps its key/value cache in place: run it with tolk_session_run_kv");
+    return NULL;
+  }
+  if (c->pending >= 0 && c->pending != need) {
+    op_fail(ctx, TOLK_ERR_SHAPE, "cache pairs grow to different lengths (%lld and %lld)",
+            (long long)c->pending, (long long)need);
+    return NULL;
+  }
+  if (reserve(c, need, ctx->err)) return NULL;
+  c->pending = need;
+  *cap = c->cap;
+  return c->buf[pair];
+}
+
+float *op_kv_keys_t(struct op_ctx *ctx, uint32_t pair, float *scale) {
+  struct tolk_kv_cache *c = ctx->run->kv;
+  if (!c || !c->s->kv[pair].keys_t) return NULL;
+  *scale = c->s->kv[pair].scale;
+  return c->tbuf[pair];
+}
+
+const float *op_kv_read(struct op_ctx *ctx, uint32_t pair, bool keys_t, int64_t need, int64_t *cap) {
+  struct tolk_kv_cache *c = ctx->run->kv;
+  if (!c) {
+    op_fail(ctx, TOLK_ERR_INVALID_ARGUMENT,
+            "this session keeps its key/value cache in place: run it with tolk_session_run_kv");
+    return NULL;
+  }
+  int64_t held = c->pending >= 0 ? c->pending : c->len;
+  if (need > held) {
+    op_fail(ctx, TOLK_ERR_INTERNAL, "cache read of %lld positions, %lld written", (long long)need,
+            (long long)held);
+    return NULL;
+  }
+  *cap = c->cap;
+  if (keys_t && !c->s->kv[pair].keys_t) {
+    op_fail(ctx, TOLK_ERR_INTERNAL, "cache pair %u keeps no transposed keys", pair);
+    return NULL;
+  }
+  return keys_t ? c->tbuf[pair] : c->buf[pair];
+}

@@ -1,0 +1,237 @@
+/*
+ * test_exec_kv.c — the key/value cache kept in place (src/exec/kv.c,
+ * src/ops/kv_cache.c) against the graph run as written, on marian-tiny's
+ * decoder_with_past (fp32 and int8): bit-identical logits, and cache
+ * contents identical to the present outputs, step after step, through a beam
+ * reorder that repeats and swaps rows, a batch that shrinks, and a cache
+ * that grows past its first capacity; and the misuse errors.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "tolk.h"
+
+enum { LAYERS = 2, KINDS = 4, STEPS = 40, PAD = 4268 };
+static const char *const kinds[KINDS] = {"decoder.key", "decoder.value", "encoder.key", "encoder.value"};
+
+struct dec {
+  tolk_session *first, *plain, *kv;
+  tolk_model *m_enc, *m_first, *m_past;
+  tolk_session *enc;
+};
+
+static tolk_session *open_s(const char *dir, const char *file, int kv, tolk_model **m) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/marian-tiny/%s", dir, file);
+  tolk_error err;
+  tolk_session_params sp = tolk_session_default_params();
+  sp.threads = 2;
+  sp.kv_cache = kv;
+  tolk_session *s = NULL;
+  if (m && !*m) CHECK_MSG(tolk_model_load(path, tolk_model_default_params(), m, &err) == TOLK_OK, "%s", err.message);
+  if (*m) CHECK_MSG(tolk_session_create(*m, sp, &s, &err) == TOLK_OK, "%s: %s", file, err.message);
+  return s;
+}
+
+static tolk_tensor *ids_tensor(const int64_t *v, int64_t rows, int64_t cols) {
+  int64_t dims[2] = {rows, cols};
+  tolk_tensor *t = NULL;
+  tolk_error err;
+  tolk_tensor_create(TOLK_INT64, 2, dims, v, (size_t)(rows * cols) * sizeof *v, &t, &err);
+  return t;
+}
+
+/* Rows keep[0..n) of t (first dimension). */
+static tolk_tensor *gather(const tolk_tensor *t, const int32_t *keep, size_t n) {
+  int64_t dims[TOLK_MAX_RANK];
+  int rank = tolk_tensor_rank(t);
+  memcpy(dims, tolk_tensor_dims(t), (size_t)rank * sizeof *dims);
+  size_t row = tolk_tensor_nbytes(t) / (size_t)dims[0];
+  dims[0] = (int64_t)n;
+  tolk_tensor *o = NULL;
+  tolk_error err;
+  tolk_tensor_create(tolk_tensor_dtype(t), rank, dims, NULL, 0, &o, &err);
+  for (size_t i = 0; i < n; i++)
+    memcpy((char *)tolk_tensor_data(o) + i * row, (const char *)tolk_tensor_data(t) + (size_t)keep[i] * row, row);
+  return o;
+}
+
+static float max_diff(const tolk_tensor *a, const tolk_tensor *b) {
+  if (tolk_tensor_nbytes(a) != tolk_tensor_nbytes(b)) return INFINITY;
+  const float *x = tolk_tensor_data(a), *y = tolk_tensor_data(b);
+  float m = 0;
+  for (size_t i = 0; i < tolk_tensor_nbytes(a) / 4; i++) m = fmaxf(m, fabsf(x[i] - y[i]));
+  return m;
+}
+
+static void run_model(const char *dir, bool int8) {
+  const char *q = int8 ? "_quantized" : "";
+  char f_enc[64], f_first[64], f_past[64];
+  snprintf(f_enc, sizeof f_enc, "encoder_model%s.onnx", q);
+  snprintf(f_first, sizeof f_first, "decoder_model%s.onnx", q);
+  snprintf(f_past, sizeof f_past, "decoder_with_past_model%s.onnx", q);
+  struct dec d = {0};
+  d.enc = open_s(dir, f_enc, 0, &d.m_enc);
+  d.first = open_s(dir, f_first, 0, &d.m_first);
+  d.plain = open_s(dir, f_past, 0, &d.m_past);
+  d.kv = open_s(dir, f_past, 1, &d.m_past); /* the same model: the rewrite leaves it alone */
+  if (!d.enc || !d.first || !d.plain || !d.kv) return;
+  CHECK_MSG(tolk_session_kv_count(d.plain) == 0, "a plain session keeps no cache");
+  CHECK_MSG(tolk_session_kv_count(d.kv) == 2 * LAYERS, "pairs found: %zu", tolk_session_kv_count(d.kv));
+
+  tolk_error err;
+  int64_t rows = 2, src_len = 5;
+  int64_t src[10] = {2, 310, 45, 7, 0, 2, 88, 0, PAD, PAD}; /* the second padded */
+  int64_t mask_v[10] = {1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+  tolk_tensor *ids = ids_tensor(src, rows, src_len), *mask = ids_tensor(mask_v, rows, src_len), *hidden = NULL;
+  const char *en[2] = {"input_ids", "attention_mask"};
+  const tolk_tensor *ein[2] = {ids, mask};
+  CHECK_MSG(tolk_session_run(d.enc, 2, en, ein, 1, NULL, &hidden, NULL, &err) == TOLK_OK, "%s", err.message);
+
+  /* First step: logits and all presents. */
+  char past_names[LAYERS * KINDS][64], present_names[LAYERS * KINDS][64];
+  for (int i = 0; i < LAYERS * KINDS; i++) {
+    snprintf(past_names[i], 64, "past_key_values.%d.%s", i / KINDS, kinds[i % KINDS]);
+    snprintf(present_names[i], 64, "present.%d.%s", i / KINDS, kinds[i % KINDS]);
+  }
+  int64_t start[2] = {PAD, PAD}; /* Marian starts decoding with pad */
+  tolk_tensor *tok = ids_tensor(start, rows, 1);
+  const char *fn[3] = {"input_ids", "encoder_attention_mask", "encoder_hidden_states"};
+  const tolk_tensor *fin[3] = {tok, mask, hidden};
+  const char *fon[1 + LAYERS * KINDS];
+  tolk_tensor *fo[1 + LAYERS * KINDS] = {0};
+  fon[0] = "logits";
+  for (int i = 0; i < LAYERS * KINDS; i++) fon[1 + i] = present_names[i];
+  CHECK_MSG(tolk_session_run(d.first, 3, fn, fin, 1 + LAYERS * KINDS, fon, fo, NULL, &err) == TOLK_OK, "%s",
+            err.message);
+  tolk_tensor_free(tok);
+
+  /* State of the plain path: every past tensor; of the kv path: the cache
+   * plus the encoder keys/values. */
+  tolk_tensor *past[LAYERS * KINDS], *enc_mask = gather(mask, (int32_t[]){0, 1}, 2);
+  for (int i = 0; i < LAYERS * KINDS; i++) past[i] = fo[1 + i], fo[1 + i] = NULL;
+  tolk_kv_cache *cache = NULL;
+  CHECK_MSG(tolk_kv_cache_create(d.kv, rows, &cache, &err) == TOLK_OK, "%s", err.message);
+  const char *set_names[2 * LAYERS];
+  const tolk_tensor *set_vals[2 * LAYERS];
+  for (int l = 0, n = 0; l < LAYERS; l++)
+    for (int k = 0; k < 2; k++, n++) set_names[n] = past_names[l * KINDS + k], set_vals[n] = past[l * KINDS + k];
+  CHECK_MSG(tolk_kv_cache_set(cache, 2 * LAYERS, set_names, set_vals, &err) == TOLK_OK, "%s", err.message);
+  CHECK(tolk_kv_cache_length(cache) == 1);
+  tolk_tensor_free(fo[0]);
+
+  float worst = 0, worst_cache = 0;
+  for (int step = 1; step <= STEPS && !tu_failures; step++) {
+    int64_t *tv = malloc((size_t)rows * sizeof *tv);
+    for (int64_t r = 0; r < rows; r++) tv[r] = 3 + (step * 7 + r * 13) % 50;
+    tolk_tensor *t = ids_tensor(tv, rows, 1);
+    free(tv);
+    const char *pn[2 + LAYERS * KINDS];
+    const tolk_tensor *pin[2 + LAYERS * KINDS];
+    size_t np = 0, nk = 0;
+    const char *kn[2 + 2 * LAYERS];
+    const tolk_tensor *kin[2 + 2 * LAYERS];
+    pn[np] = kn[nk] = "input_ids", pin[np++] = kin[nk++] = t;
+    pn[np] = kn[nk] = "encoder_attention_mask", pin[np++] = kin[nk++] = enc_mask;
+    for (int i = 0; i < LAYERS * KINDS; i++) {
+      pn[np] = past_names[i], pin[np++] = past[i];
+      if (i % KINDS >= 2) kn[nk] = past_names[i], kin[nk++] = past[i];
+    }
+    const char *pon[1 + 2 * LAYERS];
+    tolk_tensor *po[1 + 2 * LAYERS] = {0}, *ko = NULL;
+    pon[0] = "logits";
+    for (int l = 0, n = 1; l < LAYERS; l++)
+      for (int k = 0; k < 2; k++) pon[n++] = present_names[l * KINDS + k];
+    CHECK_MSG(tolk_session_run(d.plain, np, pn, pin, 1 + 2 * LAYERS, pon, po, NULL, &err) == TOLK_OK,
+              "plain step %d: %s", step, err.message);
+    const char *lg = "logits";
+    CHECK_MSG(tolk_session_run_kv(d.kv, cache, nk, kn, kin, 1, &lg, &ko, NULL, &err) == TOLK_OK,
+              "kv step %d: %s", step, err.message);
+    tolk_tensor_free(t);
+    if (tu_failures) break;
+    worst = fmaxf(worst, max_diff(po[0], ko));
+    CHECK(tolk_kv_cache_length(cache) == step + 1);
+    for (int l = 0, n = 1; l < LAYERS; l++)
+      for (int k = 0; k < 2; k++, n++) {
+        tolk_tensor *c = NULL;
+        CHECK(tolk_kv_cache_get(cache, past_names[l * KINDS + k], &c, &err) == TOLK_OK);
+        worst_cache = fmaxf(worst_cache, c ? max_diff(po[n], c) : INFINITY);
+        tolk_tensor_free(c);
+        tolk_tensor_free(past[l * KINDS + k]);
+        past[l * KINDS + k] = po[n];
+      }
+    tolk_tensor_free(po[0]);
+    tolk_tensor_free(ko);
+    /* Beam-like reorders and a shrinking batch on both paths. */
+    int32_t expand[3] = {1, 0, 1}, swap[3] = {2, 0, 1}, drop[2] = {0, 2}, last[1] = {1};
+    const int32_t *keep = NULL;
+    size_t n = 0;
+    if (step == 3) keep = expand, n = 3;
+    if (step == 9) keep = swap, n = 3;
+    if (step == 20) keep = drop, n = 2;
+    if (step == 30) keep = last, n = 1;
+    if (keep) {
+      for (int i = 0; i < LAYERS * KINDS; i++) {
+        tolk_tensor *g = gather(past[i], keep, n);
+        tolk_tensor_free(past[i]);
+        past[i] = g;
+      }
+      tolk_tensor *g = gather(enc_mask, keep, n);
+      tolk_tensor_free(enc_mask);
+      enc_mask = g;
+      CHECK_MSG(tolk_kv_cache_select(cache, keep, n, &err) == TOLK_OK, "%s", err.message);
+      rows = (int64_t)n;
+      CHECK(tolk_kv_cache_rows(cache) == rows);
+    }
+  }
+  printf("%s: %d steps, logits max |kv - plain| = %g, cache max |kv - present| = %g\n", int8 ? "int8" : "fp32",
+         STEPS, worst, worst_cache);
+  /* Bit-identical, not merely close: the cache kernels make the same GEMM
+   * calls on the same operands, and int8 graphs (dynamic quantization turns
+   * a last-bit difference into a whole quantization step) depend on it. */
+  CHECK_MSG(worst == 0.0f, "logits differ by %g", worst);
+  CHECK_MSG(worst_cache == 0.0f, "cache differs from the presents by %g", worst_cache);
+
+  /* Misuse: clear errors, nothing run. */
+  tolk_tensor *lo = NULL;
+  const char *lg = "logits";
+  CHECK(tolk_session_run(d.kv, 0, NULL, NULL, 1, &lg, &lo, NULL, &err) == TOLK_ERR_INVALID_ARGUMENT);
+  CHECK_MSG(strstr(err.message, "tolk_session_run_kv") != NULL, "%s", err.message);
+  const char *bad_in[1] = {past_names[0]};
+  const tolk_tensor *bad_t[1] = {past[0]};
+  CHECK(tolk_session_run_kv(d.kv, cache, 1, bad_in, bad_t, 1, &lg, &lo, NULL, &err) == TOLK_ERR_INVALID_ARGUMENT);
+  CHECK_MSG(strstr(err.message, "kept in the key/value cache") != NULL, "%s", err.message);
+  const char *bad_out[1] = {present_names[0]};
+  CHECK(tolk_session_run_kv(d.kv, cache, 0, NULL, NULL, 1, bad_out, &lo, NULL, &err) == TOLK_ERR_INVALID_ARGUMENT);
+  CHECK_MSG(strstr(err.message, "kept in the key/value cache") != NULL, "%s", err.message);
+  tolk_kv_cache *other = NULL;
+  CHECK(tolk_kv_cache_create(d.plain, 1, &other, &err) == TOLK_ERR_INVALID_ARGUMENT && !other);
+  int32_t oob = 5;
+  CHECK(tolk_kv_cache_select(cache, &oob, 1, &err) == TOLK_ERR_INVALID_ARGUMENT);
+  CHECK(lo == NULL);
+
+  tolk_kv_cache_free(cache);
+  for (int i = 0; i < LAYERS * KINDS; i++) tolk_tensor_free(past[i]);
+  tolk_tensor_free(enc_mask);
+  tolk_tensor_free(ids);
+  tolk_tensor_free(mask);
+  tolk_tensor_free(hidden);
+  tolk_session_free(d.enc);
+  tolk_session_free(d.first);
+  tolk_session_free(d.plain);
+  tolk_session_free(d.kv);
+  tolk_model_free(d.m_enc);
+  tolk_model_free(d.m_first);
+  tolk_model_free(d.m_past);
+}
+
+int main(void) {
+  const char *dir = tu_fixtures();
+  run_model(dir, false);
+  run_model(dir, true);
+  return tu_finish("exec_kv");
+}
