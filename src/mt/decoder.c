@@ -7,9 +7,18 @@
  * steps run decoder_with_past_model.onnx (or the merged graph's cache branch)
  * with the self-attention cache of the previous step.
  *
+ * The self-attention cache is appended in place: decoder_with_past runs in
+ * a session created with kv_cache (tolk.h), which keeps past keys/values in
+ * one growing buffer per layer instead of copying them into new present
+ * outputs every step. The merged graph (its cache pattern sits inside an If)
+ * and exports whose pattern the engine does not recognise run as written,
+ * handing the presents back each step.
+ *
  * Rows can be reordered, repeated and dropped between steps
  * (mt_state_select): beams follow their parents, and finished sentences leave
- * the batch so it shrinks as it goes.
+ * the batch so it shrinks as it goes. The encoder-side tensors (mask, cross-
+ * attention keys/values) are only gathered when the sentences in the batch
+ * change, not when beams of one sentence swap places.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +35,7 @@ struct mt_model {
   tolk_model *enc_model, *first_model, *past_model; /* first == past for merged */
   tolk_session *encoder, *first, *past;
   bool merged;
+  bool in_place; /* past keeps the self-attention cache (tolk_kv_cache) */
   int layers;
   int64_t vocab;
   int32_t pad;
@@ -39,20 +49,40 @@ struct mt_state {
   size_t rows;
   tolk_tensor *enc_hidden, *enc_mask;
   tolk_tensor **kv; /* layers × KV_KINDS; NULL before the first step */
+  tolk_kv_cache *cache; /* in_place: the decoder.* kinds live here */
+  int32_t *source;      /* the sentence of each row */
   tolk_tensor *logits;
   size_t step;
 };
 
-static tolk_status open_session(const char *path, int threads, tolk_model **model,
+static tolk_status open_session(const char *path, int threads, bool kv, tolk_model **model,
                                 tolk_session **out, tolk_error *err) {
   tolk_model_params mp = tolk_model_default_params();
   tolk_status st = tolk_model_load(path, mp, model, err);
   if (st) return st;
   tolk_session_params sp = tolk_session_default_params();
   sp.threads = threads;
+  sp.kv_cache = kv;
   st = tolk_session_create(*model, sp, out, err);
   if (st) tolk_error_prefix(err, "%s", path);
   return st;
+}
+
+/* Whether the pairs the engine keeps are exactly the layers' decoder.key
+ * and decoder.value; if not (an export the pattern only partly fits), the
+ * steps cannot leave those to the cache. */
+static bool kv_pairs_match(const struct mt_model *m) {
+  size_t n = tolk_session_kv_count(m->past);
+  if (n != 2 * (size_t)m->layers) return false;
+  for (size_t i = 0; i < n; i++) {
+    const char *name = tolk_session_kv_input(m->past, i);
+    bool found = false;
+    for (int l = 0; l < m->layers && !found; l++)
+      found = !strcmp(name, m->past_names[l * KV_KINDS + KV_DEC_K]) ||
+              !strcmp(name, m->past_names[l * KV_KINDS + KV_DEC_V]);
+    if (!found) return false;
+  }
+  return true;
 }
 
 tolk_status mt_model_open(const struct mt_files *files, const struct mt_config *cfg, int threads,
@@ -74,13 +104,19 @@ tolk_status mt_model_open(const struct mt_files *files, const struct mt_config *
       snprintf(m->past_names[l * KV_KINDS + k], 64, "past_key_values.%d.%s", l, kv_kind[k]);
       snprintf(m->present_names[l * KV_KINDS + k], 64, "present.%d.%s", l, kv_kind[k]);
     }
-  if (!st) st = open_session(files->encoder, threads, &m->enc_model, &m->encoder, err);
+  if (!st) st = open_session(files->encoder, threads, false, &m->enc_model, &m->encoder, err);
   if (!st && m->merged) {
-    st = open_session(files->merged, threads, &m->first_model, &m->first, err);
+    st = open_session(files->merged, threads, false, &m->first_model, &m->first, err);
     m->past = m->first;
   } else if (!st) {
-    st = open_session(files->decoder, threads, &m->first_model, &m->first, err);
-    if (!st) st = open_session(files->decoder_past, threads, &m->past_model, &m->past, err);
+    st = open_session(files->decoder, threads, false, &m->first_model, &m->first, err);
+    if (!st) st = open_session(files->decoder_past, threads, true, &m->past_model, &m->past, err);
+    m->in_place = !st && kv_pairs_match(m);
+    if (!st && !m->in_place && tolk_session_kv_count(m->past)) {
+      tolk_session_free(m->past);
+      tolk_model_free(m->past_model);
+      st = open_session(files->decoder_past, threads, false, &m->past_model, &m->past, err);
+    }
   }
   if (st) {
     mt_model_close(m);
@@ -126,6 +162,13 @@ tolk_status mt_state_begin(const struct mt_model *m, const int32_t *ids, const i
   }
   s->m = m;
   s->rows = rows;
+  s->source = malloc((rows ? rows : 1) * sizeof *s->source);
+  if (!s->source) {
+    free(s);
+    free(mask);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  }
+  for (size_t r = 0; r < rows; r++) s->source[r] = (int32_t)r;
   for (size_t r = 0; r < rows; r++)
     for (size_t c = 0; c < len; c++) mask[r * len + c] = (int32_t)c < lens[r];
   tolk_tensor *input_ids = NULL;
@@ -157,6 +200,8 @@ static void free_kv(struct mt_state *s) {
 void mt_state_free(struct mt_state *s) {
   if (!s) return;
   free_kv(s);
+  tolk_kv_cache_free(s->cache);
+  free(s->source);
   tolk_tensor_free(s->enc_hidden);
   tolk_tensor_free(s->enc_mask);
   tolk_tensor_free(s->logits);
@@ -199,13 +244,37 @@ static tolk_status replace_gathered(tolk_tensor **t, const int32_t *keep, size_t
   return TOLK_OK;
 }
 
+/* The encoder-side tensors: the same for every row of one sentence. */
+static bool encoder_side(int kind) { return kind == KV_ENC_K || kind == KV_ENC_V; }
+
 tolk_status mt_state_select(struct mt_state *s, const int32_t *keep, size_t n, tolk_error *err) {
-  tolk_status st = replace_gathered(&s->enc_hidden, keep, n, err);
-  if (!st) st = replace_gathered(&s->enc_mask, keep, n, err);
+  int32_t *source = malloc((n ? n : 1) * sizeof *source);
+  if (!source) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  bool same_sentences = n == s->rows;
+  for (size_t i = 0; i < n; i++) {
+    if (keep[i] < 0 || (size_t)keep[i] >= s->rows) {
+      free(source);
+      return tolk_fail(err, TOLK_ERR_INTERNAL, "decoder state: row %d out of %zu", keep[i], s->rows);
+    }
+    source[i] = s->source[keep[i]];
+    if (same_sentences) same_sentences = source[i] == s->source[i]; /* n == rows here */
+  }
+  tolk_status st = TOLK_OK;
+  if (!same_sentences) {
+    st = replace_gathered(&s->enc_hidden, keep, n, err);
+    if (!st) st = replace_gathered(&s->enc_mask, keep, n, err);
+  }
   for (int i = 0; s->kv && !st && i < s->m->layers * KV_KINDS; i++)
-    st = replace_gathered(&s->kv[i], keep, n, err);
-  if (!st) s->rows = n;
-  return st;
+    if (!same_sentences || !encoder_side(i % KV_KINDS)) st = replace_gathered(&s->kv[i], keep, n, err);
+  if (!st && s->cache) st = tolk_kv_cache_select(s->cache, keep, n, err);
+  if (st) {
+    free(source);
+    return st;
+  }
+  free(s->source);
+  s->source = source;
+  s->rows = n;
+  return TOLK_OK;
 }
 
 /* Empty cache inputs for the merged graph's first (no-cache) step, as
@@ -228,11 +297,38 @@ static tolk_status dummy_past(const struct mt_state *s, tolk_tensor **kv, tolk_e
   return TOLK_OK;
 }
 
+/* After the first step: the self-attention keys/values move into the
+ * cache, and the encoder output, read only by that step, goes. */
+static tolk_status start_cache(struct mt_state *s, tolk_error *err) {
+  const struct mt_model *m = s->m;
+  size_t n = 2 * (size_t)m->layers, j = 0;
+  const char **names = malloc(n * sizeof *names);
+  const tolk_tensor **vals = malloc(n * sizeof *vals);
+  tolk_status st = names && vals ? tolk_kv_cache_create(m->past, (int64_t)s->rows, &s->cache, err)
+                                 : tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  for (int i = 0; !st && i < m->layers * KV_KINDS; i++)
+    if (!encoder_side(i % KV_KINDS)) names[j] = m->past_names[i], vals[j++] = s->kv[i];
+  if (!st) st = tolk_kv_cache_set(s->cache, n, names, vals, err);
+  for (int i = 0; !st && i < m->layers * KV_KINDS; i++)
+    if (!encoder_side(i % KV_KINDS)) {
+      tolk_tensor_free(s->kv[i]);
+      s->kv[i] = NULL;
+    }
+  if (!st) {
+    tolk_tensor_free(s->enc_hidden);
+    s->enc_hidden = NULL;
+  }
+  free(names);
+  free(vals);
+  return st;
+}
+
 tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float **logits,
                           tolk_error *err) {
   const struct mt_model *m = s->m;
   size_t n_kv = (size_t)m->layers * KV_KINDS;
   bool first = s->kv == NULL;
+  bool cached = !first && m->in_place; /* decoder.* kinds are in s->cache */
   tolk_tensor *ids = NULL, *branch = NULL;
   tolk_tensor **dummy = NULL;
   const char **names = malloc((n_kv + 4) * sizeof *names);
@@ -261,13 +357,18 @@ tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float
   /* Cache inputs: all four kinds for the merged graph; the self-attention
    * and cross-attention caches for decoder_with_past. */
   if (!st && (!first || m->merged))
-    for (size_t i = 0; i < n_kv; i++) names[n_in] = m->past_names[i], in[n_in++] = first ? dummy[i] : s->kv[i];
+    for (size_t i = 0; i < n_kv; i++)
+      if (!cached || encoder_side((int)(i % KV_KINDS)))
+        names[n_in] = m->past_names[i], in[n_in++] = first ? dummy[i] : s->kv[i];
   out_names[n_out++] = "logits";
   for (int l = 0; l < m->layers; l++)
     for (int k = 0; k < KV_KINDS; k++)
-      if (first || k == KV_DEC_K || k == KV_DEC_V) out_names[n_out++] = m->present_names[l * KV_KINDS + k];
+      if (first || (!cached && !encoder_side(k))) out_names[n_out++] = m->present_names[l * KV_KINDS + k];
   if (!st) {
-    st = tolk_session_run(first ? m->first : m->past, n_in, names, in, n_out, out_names, outs, NULL, err);
+    if (cached)
+      st = tolk_session_run_kv(m->past, s->cache, n_in, names, in, n_out, out_names, outs, NULL, err);
+    else
+      st = tolk_session_run(first ? m->first : m->past, n_in, names, in, n_out, out_names, outs, NULL, err);
     if (st) tolk_error_prefix(err, "decoder step %zu", s->step);
   }
   if (!st && first) {
@@ -278,7 +379,7 @@ tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float
     size_t o = 1;
     for (int l = 0; l < m->layers; l++)
       for (int k = 0; k < KV_KINDS; k++) {
-        if (!first && k != KV_DEC_K && k != KV_DEC_V) continue;
+        if (!first && (cached || encoder_side(k))) continue;
         tolk_tensor_free(s->kv[l * KV_KINDS + k]);
         s->kv[l * KV_KINDS + k] = outs[o];
         outs[o++] = NULL;
@@ -297,6 +398,7 @@ tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float
       s->step++;
     }
   }
+  if (!st && first && m->in_place) st = start_cache(s, err);
   for (size_t i = 0; outs && i < n_kv + 1; i++) tolk_tensor_free(outs[i]);
   for (size_t i = 0; dummy && i < n_kv; i++) tolk_tensor_free(dummy[i]);
   free(dummy);
