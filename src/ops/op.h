@@ -144,6 +144,15 @@ const char *shape_str(const struct tensor *t, char *buf, size_t size);
  * for such inputs, and an aligned copy otherwise (src/ops/unaligned.c). */
 bool op_unaligned_ok(const struct op_def *def, const void *state, size_t input);
 
+/* Whether def's run(), given the state its prepare() made, reads only its
+ * own packed copy of input `input`, never the input's data, whenever the
+ * input has the dtype and shape this writes to *shape (data NULL): a B that
+ * MatMul/Gemm packed at prepare from an initializer, seen directly or
+ * through a Transpose or Cast (src/ops/matmul.c). Constant folding uses it
+ * to neither compute nor keep a folded value only such readers take. */
+bool op_packed_input(const struct op_def *def, const void *state, size_t input,
+                     struct tensor *shape);
+
 /* ---------------------------------------------------------- registry */
 
 /* The def handling (domain, op_type) at `opset`, or NULL. */
