@@ -71,7 +71,10 @@ struct xgraph {
    * initializers a caller cannot override. */
   struct xconst {
     int32_t slot;
-    struct tensor t;
+    struct tensor t; /* data NULL when unread */
+    /* Not held: every reader multiplies by its own packed copy
+     * (op_packed_input), so fold.c bound only the shape. */
+    bool unread;
   } *consts;
   uint32_t n_consts;
   uint8_t *is_const;
@@ -212,6 +215,8 @@ struct tolk_session {
   void **folded; /* buffers of folded constants, freed with the session */
   size_t n_folded, cap_folded;
   uint32_t n_nodes_folded;
+  /* fold.c: bytes of folded values held, and of those not held (unread) */
+  size_t folded_bytes, folded_unread_bytes;
   struct tolk_arena arena; /* everything compiled lives here */
   /* kv.c: the (past input, present output) pairs kept in place */
   struct exec_kv_pair *kv;
@@ -273,6 +278,9 @@ void exec_frame_sweep(struct exec_run *r, struct xgraph *xg, struct xframe *fr);
  * drops them from the graphs (opt level basic and up). Never fails the
  * session: a node that cannot be folded is simply run at run time. */
 tolk_status exec_fold(tolk_session *s, tolk_error *err);
+/* Fails, naming the value, when main-graph value `index`, requested as an
+ * output by name, is a folded value the session does not hold (unread). */
+tolk_status exec_fold_check_value(const tolk_session *s, int32_t index, tolk_error *err);
 
 /* align.c: initializers left misaligned by the loader (ir_tensor.misaligned).
  * exec_align_bind, after prepare and before folding, gives an aligned copy

@@ -11,14 +11,27 @@
  * Using the real kernels keeps folding exact by construction. A node whose
  * kernel fails, or whose outputs would be too large to keep, is left to run
  * as usual.
+ *
+ * A folded value is not held when no remaining node reads its data: every
+ * reader multiplies by a copy it packed at prepare (op_packed_input — the
+ * MatMul/Gemm B behind a Transpose or Cast of an initializer), or no node
+ * reads it at all any more (its readers were folded too). Optimum's Marian
+ * decoders compute logits as MatMul(h, Transpose(shared.weight)); MatMul
+ * packs the embedding itself, so keeping the transposed copy would hold a
+ * second 133 MB LM head per decoder session. A node all of whose outputs
+ * only packers read is not even run: its outputs are bound by shape alone
+ * (data NULL, xconst.unread). Other unread values are freed after folding.
+ * Requesting such a value by name fails with a message saying so
+ * (exec_fold_check_value): it is not part of any run any more, like the
+ * values the key/value cache rewiring removes.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec.h"
 
-/* Folded values are kept for the session's life. Large ones are worth it
- * too: a transposed or dequantised LM head (65001 x 512 floats, 133 MB)
+/* Folded values some kernel reads are kept for the session's life. Large
+ * ones are worth it too: a dequantised LM head (65001 x 512 floats, 133 MB)
  * recomputed on every decoder step costs more than any kernel after it.
  * The bound only stops a pathological graph from exhausting memory. */
 #define FOLD_MAX_TOTAL ((size_t)4 << 30)
@@ -53,6 +66,107 @@ static bool all_inputs_const(tolk_session *s, const struct xnode *xn) {
   return true;
 }
 
+/* Who reads a slot: readers in all, of which `packed` read only their
+ * packed copy of it, all of one dtype and shape (`shape`); `output` when
+ * some graph hands it on as an output. */
+struct readers {
+  uint32_t all, packed;
+  bool output;
+  struct tensor shape;
+};
+
+static void count_one(struct readers *r, const struct xnode *xn, uint32_t input) {
+  struct tensor sh;
+  r->all++;
+  if (!op_packed_input(xn->def, xn->state, input, &sh)) return;
+  if (r->packed &&
+      (sh.dtype != r->shape.dtype || sh.rank != r->shape.rank ||
+       memcmp(sh.dims, r->shape.dims, (size_t)sh.rank * sizeof sh.dims[0]) != 0))
+    return;
+  r->shape = sh;
+  r->packed++;
+}
+
+/* tab[gi][slot] for the nodes now in the graphs; false when out of memory. */
+static bool count_readers(tolk_session *s, struct readers **tab) {
+  for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
+    free(tab[gi]);
+    if (!(tab[gi] = calloc(s->graphs[gi]->n_slots + 1, sizeof *tab[gi]))) return false;
+  }
+  for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
+    const struct xgraph *xg = s->graphs[gi];
+    for (uint32_t k = 0; k < xg->n_nodes; k++) {
+      const struct xnode *xn = &xg->nodes[k];
+      for (uint32_t i = 0; i < xn->n_in; i++)
+        if (xn->in[i].frame >= 0) count_one(&tab[xn->in[i].frame][xn->in[i].slot], xn, i);
+    }
+    for (uint32_t i = 0; i < xg->n_out; i++)
+      if (xg->out_refs[i].frame >= 0) tab[xg->out_refs[i].frame][xg->out_refs[i].slot].output = true;
+  }
+  return true;
+}
+
+static void free_readers(tolk_session *s, struct readers **tab) {
+  if (!tab) return;
+  for (uint32_t gi = 0; gi < s->n_graphs; gi++) free(tab[gi]);
+  free(tab);
+}
+
+/* Whether every reader of a value with readers r takes only its packed
+ * copy (none at all counts), so the value's data need not be held. */
+static bool unread(const struct readers *r) { return !r->output && r->all == r->packed; }
+
+/* Whether xn's outputs need not be computed at all: each one is read, and
+ * only by packers. */
+static bool outputs_unread(const struct readers *tab, const struct xnode *xn) {
+  bool any = false;
+  for (uint32_t i = 0; i < xn->n_out; i++) {
+    int32_t sl = xn->out[i];
+    if (sl < 0) continue;
+    if (!tab[sl].packed || !unread(&tab[sl])) return false;
+    any = true;
+  }
+  return any;
+}
+
+static bool same_shape(const struct tensor *a, const struct tensor *b) {
+  return a->dtype == b->dtype && a->rank == b->rank &&
+         !memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]);
+}
+
+/* After folding: frees the data of each folded value no remaining node
+ * reads (unread()), unless another held value points into it. */
+static void drop_unread(tolk_session *s, struct readers **tab) {
+  for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
+    struct xgraph *xg = s->graphs[gi];
+    for (uint32_t c = 0; c < xg->n_consts; c++) {
+      struct xconst *xc = &xg->consts[c];
+      const struct readers *r = &tab[gi][xc->slot];
+      if (xc->unread || !xc->t.nbytes || !unread(r)) continue;
+      if (r->packed && !same_shape(&xc->t, &r->shape)) continue;
+      size_t f = 0;
+      while (f < s->n_folded && s->folded[f] != xc->t.data) f++;
+      if (f == s->n_folded) continue; /* not a buffer of its own */
+      const char *b = xc->t.data;
+      bool aliased = false;
+      for (uint32_t gj = 0; gj < s->n_graphs && !aliased; gj++) {
+        const struct xgraph *o = s->graphs[gj];
+        for (uint32_t j = 0; j < o->n_consts && !aliased; j++) {
+          const char *d = o->consts[j].t.data;
+          aliased = &o->consts[j] != xc && d && d >= b && d < b + xc->t.nbytes;
+        }
+      }
+      if (aliased) continue;
+      free(s->folded[f]);
+      s->folded[f] = s->folded[--s->n_folded];
+      xc->t.data = NULL;
+      xc->unread = true;
+      s->folded_bytes -= xc->t.nbytes;
+      s->folded_unread_bytes += xc->t.nbytes;
+    }
+  }
+}
+
 tolk_status exec_fold(tolk_session *s, tolk_error *err) {
   (void)err;
   for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
@@ -67,6 +181,13 @@ tolk_status exec_fold(tolk_session *s, tolk_error *err) {
   if (s->params.opt_level == TOLK_OPT_NONE) return TOLK_OK;
   struct exec_run *r = exec_run_new(s);
   if (!r) return TOLK_OK; /* folding is an optimisation */
+  /* Readers as the graphs stand before folding; without memory for the
+   * table everything folded is simply held. */
+  struct readers **tab = calloc(s->n_graphs, sizeof *tab);
+  if (tab && !count_readers(s, tab)) {
+    free_readers(s, tab);
+    tab = NULL;
+  }
   tolk_error local;
   r->err = &local;
   r->mode = RUN_HEAP;
@@ -83,10 +204,12 @@ tolk_status exec_fold(tolk_session *s, tolk_error *err) {
       bool folded = false;
       if (!xn->n_subs && xn->n_out && !nondeterministic(xn->node) && all_inputs_const(s, xn)) {
         local.status = TOLK_OK;
-        if (exec_node(r, xg, fr, xn) == TOLK_OK) {
+        /* Outputs only packers read: bound by shape, never computed. */
+        const bool skip = tab && outputs_unread(tab[gi], xn);
+        if (skip || exec_node(r, xg, fr, xn) == TOLK_OK) {
           folded = true;
           size_t bytes = 0;
-          for (uint32_t i = 0; i < xn->n_out; i++)
+          for (uint32_t i = 0; i < xn->n_out && !skip; i++)
             if (xn->out[i] >= 0) bytes += fr->slots[xn->out[i]].t.nbytes;
           if (kept + bytes > FOLD_MAX_TOTAL) folded = false;
           /* Room for every output up front, so adoption cannot fail halfway. */
@@ -114,6 +237,17 @@ tolk_status exec_fold(tolk_session *s, tolk_error *err) {
             int32_t sl = xn->out[i];
             if (sl < 0) continue;
             struct xslot *slot = &fr->slots[sl];
+            consts[n_const].slot = sl;
+            consts[n_const].unread = skip;
+            if (skip) {
+              /* A packer folded later still sees the shape it checks. */
+              slot->t = tab[gi][sl].shape;
+              consts[n_const].t = slot->t;
+              s->folded_unread_bytes += tab[gi][sl].shape.nbytes;
+              n_const++;
+              xg->is_const[sl] = 1;
+              continue;
+            }
             void *owned = slot->res ? (void *)slot->res : slot->buf.heap ? slot->buf.data : NULL;
             if (owned) {
               /* The session owns it now. */
@@ -121,7 +255,6 @@ tolk_status exec_fold(tolk_session *s, tolk_error *err) {
               slot->res = NULL;
               memset(&slot->buf, 0, sizeof slot->buf);
             }
-            consts[n_const].slot = sl;
             consts[n_const].t = slot->t;
             n_const++;
             xg->is_const[sl] = 1;
@@ -143,5 +276,24 @@ tolk_status exec_fold(tolk_session *s, tolk_error *err) {
     xg->n_consts = n_const;
   }
   exec_run_free(r);
+  s->folded_bytes = kept;
+  /* Readers again, of the nodes left: values only folded nodes read are
+   * unread now too. */
+  if (tab && count_readers(s, tab)) drop_unread(s, tab);
+  free_readers(s, tab);
+  return TOLK_OK;
+}
+
+tolk_status exec_fold_check_value(const tolk_session *s, int32_t index, tolk_error *err) {
+  const struct xgraph *xg = s->graphs[0];
+  if (index < 0 || (uint32_t)index >= xg->n_slots || !xg->is_const || !xg->is_const[index])
+    return TOLK_OK;
+  for (uint32_t c = 0; c < xg->n_consts; c++)
+    if (xg->consts[c].slot == index && xg->consts[c].unread)
+      return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
+                       "value '%s' is not kept: constant folding found that no node reads it "
+                       "(each reader multiplies by its own packed copy); create the session "
+                       "with opt level none to read it",
+                       s->m->graph->values[index]->name);
   return TOLK_OK;
 }

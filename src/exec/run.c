@@ -587,6 +587,8 @@ static tolk_status run_impl(tolk_session *s, struct tolk_kv_cache *kv, size_t n_
     pos[k] = -1 - (int32_t)i;
   }
   for (size_t k = 0; k < n_outputs && !st; k++) st = check_kv_output(s, pos[k], err);
+  for (size_t k = 0; k < n_outputs && !st; k++)
+    if (pos[k] < 0) st = exec_fold_check_value(s, -1 - pos[k], err);
   if (st) {
     if (pos != pos_small) free(pos);
     return st;
