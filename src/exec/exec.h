@@ -72,8 +72,8 @@ struct xgraph {
   struct xconst {
     int32_t slot;
     struct tensor t; /* data NULL when unread */
-    /* Not held: every reader multiplies by its own packed copy
-     * (op_packed_input), so fold.c bound only the shape. */
+    /* Not held: every remaining reader multiplies by its own packed copy
+     * (op_packed_input), or none is left, so fold.c keeps only the shape. */
     bool unread;
   } *consts;
   uint32_t n_consts;
