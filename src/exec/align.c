@@ -14,11 +14,15 @@
  * Copies are made once, at session creation (after prepare, before folding,
  * which runs kernels too), never during a run: runs stay lock-free, and
  * sessions created concurrently on one model share nothing here. After
- * folding, a copy whose typed readers were all folded away (a
- * Transpose(embedding) feeding a packed LM head) is freed again, unless a
- * folded constant points into it. For a Marian decoder that leaves only the
- * small biases and norm weights copied; the MatMul weights and the embedding
- * are read from the mapping.
+ * folding, a copy whose typed readers were all folded away is freed again,
+ * unless a folded constant points into it. Readers folding will not even run
+ * (xnode.fold_skip, from exec_fold_plan: a Transpose(embedding) feeding a
+ * packed LM head) do not count at all, so the 133 MB embedding of a Marian
+ * decoder is never copied, not even for the moment between bind and trim,
+ * where it would set the process's peak memory. Should folding keep such a
+ * node after all (out of memory), exec_align_trim makes its copy then. For
+ * a Marian decoder only the small biases and norm weights are copied; the
+ * MatMul weights and the embedding are read from the mapping.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +47,7 @@ static bool mark_needed(tolk_session *s, uint8_t **need) {
     const struct xgraph *xg = s->graphs[gi];
     for (uint32_t k = 0; k < xg->n_nodes; k++) {
       const struct xnode *xn = &xg->nodes[k];
+      if (xn->fold_skip) continue; /* folding binds its outputs, never runs it */
       for (uint32_t i = 0; i < xn->n_in; i++) {
         struct xref ref = xn->in[i];
         if (ref.frame < 0 || (uint32_t)ref.frame >= s->n_graphs || !need[ref.frame]) continue;
@@ -93,37 +98,36 @@ static void free_tables(tolk_session *s, uint8_t **need) {
   free(need);
 }
 
+/* Gives each slot marked in need an aligned copy, unless it has one. */
+static tolk_status make_copies(tolk_session *s, uint8_t **need, tolk_error *err) {
+  for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
+    struct xgraph *xg = s->graphs[gi];
+    if (!need[gi]) continue;
+    for (uint32_t sl = 0; sl < xg->n_slots; sl++) {
+      if (!need[gi][sl] || (xg->aligned && xg->aligned[sl])) continue;
+      if (!xg->aligned && !(xg->aligned = calloc(xg->n_slots, sizeof *xg->aligned)))
+        return tolk_fail(err, TOLK_ERR_NO_MEMORY, "aligning initializers");
+      const struct ir_tensor *t = xg->g->values[sl]->init;
+      /* malloc's alignment covers every dtype (at most 8 bytes). */
+      void *copy = malloc(t->nbytes);
+      if (!copy)
+        return tolk_fail(err, TOLK_ERR_NO_MEMORY,
+                         "no memory for an aligned copy of initializer '%s' (%zu bytes)",
+                         xg->g->values[sl]->name, t->nbytes);
+      memcpy(copy, t->data, t->nbytes);
+      xg->aligned[sl] = copy;
+      s->aligned_bytes += t->nbytes;
+      s->aligned_bytes_total += t->nbytes;
+    }
+  }
+  return TOLK_OK;
+}
+
 tolk_status exec_align_bind(tolk_session *s, tolk_error *err) {
   uint8_t **need;
   bool any;
   if (!need_tables(s, &need, &any)) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "aligning initializers");
-  if (!any || !mark_needed(s, need)) {
-    free_tables(s, need);
-    return TOLK_OK;
-  }
-  tolk_status st = TOLK_OK;
-  for (uint32_t gi = 0; gi < s->n_graphs && !st; gi++) {
-    struct xgraph *xg = s->graphs[gi];
-    if (!need[gi]) continue;
-    for (uint32_t sl = 0; sl < xg->n_slots && !st; sl++) {
-      if (!need[gi][sl]) continue;
-      if (!xg->aligned && !(xg->aligned = calloc(xg->n_slots, sizeof *xg->aligned))) {
-        st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "aligning initializers");
-        break;
-      }
-      const struct ir_tensor *t = xg->g->values[sl]->init;
-      /* malloc's alignment covers every dtype (at most 8 bytes). */
-      void *copy = malloc(t->nbytes);
-      if (!copy) {
-        st = tolk_fail(err, TOLK_ERR_NO_MEMORY,
-                       "no memory for an aligned copy of initializer '%s' (%zu bytes)",
-                       xg->g->values[sl]->name, t->nbytes);
-        break;
-      }
-      memcpy(copy, t->data, t->nbytes);
-      xg->aligned[sl] = copy;
-    }
-  }
+  tolk_status st = any && mark_needed(s, need) ? make_copies(s, need, err) : TOLK_OK;
   free_tables(s, need);
   return st;
 }
@@ -141,14 +145,12 @@ static bool const_points_into(const tolk_session *s, const void *p, size_t n) {
   return false;
 }
 
-void exec_align_trim(tolk_session *s) {
-  bool have = false;
-  for (uint32_t gi = 0; gi < s->n_graphs && !have; gi++) have = s->graphs[gi]->aligned != NULL;
-  if (!have) return;
+tolk_status exec_align_trim(tolk_session *s, tolk_error *err) {
   uint8_t **need;
   bool any;
-  /* Out of memory here just keeps the copies. */
-  if (!need_tables(s, &need, &any)) return;
+  /* Without the tables we cannot tell whether a node folding kept still
+   * lacks its copy. */
+  if (!need_tables(s, &need, &any)) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "aligning initializers");
   if (any) mark_needed(s, need);
   for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
     struct xgraph *xg = s->graphs[gi];
@@ -156,12 +158,18 @@ void exec_align_trim(tolk_session *s) {
     for (uint32_t sl = 0; sl < xg->n_slots; sl++) {
       void *copy = xg->aligned[sl];
       if (!copy || need[gi][sl]) continue;
-      if (const_points_into(s, copy, xg->g->values[sl]->init->nbytes)) continue;
+      size_t n = xg->g->values[sl]->init->nbytes;
+      if (const_points_into(s, copy, n)) continue;
       free(copy);
       xg->aligned[sl] = NULL;
+      s->aligned_bytes -= n;
     }
   }
+  /* Readers folding was to skip but kept (exec_fold clears their
+   * fold_skip) are counted now; they get their copies here. */
+  tolk_status st = any ? make_copies(s, need, err) : TOLK_OK;
   free_tables(s, need);
+  return st;
 }
 
 void exec_align_free(tolk_session *s) {
@@ -172,6 +180,7 @@ void exec_align_free(tolk_session *s) {
     free(xg->aligned);
     xg->aligned = NULL;
   }
+  s->aligned_bytes = 0;
 }
 
 const void *exec_init_data(const struct xgraph *xg, const struct ir_value *v) {

@@ -52,6 +52,10 @@ struct xnode {
   uint32_t n_release;
   struct xgraph **subs; /* compiled subgraphs of this node's attributes */
   uint32_t n_subs;
+  /* exec_fold_plan: folding will bind this node's outputs by shape and never
+   * run it (only packers read them), so exec_align_bind copies nothing for
+   * it. Cleared if folding keeps the node after all. */
+  bool fold_skip;
 };
 
 struct xgraph {
@@ -217,6 +221,8 @@ struct tolk_session {
   uint32_t n_nodes_folded;
   /* fold.c: bytes of folded values held, and of those not held (unread) */
   size_t folded_bytes, folded_unread_bytes;
+  /* align.c: bytes of aligned copies held now, and ever allocated */
+  size_t aligned_bytes, aligned_bytes_total;
   struct tolk_arena arena; /* everything compiled lives here */
   /* kv.c: the (past input, present output) pairs kept in place */
   struct exec_kv_pair *kv;
@@ -243,7 +249,9 @@ tolk_status exec_kv_rewrite(tolk_session *s, struct xgraph *xg, tolk_error *err)
 /* Whether main-graph input i is the past input of a pair (its pair, else -1). */
 int exec_kv_pair_of_input(const tolk_session *s, size_t i);
 /* Binds the placeholder of pair p's past input: [rows, heads, len, head_dim]
- * over the cache buffer (only its shape is read). */
+ * over the cache buffer as it is at bind time. Only its shape is ever read
+ * (the rewrite admits no other readers of a past input), which matters:
+ * KvAppend may move the buffer during the run. */
 void exec_kv_placeholder(const struct tolk_kv_cache *c, uint32_t p, struct tensor *t);
 /* Checks that c belongs to s; on a successful run, commits the new length. */
 tolk_status exec_kv_check(const tolk_session *s, const struct tolk_kv_cache *c, tolk_error *err);
@@ -278,6 +286,10 @@ void exec_frame_sweep(struct exec_run *r, struct xgraph *xg, struct xframe *fr);
  * drops them from the graphs (opt level basic and up). Never fails the
  * session: a node that cannot be folded is simply run at run time. */
 tolk_status exec_fold(tolk_session *s, tolk_error *err);
+/* Run before exec_align_bind: marks the nodes exec_fold will not run
+ * (xnode.fold_skip), so no aligned copy is made for them alone. Only an
+ * optimisation: it never fails the session. */
+void exec_fold_plan(tolk_session *s);
 /* Fails, naming the value, when main-graph value `index`, requested as an
  * output by name, is a folded value the session does not hold (unread). */
 tolk_status exec_fold_check_value(const tolk_session *s, int32_t index, tolk_error *err);
@@ -285,10 +297,12 @@ tolk_status exec_fold_check_value(const tolk_session *s, int32_t index, tolk_err
 /* align.c: initializers left misaligned by the loader (ir_tensor.misaligned).
  * exec_align_bind, after prepare and before folding, gives an aligned copy
  * to each one some reader needs typed (op_unaligned_ok false, or a graph
- * output); exec_align_trim, after folding, frees the copies only folded
- * nodes needed; exec_align_free frees the rest with the session. */
+ * output; readers folding skips, xnode.fold_skip, do not count);
+ * exec_align_trim, after folding, frees the copies only folded nodes needed
+ * and makes any a node folding kept after all needs (fails only when out of
+ * memory); exec_align_free frees the rest with the session. */
 tolk_status exec_align_bind(tolk_session *s, tolk_error *err);
-void exec_align_trim(tolk_session *s);
+tolk_status exec_align_trim(tolk_session *s, tolk_error *err);
 void exec_align_free(tolk_session *s);
 /* The data to bind for initializer v of xg: its aligned copy if it has one,
  * else v->init->data. */

@@ -20,7 +20,10 @@
  * packs the embedding itself, so keeping the transposed copy would hold a
  * second 133 MB LM head per decoder session. A node all of whose outputs
  * only packers read is not even run: its outputs are bound by shape alone
- * (data NULL, xconst.unread). Other unread values are freed after folding.
+ * (data NULL, xconst.unread). Which nodes those are is decided before the
+ * session makes aligned copies of misaligned initializers (exec_fold_plan),
+ * so none is made for the embedding such a Transpose alone reads. Other
+ * unread values are freed after folding.
  * Requesting such a value by name fails with a message saying so
  * (exec_fold_check_value): it is not part of any run any more, like the
  * values the key/value cache rewiring removes.
@@ -167,6 +170,60 @@ static void drop_unread(tolk_session *s, struct readers **tab) {
   }
 }
 
+/* Whether folding may evaluate xn at all (its inputs aside). */
+static bool foldable(const struct xnode *xn) {
+  return !xn->n_subs && xn->n_out && !nondeterministic(xn->node);
+}
+
+static void clear_plan(tolk_session *s) {
+  for (uint32_t gi = 0; gi < s->n_graphs; gi++)
+    for (uint32_t k = 0; k < s->graphs[gi]->n_nodes; k++) s->graphs[gi]->nodes[k].fold_skip = false;
+}
+
+/* The skip decision exec_fold makes, taken before aligned copies are made
+ * (exec_align_bind), so a misaligned initializer only a skipped node reads
+ * (the tied embedding behind Transpose -> packed LM head, 133 MB) is never
+ * copied just to be freed after folding. exec_fold skips a node when it is
+ * foldable, its inputs are constant when it comes up, and every output is
+ * read, and only by packers. The readers are the same here (nothing changes
+ * the graphs in between); constness is taken optimistically, as if every
+ * foldable node folded, so the plan covers every node exec_fold can skip.
+ * A planned node exec_fold keeps after all (an earlier one did not fold,
+ * out of memory) has its flag cleared, and exec_align_trim copies for it. */
+void exec_fold_plan(tolk_session *s) {
+  if (s->params.opt_level == TOLK_OPT_NONE) return;
+  struct readers **tab = calloc(s->n_graphs, sizeof *tab);
+  uint8_t **cst = calloc(s->n_graphs ? s->n_graphs : 1, sizeof *cst);
+  bool ok = tab && cst && count_readers(s, tab);
+  for (uint32_t gi = 0; gi < s->n_graphs && ok; gi++) {
+    const struct xgraph *xg = s->graphs[gi];
+    if (!(cst[gi] = calloc(xg->n_slots + 1, 1))) ok = false;
+    for (size_t i = 0; ok && i < xg->g->n_initializers; i++) {
+      const struct ir_value *v = xg->g->initializers[i];
+      if (!(v->flags & IR_VALUE_GRAPH_INPUT)) cst[gi][v->index] = 1;
+    }
+  }
+  for (uint32_t gi = 0; gi < s->n_graphs && ok; gi++) {
+    struct xgraph *xg = s->graphs[gi];
+    for (uint32_t k = 0; k < xg->n_nodes; k++) {
+      struct xnode *xn = &xg->nodes[k];
+      bool c = foldable(xn);
+      for (uint32_t i = 0; c && i < xn->n_in; i++)
+        c = xn->in[i].frame < 0 || cst[xn->in[i].frame][xn->in[i].slot];
+      if (!c) continue;
+      for (uint32_t i = 0; i < xn->n_out; i++)
+        if (xn->out[i] >= 0) cst[gi][xn->out[i]] = 1;
+      xn->fold_skip = outputs_unread(tab[gi], xn);
+    }
+  }
+  /* Without the whole plan, plan nothing: exec_fold then skips nothing. */
+  if (!ok) clear_plan(s);
+  if (cst)
+    for (uint32_t gi = 0; gi < s->n_graphs; gi++) free(cst[gi]);
+  free(cst);
+  free_readers(s, tab);
+}
+
 tolk_status exec_fold(tolk_session *s, tolk_error *err) {
   (void)err;
   for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
@@ -180,7 +237,10 @@ tolk_status exec_fold(tolk_session *s, tolk_error *err) {
   }
   if (s->params.opt_level == TOLK_OPT_NONE) return TOLK_OK;
   struct exec_run *r = exec_run_new(s);
-  if (!r) return TOLK_OK; /* folding is an optimisation */
+  if (!r) { /* folding is an optimisation */
+    clear_plan(s);
+    return TOLK_OK;
+  }
   /* Readers as the graphs stand before folding; without memory for the
    * table everything folded is simply held. */
   struct readers **tab = calloc(s->n_graphs, sizeof *tab);
@@ -202,10 +262,13 @@ tolk_status exec_fold(tolk_session *s, tolk_error *err) {
     for (uint32_t k = 0; k < xg->n_nodes; k++) {
       struct xnode *xn = &xg->nodes[k];
       bool folded = false;
-      if (!xn->n_subs && xn->n_out && !nondeterministic(xn->node) && all_inputs_const(s, xn)) {
+      /* Outputs only packers read (exec_fold_plan): bound by shape, never
+       * computed. Such a node is never run here either: its misaligned
+       * inputs may have no aligned copy. Without the reader table (out of
+       * memory) it is left to run, and exec_align_trim copies for it. */
+      const bool skip = xn->fold_skip && tab;
+      if (foldable(xn) && all_inputs_const(s, xn) && (skip || !xn->fold_skip)) {
         local.status = TOLK_OK;
-        /* Outputs only packers read: bound by shape, never computed. */
-        const bool skip = tab && outputs_unread(tab[gi], xn);
         if (skip || exec_node(r, xg, fr, xn) == TOLK_OK) {
           folded = true;
           size_t bytes = 0;
@@ -268,8 +331,10 @@ tolk_status exec_fold(tolk_session *s, tolk_error *err) {
         if (xn->state && xn->def->release) xn->def->release(xn->state);
         xn->state = NULL;
       }
-      else
+      else {
+        xn->fold_skip = false; /* it runs: its inputs need what runs need */
         xg->nodes[out++] = *xn;
+      }
     }
     xg->n_nodes = out;
     xg->consts = consts;

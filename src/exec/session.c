@@ -589,9 +589,10 @@ tolk_status exec_session_create_ir(const struct ir_model *m, const tolk_session_
   if (!st) st = prepare_all(&cp);
   if (!st) st = build_info(&cp);
   if (!st) st = tolk_pool_create(s->params.threads, &s->pool, err);
+  if (!st) exec_fold_plan(s);
   if (!st) st = exec_align_bind(s, err);
   if (!st) st = exec_fold(s, err);
-  if (!st) exec_align_trim(s);
+  if (!st) st = exec_align_trim(s, err);
   if (st) {
     tolk_session_free(s);
     return st;
