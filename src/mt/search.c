@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ops/ew_vmath.h"
 #include "mt.h"
 
 #define NEG_INF (-INFINITY)
@@ -28,12 +29,21 @@ struct gen {
 
 /* ---------------------------------------------------------- processors */
 
+/* Per row of the vocabulary (65,001 for opus-mt) every step: the exps go
+ * through the vectorised vm_exp (relative error < 3e-7) a block at a time,
+ * summed in double; libm's exp made this a sixth of a beam search's time. */
 static void log_softmax(float *x, size_t n) {
   float mx = NEG_INF;
   for (size_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
   if (mx == NEG_INF) return;
   double sum = 0;
-  for (size_t i = 0; i < n; i++) sum += exp((double)(x[i] - mx));
+  enum { BLOCK = 256 };
+  float e[BLOCK];
+  for (size_t i = 0; i < n; i += BLOCK) {
+    size_t m = n - i < BLOCK ? n - i : BLOCK;
+    for (size_t j = 0; j < m; j++) e[j] = vm_exp(x[i + j] - mx);
+    for (size_t j = 0; j < m; j++) sum += e[j];
+  }
   float lse = (float)log(sum);
   for (size_t i = 0; i < n; i++) x[i] = x[i] - mx - lse;
 }
