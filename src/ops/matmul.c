@@ -148,13 +148,30 @@ void mm_batched(struct op_ctx *c, int32_t dtype, const struct mm_batch *bt, int6
  * same way: the branches of Optimum's merged decoder (an If whose with-past
  * and without-past subgraphs both multiply by the outer graph's weights)
  * would otherwise hold two packed copies of every decoder weight. Entries
- * are keyed by the initializer's data pointer, shape, transpose and ISA, and
- * counted; a session releases its nodes before it unmaps its model, so a key
- * never outlives the data it names. */
+ * are keyed by shape, transpose and ISA, and by content: the initializers'
+ * data pointers first, then equal bytes (a 64-bit hash, confirmed by
+ * memcmp), so sessions on separate files holding the same weights (Marian's
+ * decoder_model and decoder_with_past_model) share one packed copy.
+ *
+ * Why a source pointer never dangles: `srcs` lists exactly the data pointers
+ * of the nodes holding the entry now (each with its count of holders), and a
+ * session releases its nodes before it unmaps its model, so every pointer in
+ * `srcs` is readable while it is listed. A source whose last holder goes is
+ * dropped from the list even though the entry lives on for other holders;
+ * an address reused by a later mapping therefore never matches by pointer,
+ * and the memcmp always reads a live source. */
+struct packed_src {
+  const void *p;
+  int holders;
+};
+
 struct packed_entry {
   struct packed_entry *next; /* in the shared list */
   int refs;
-  const void *src;
+  struct packed_src *srcs; /* n_srcs >= 1 while refs > 0 */
+  int n_srcs, cap_srcs;
+  uint64_t hash; /* of the source bytes */
+  size_t nbytes; /* of the source */
   int32_t dtype;
   int64_t d0, d1; /* the initializer's dims */
   bool trans;     /* packed as its transpose */
@@ -166,6 +183,7 @@ struct packed_entry {
  * time, to check that run() sees the tensor the entry was made from. */
 struct mm_state {
   struct packed_entry *e;
+  const void *src; /* the initializer data this node packed (in e->srcs) */
   int32_t dtype;
   int64_t d0, d1;
 };
@@ -177,8 +195,14 @@ static void mm_release(void *state) {
   struct mm_state *s = state;
   if (!s) return;
   struct packed_entry *e = s->e;
+  const void *src = s->src;
   free(s);
   pthread_mutex_lock(&packed_mu);
+  for (int i = 0; i < e->n_srcs; i++)
+    if (e->srcs[i].p == src) {
+      if (--e->srcs[i].holders == 0) e->srcs[i] = e->srcs[--e->n_srcs];
+      break;
+    }
   bool last = --e->refs == 0;
   if (last) {
     for (struct packed_entry **p = &packed_list; *p; p = &(*p)->next)
@@ -190,7 +214,63 @@ static void mm_release(void *state) {
   pthread_mutex_unlock(&packed_mu);
   if (!last) return;
   kern_packed_b_free(e->pb);
+  free(e->srcs);
   free(e);
+}
+
+/* A 64-bit hash of n bytes, 8 at a time in four independent lanes so the
+ * multiplies overlap (a 133 MB LM head hashes in tens of milliseconds);
+ * read bytewise, so a misaligned source needs no copy. Only a filter: a
+ * match is confirmed by memcmp. */
+static uint64_t bytes_hash(const void *data, size_t n) {
+  const uint8_t *p = data;
+  const uint64_t k = 0x9E3779B97F4A7C15u;
+  uint64_t h[4] = {k, k ^ 1u, k ^ 2u, k ^ 3u};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int l = 0; l < 4; l++) {
+      uint64_t w;
+      memcpy(&w, p + i + 8 * (size_t)l, 8);
+      h[l] = (h[l] ^ w) * 0xFF51AFD7ED558CCDu;
+      h[l] ^= h[l] >> 29;
+    }
+  uint64_t r = (uint64_t)n * k;
+  for (; i < n; i++) r = (r ^ p[i]) * 0x100000001B3u;
+  for (int l = 0; l < 4; l++) {
+    r = (r ^ h[l]) * 0xC4CEB9FE1A85EC53u;
+    r ^= r >> 33;
+  }
+  return r;
+}
+
+/* Adds one holder of `src` to e; false when out of memory. */
+static bool entry_add_src(struct packed_entry *e, const void *src) {
+  for (int i = 0; i < e->n_srcs; i++)
+    if (e->srcs[i].p == src) {
+      e->srcs[i].holders++;
+      return true;
+    }
+  if (e->n_srcs == e->cap_srcs) {
+    int cap = e->cap_srcs ? 2 * e->cap_srcs : 2;
+    struct packed_src *g = realloc(e->srcs, (size_t)cap * sizeof *g);
+    if (!g) return false;
+    e->srcs = g;
+    e->cap_srcs = cap;
+  }
+  e->srcs[e->n_srcs++] = (struct packed_src){src, 1};
+  return true;
+}
+
+void op_packed_stats(size_t *entries, size_t *bytes) {
+  size_t n = 0, b = 0;
+  pthread_mutex_lock(&packed_mu);
+  for (const struct packed_entry *e = packed_list; e; e = e->next) {
+    n++;
+    b += kern_packed_b_bytes(e->pb);
+  }
+  pthread_mutex_unlock(&packed_mu);
+  if (entries) *entries = n;
+  if (bytes) *bytes = b;
 }
 
 /* The constant matrix behind value v, or NULL: an initializer no caller can
@@ -262,12 +342,17 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
   }
   tolk_status st = kern_sgemm_pack_b(trans, k, n, f, t->dims[1], &e->pb, err);
   free(wide);
+  if (st == TOLK_OK && !entry_add_src(e, t->data)) {
+    kern_packed_b_free(e->pb);
+    st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
+  }
   if (st != TOLK_OK) {
     free(e);
     return st;
   }
   e->refs = 1;
-  e->src = t->data;
+  e->hash = bytes_hash(t->data, t->nbytes);
+  e->nbytes = t->nbytes;
   e->dtype = t->dtype;
   e->d0 = t->dims[0];
   e->d1 = t->dims[1];
@@ -302,12 +387,32 @@ static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void *
   s->d1 = transposed ? t->dims[0] : t->dims[1];
   /* Holding the lock while packing keeps two nodes from packing one weight
    * twice; sessions are created rarely, so the wait costs nothing. */
+  s->src = t->data;
   pthread_mutex_lock(&packed_mu);
-  for (struct packed_entry *e = packed_list; e && !s->e; e = e->next) {
-    if (e->src == t->data && e->dtype == t->dtype && e->d0 == t->dims[0] &&
-        e->d1 == t->dims[1] && e->trans == trans && e->isa == isa) {
-      e->refs++;
-      s->e = e;
+  /* The same initializer first (no bytes read), then equal bytes from
+   * another model: hashed only if some entry has the same key. */
+  for (int by_content = 0; by_content < 2 && !s->e; by_content++) {
+    bool hashed = false;
+    uint64_t h = 0;
+    for (struct packed_entry *e = packed_list; e && !s->e; e = e->next) {
+      if (e->dtype != t->dtype || e->d0 != t->dims[0] || e->d1 != t->dims[1] ||
+          e->trans != trans || e->isa != isa || e->nbytes != t->nbytes || e->n_srcs < 1)
+        continue;
+      bool same = false;
+      if (!by_content) {
+        for (int i = 0; i < e->n_srcs && !same; i++) same = e->srcs[i].p == t->data;
+      } else {
+        if (!hashed) {
+          h = bytes_hash(t->data, t->nbytes);
+          hashed = true;
+        }
+        same = e->hash == h && !memcmp(e->srcs[0].p, t->data, t->nbytes);
+      }
+      /* Out of memory for the source list: pack a copy of our own. */
+      if (same && entry_add_src(e, t->data)) {
+        e->refs++;
+        s->e = e;
+      }
     }
   }
   tolk_status st = TOLK_OK;

@@ -153,6 +153,11 @@ bool op_unaligned_ok(const struct op_def *def, const void *state, size_t input);
 bool op_packed_input(const struct op_def *def, const void *state, size_t input,
                      struct tensor *shape);
 
+/* The packed copies of constant MatMul/Gemm inputs alive now, across all
+ * sessions (shared by content, src/ops/matmul.c): how many, and their bytes.
+ * For tests and diagnostics; either pointer may be NULL. */
+void op_packed_stats(size_t *entries, size_t *bytes);
+
 /* ---------------------------------------------------------- registry */
 
 /* The def handling (domain, op_type) at `opset`, or NULL. */
