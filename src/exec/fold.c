@@ -27,9 +27,16 @@
  * Requesting such a value by name fails with a message saying so
  * (exec_fold_check_value): it is not part of any run any more, like the
  * values the key/value cache rewiring removes.
+ *
+ * The same reader table finally gives back the resident file pages of
+ * initializers only packers read (release_packed_pages): run() never touches
+ * them, and packing faulted every page of them in (a Marian decoder's
+ * weights, ~220 MB of file-backed RSS per decoder file).
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "exec.h"
 
@@ -166,6 +173,46 @@ static void drop_unread(tolk_session *s, struct readers **tab) {
       xc->unread = true;
       s->folded_bytes -= xc->t.nbytes;
       s->folded_unread_bytes += xc->t.nbytes;
+    }
+  }
+}
+
+/* Whether [p, p+n) lies in one of m's read-only private file mappings (the
+ * .onnx file, or an external data file). */
+static bool in_file_map(const struct ir_model *m, const void *p, size_t n) {
+  const uint8_t *b = p;
+  if (m->file_map && b >= m->file_map && n <= m->file_size &&
+      (size_t)(b - m->file_map) <= m->file_size - n)
+    return true;
+  for (size_t i = 0; i < m->n_ext_files; i++) {
+    const struct ir_external_file *f = &m->ext_files[i];
+    if (f->map && b >= f->map && n <= f->size && (size_t)(b - f->map) <= f->size - n) return true;
+  }
+  return false;
+}
+
+/* Drops the resident pages inside every zero-copy initializer no remaining
+ * node reads except as its packed copy (unread(): also none at all) and no
+ * graph hands on. Only pages wholly inside the tensor's bytes, and only in a
+ * PROT_READ MAP_PRIVATE file mapping: such a page was never written, so
+ * MADV_DONTNEED just unmaps it and any later read — another session packing
+ * the same model, a view folding left pointing into it, tolk check — faults
+ * the file's bytes back in. The reader test only decides what is worth
+ * dropping; correctness does not rest on it. */
+static void release_packed_pages(tolk_session *s, struct readers **tab) {
+  long ps = sysconf(_SC_PAGESIZE);
+  if (ps <= 0) return;
+  for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
+    const struct xgraph *xg = s->graphs[gi];
+    for (size_t i = 0; i < xg->g->n_initializers; i++) {
+      const struct ir_value *v = xg->g->initializers[i];
+      const struct ir_tensor *t = v->init;
+      if (!t || !t->zero_copy || !t->data || !t->nbytes || (v->flags & IR_VALUE_GRAPH_INPUT) ||
+          !unread(&tab[gi][v->index]) || !in_file_map(s->m, t->data, t->nbytes))
+        continue;
+      uintptr_t b = ((uintptr_t)t->data + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
+      uintptr_t e = ((uintptr_t)t->data + t->nbytes) & ~((uintptr_t)ps - 1);
+      if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
     }
   }
 }
@@ -344,7 +391,10 @@ tolk_status exec_fold(tolk_session *s, tolk_error *err) {
   s->folded_bytes = kept;
   /* Readers again, of the nodes left: values only folded nodes read are
    * unread now too. */
-  if (tab && count_readers(s, tab)) drop_unread(s, tab);
+  if (tab && count_readers(s, tab)) {
+    drop_unread(s, tab);
+    release_packed_pages(s, tab);
+  }
   free_readers(s, tab);
   return TOLK_OK;
 }

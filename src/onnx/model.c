@@ -71,6 +71,7 @@ static tolk_status decode(tolk_model *m, tolk_error *err) {
   l.params = m->params;
   l.err = err;
   m->ir.file_size = m->map_size;
+  m->ir.file_map = m->mapped ? m->map : NULL;
   return onnx_decode_model(&l);
 }
 
