@@ -12,10 +12,12 @@
  * read).
  *
  * Pages: a model written to a temp file and loaded mapped has, after session
- * creation, none of the whole pages inside its packed-only weights mapped
- * (/proc/self/pagemap), while a weight another node also reads keeps its pages;
- * outputs stay right, and a second session on the same model (which packs
- * again from the file) is right too.
+ * creation, none of the whole pages inside its packed weights mapped
+ * (/proc/self/pagemap), also one another node reads too, while a weight only
+ * unpacked readers read keeps its pages;
+ * outputs stay right; a second model from the same bytes shares the packed
+ * copies by content and leaves neither model's pages mapped; a second session
+ * on the same model (which packs again from the file) is right too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,21 +50,27 @@ static void node(struct pbw *g, const char *op, const char *in0, const char *in1
   pbw_node(g, op, out, ins, (const char *const[]){out, NULL}, NULL);
 }
 
-/* ya = x·Wa, yb = x·Wb; with `plain_b` also z = Wb·s for an input s, so Wb
- * has a reader at run time besides its packer. */
+/* ya = x·Wa, yb = x·Wb; with `plain_b` also z = Wb·s for an input s (Wb has a
+ * reader besides its packer), zc = Relu(Wc) (folded, so Wc's pages are read
+ * at creation) and zd = Wc·s (Wc, never packed, is read at run time). */
 static void build(struct pbw *m, const float *a, const float *b, bool plain_b) {
   struct pbw g = {0};
   node(&g, "MatMul", "x", "Wa", "ya");
   node(&g, "MatMul", "x", "Wb", "yb");
   if (plain_b) node(&g, "Mul", "Wb", "s", "z");
+  if (plain_b) node(&g, "Relu", "Wc", NULL, "zc");
+  if (plain_b) node(&g, "Mul", "Wc", "s", "zd");
   pbw_str(&g, 2, "pack_share");
   init(&g, "Wa", K, N, a);
   init(&g, "Wb", K, N, b);
+  if (plain_b) init(&g, "Wc", K, N, a);
   pbw_value_info(&g, 11, "x", TOLK_FLOAT, 2, (int64_t[]){M, K});
   if (plain_b) pbw_value_info(&g, 11, "s", TOLK_FLOAT, 1, (int64_t[]){1});
   pbw_value_info(&g, 12, "ya", TOLK_FLOAT, -1, NULL);
   pbw_value_info(&g, 12, "yb", TOLK_FLOAT, -1, NULL);
   if (plain_b) pbw_value_info(&g, 12, "z", TOLK_FLOAT, -1, NULL);
+  if (plain_b) pbw_value_info(&g, 12, "zc", TOLK_FLOAT, -1, NULL);
+  if (plain_b) pbw_value_info(&g, 12, "zd", TOLK_FLOAT, -1, NULL);
   pbw_model(m, 8, 13, &g);
 }
 
@@ -245,15 +253,43 @@ static void test_pages(void) {
   tolk_session *s1 = NULL, *s2 = NULL;
   CHECK_MSG(tolk_session_create(m, p, &s1, &e) == TOLK_OK, "session: %s", e.message);
   if (!s1) goto free_model;
-  /* Wa is read only as a packed copy: its pages are given back. Wb has
-   * another reader, so its pages (faulted in by packing) stay. */
+  /* Packing read Wa and Wb whole: their pages are given back. Wb's other
+   * reader (Mul) faults back what it reads. */
   CHECK_MSG(resident(ta->data, ta->nbytes) == 0, "%zu pages of Wa resident",
             resident(ta->data, ta->nbytes));
-  CHECK(resident(tb->data, tb->nbytes) > 0);
+  CHECK(resident(tb->data, tb->nbytes) == 0);
+  /* Wc was never packed and Mul reads it every run: folding Relu read it,
+   * and its pages stay. */
+  const struct ir_tensor *tc = ir_lookup(g, "Wc")->init;
+  CHECK(tc->zero_copy && resident(tc->data, tc->nbytes) > 0);
   tolk_tensor *y[2];
   CHECK(run(s1, y) && near_ref(y[0], wa) && near_ref(y[1], wb));
   tolk_tensor_free(y[0]);
   tolk_tensor_free(y[1]);
+  {
+    /* The same file loaded again (a second mapping) shares s1's entries by content; the
+     * memcmp reads s1's Wa again, and gives its pages back afterwards. */
+    size_t before = live_entries();
+    tolk_model *m2 = NULL;
+    tolk_session *s3 = NULL;
+    CHECK_MSG(tolk_model_load(path, tolk_model_default_params(), &m2, &e) == TOLK_OK,
+              "load: %s", e.message);
+    if (m2) {
+      CHECK_MSG(tolk_session_create(m2, p, &s3, &e) == TOLK_OK, "session: %s", e.message);
+      const struct ir_tensor *ta2 = ir_lookup(tolk_model_ir(m2)->graph, "Wa")->init;
+      CHECK(ta2->data != ta->data && live_entries() == before);
+      CHECK_MSG(resident(ta->data, ta->nbytes) == 0 && resident(ta2->data, ta2->nbytes) == 0,
+                "Wa pages resident after sharing: %zu, %zu", resident(ta->data, ta->nbytes),
+                resident(ta2->data, ta2->nbytes));
+      if (s3 && run(s3, y)) {
+        CHECK(near_ref(y[0], wa) && near_ref(y[1], wb));
+        tolk_tensor_free(y[0]);
+        tolk_tensor_free(y[1]);
+      }
+      tolk_session_free(s3);
+      tolk_model_free(m2);
+    }
+  }
   /* A second session on the same model shares s1's entries by pointer; one
    * opened with s1 gone packs again, faulting the pages back from the file. */
   CHECK_MSG(tolk_session_create(m, p, &s2, &e) == TOLK_OK, "session: %s", e.message);

@@ -29,8 +29,8 @@
  * values the key/value cache rewiring removes.
  *
  * The same reader table finally gives back the resident file pages of
- * initializers only packers read (release_packed_pages): run() never touches
- * them, and packing faulted every page of them in (a Marian decoder's
+ * initializers packed at prepare (release_packed_pages): packing faulted
+ * every page of them in, and run() reads the packed copy (a Marian decoder's
  * weights, ~220 MB of file-backed RSS per decoder file).
  */
 #include <stdlib.h>
@@ -191,14 +191,18 @@ static bool in_file_map(const struct ir_model *m, const void *p, size_t n) {
   return false;
 }
 
-/* Drops the resident pages inside every zero-copy initializer no remaining
- * node reads except as its packed copy (unread(): also none at all) and no
- * graph hands on. Only pages wholly inside the tensor's bytes, and only in a
- * PROT_READ MAP_PRIVATE file mapping: such a page was never written, so
- * MADV_DONTNEED just unmaps it and any later read — another session packing
- * the same model, a view folding left pointing into it, tolk check — faults
- * the file's bytes back in. The reader test only decides what is worth
- * dropping; correctness does not rest on it. */
+/* Drops the resident pages inside every zero-copy initializer no graph hands
+ * on that a packer read whole at prepare (op_packed_src_dropped), or that no
+ * remaining node reads except as its packed copy (unread(): also none at
+ * all). A packed weight with other readers is included: the tied embedding
+ * is packed as the LM head, but Gather reads only the rows of the tokens
+ * seen, so the few pages it needs come back and the rest (133 MB per Marian
+ * decoder file) stay out. Only pages wholly inside the tensor's bytes, and
+ * only in a PROT_READ MAP_PRIVATE file mapping: such a page was never
+ * written, so MADV_DONTNEED just unmaps it and any later read — Gather,
+ * another session packing the same model, tolk check — faults the file's
+ * bytes back in. The reader test only decides what is worth dropping;
+ * correctness does not rest on it. */
 static void release_packed_pages(tolk_session *s, struct readers **tab) {
   long ps = sysconf(_SC_PAGESIZE);
   if (ps <= 0) return;
@@ -208,8 +212,9 @@ static void release_packed_pages(tolk_session *s, struct readers **tab) {
       const struct ir_value *v = xg->g->initializers[i];
       const struct ir_tensor *t = v->init;
       if (!t || !t->zero_copy || !t->data || !t->nbytes || (v->flags & IR_VALUE_GRAPH_INPUT) ||
-          !unread(&tab[gi][v->index]) || !in_file_map(s->m, t->data, t->nbytes))
+          tab[gi][v->index].output || !in_file_map(s->m, t->data, t->nbytes))
         continue;
+      if (!op_packed_src_dropped(t->data) && !unread(&tab[gi][v->index])) continue;
       uintptr_t b = ((uintptr_t)t->data + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
       uintptr_t e = ((uintptr_t)t->data + t->nbytes) & ~((uintptr_t)ps - 1);
       if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);

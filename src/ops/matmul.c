@@ -18,6 +18,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../core/half.h"
 #include "../exec/pool.h"
@@ -163,6 +165,9 @@ void mm_batched(struct op_ctx *c, int32_t dtype, const struct mm_batch *bt, int6
 struct packed_src {
   const void *p;
   int holders;
+  /* The session gave back p's file pages (op_packed_src_dropped): a memcmp
+   * that faults them in again gives them back too. */
+  bool dropped;
 };
 
 struct packed_entry {
@@ -257,8 +262,28 @@ static bool entry_add_src(struct packed_entry *e, const void *src) {
     e->srcs = g;
     e->cap_srcs = cap;
   }
-  e->srcs[e->n_srcs++] = (struct packed_src){src, 1};
+  e->srcs[e->n_srcs++] = (struct packed_src){src, 1, false};
   return true;
+}
+
+bool op_packed_src_dropped(const void *data) {
+  bool found = false;
+  pthread_mutex_lock(&packed_mu);
+  for (struct packed_entry *e = packed_list; e; e = e->next)
+    for (int i = 0; i < e->n_srcs; i++)
+      if (e->srcs[i].p == data) found = e->srcs[i].dropped = true;
+  pthread_mutex_unlock(&packed_mu);
+  return found;
+}
+
+/* Gives back the whole pages inside [p, p+n): only for a source marked
+ * dropped, which its session found in a read-only private file mapping. */
+static void drop_pages(const void *p, size_t n) {
+  long ps = sysconf(_SC_PAGESIZE);
+  if (ps <= 0) return;
+  uintptr_t b = ((uintptr_t)p + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
+  uintptr_t e = ((uintptr_t)p + n) & ~((uintptr_t)ps - 1);
+  if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
 }
 
 void op_packed_stats(size_t *entries, size_t *bytes) {
@@ -407,6 +432,7 @@ static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void *
           hashed = true;
         }
         same = e->hash == h && !memcmp(e->srcs[0].p, t->data, t->nbytes);
+        if (e->hash == h && e->srcs[0].dropped) drop_pages(e->srcs[0].p, t->nbytes);
       }
       /* Out of memory for the source list: pack a copy of our own. */
       if (same && entry_add_src(e, t->data)) {

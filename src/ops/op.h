@@ -158,6 +158,13 @@ bool op_packed_input(const struct op_def *def, const void *state, size_t input,
  * For tests and diagnostics; either pointer may be NULL. */
 void op_packed_stats(size_t *entries, size_t *bytes);
 
+/* Whether some packed copy was made from the initializer data at `data`
+ * (so packing read all of it); if so, records that the session gives back its
+ * file pages (src/exec/fold.c; a read-only private file mapping, so
+ * refaulting is safe), and a later comparison with another model's equal
+ * weight gives them back again after reading them. */
+bool op_packed_src_dropped(const void *data);
+
 /* ---------------------------------------------------------- registry */
 
 /* The def handling (domain, op_type) at `opset`, or NULL. */
