@@ -12,6 +12,10 @@
  *                                            Transpose computed for Relu, freed
  *                                            once Relu is folded; z is held
  *   y4 = Gemm(x, Transpose(W4), transB=1)    Gemm's packed B
+ *   y5 = MatMul(x, DequantizeLinear(Transpose(Wq), sq, zq))
+ *                                            ORT's int8 LM head: packed from the
+ *                                            int8 Wq dequantized, neither the
+ *                                            Transpose nor the float copy held
  * Checks: after creation no unread value is held (xconst.unread, data NULL,
  * the session's byte counts); outputs are bit-identical to the same model
  * with folding off, over repeated and concurrent runs; requesting an unread
@@ -29,11 +33,14 @@
 
 #include "../src/core/half.h"
 
-enum { M = 3, K = 4, N = 5, N_OUT = 5 };
+enum { M = 3, K = 4, N = 5, N_OUT = 6 };
 
 static float w1[N * K], w3[K * K], w4[K * N], x[M * K];
 static uint16_t wh[N * K];
-static const char *const out_names[N_OUT] = {"y1", "y2", "y3", "y4", "z"};
+static int8_t wq[N * K];
+static const float sq = 0.0625f;
+static const int8_t zq = -3;
+static const char *const out_names[N_OUT] = {"y1", "y2", "y3", "y4", "z", "y5"};
 
 static void attr_int(struct pbw *attrs, const char *name, int64_t v) {
   struct pbw a = {0};
@@ -48,6 +55,14 @@ static void init(struct pbw *g, const char *name, int dtype, int64_t d0, int64_t
   struct pbw t = {0};
   pbw_int(&t, 1, d0);
   pbw_int(&t, 1, d1);
+  pbw_int(&t, 2, dtype);
+  pbw_str(&t, 8, name);
+  pbw_bytes(&t, 9, data, nbytes);
+  pbw_msg(g, 5, &t);
+}
+
+static void init0(struct pbw *g, const char *name, int dtype, const void *data, size_t nbytes) {
+  struct pbw t = {0};
   pbw_int(&t, 2, dtype);
   pbw_str(&t, 8, name);
   pbw_bytes(&t, 9, data, nbytes);
@@ -76,7 +91,14 @@ static void build(struct pbw *m) {
   a = (struct pbw){0};
   attr_int(&a, "transB", 1);
   node1(&g, "Gemm", "x", "t4", "y4", &a);
+  node1(&g, "Transpose", "Wq", NULL, "t5", NULL);
+  pbw_node(&g, "DequantizeLinear", "d5", (const char *const[]){"t5", "sq", "zq", NULL},
+           (const char *const[]){"d5", NULL}, NULL);
+  node1(&g, "MatMul", "x", "d5", "y5", NULL);
   pbw_str(&g, 2, "fold_pack");
+  init(&g, "Wq", TOLK_INT8, N, K, wq, sizeof wq);
+  init0(&g, "sq", TOLK_FLOAT, &sq, sizeof sq);
+  init0(&g, "zq", TOLK_INT8, &zq, sizeof zq);
   init(&g, "W1", TOLK_FLOAT, N, K, w1, sizeof w1);
   init(&g, "Wh", TOLK_FLOAT16, N, K, wh, sizeof wh);
   init(&g, "W3", TOLK_FLOAT, K, K, w3, sizeof w3);
@@ -91,6 +113,7 @@ static void fill(void) {
     w1[i] = (float)(i % 7) * 0.37f - 1.1f;
     w4[i] = (float)(i % 5) * -0.29f + 0.61f;
     wh[i] = tolk_f32_to_f16((float)(i % 9) * 0.125f - 0.5f);
+    wq[i] = (int8_t)((i * 37) % 255 - 127);
   }
   for (int i = 0; i < K * K; i++) w3[i] = (float)(i % 6) * 0.21f - 0.55f;
   for (int i = 0; i < M * K; i++) x[i] = (float)(i % 11) * 0.173f - 0.9f;
@@ -160,12 +183,12 @@ static void test_fold_pack(void) {
   if (!sf || !sn) goto free_sessions;
 
   /* Every Transpose and the Cast are folded; of their results only z is held. */
-  CHECK(sf->n_nodes_folded == 6);
+  CHECK(sf->n_nodes_folded == 8);
   static const struct {
     const char *name;
     size_t bytes;
   } unread[] = {{"t1", K * N * 4}, {"c2", N * K * 4}, {"t2", K * N * 4}, {"t3", K * K * 4},
-                {"t4", K * N * 4}};
+                {"t4", K * N * 4}, {"t5", K * N}, {"d5", K * N * 4}};
   size_t unread_bytes = 0;
   for (size_t i = 0; i < sizeof unread / sizeof unread[0]; i++) {
     const struct xconst *c = find_const(sf, unread[i].name);
@@ -198,6 +221,16 @@ static void test_fold_pack(void) {
       for (int j = 0; j < N; j++) {
         float acc = 0;
         for (int k = 0; k < K; k++) acc += x[i * K + k] * w1[j * K + k];
+        CHECK_NEAR(y[i * N + j], acc, 1e-5);
+      }
+  }
+  /* y5 against DequantizeLinear's definition, (q - zero point) · scale. */
+  if (on[5]) {
+    const float *y = tolk_tensor_data(on[5]);
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++) {
+        float acc = 0;
+        for (int k = 0; k < K; k++) acc += x[i * K + k] * ((float)(wq[j * K + k] - zq) * sq);
         CHECK_NEAR(y[i * N + j], acc, 1e-5);
       }
   }

@@ -170,6 +170,12 @@ struct packed_src {
   bool dropped;
 };
 
+/* A per-tensor DequantizeLinear in front of an int8/uint8 matrix. */
+struct dq {
+  float scale;
+  int32_t zp;
+};
+
 struct packed_entry {
   struct packed_entry *next; /* in the shared list */
   int refs;
@@ -181,6 +187,7 @@ struct packed_entry {
   int64_t d0, d1; /* the initializer's dims */
   bool trans;     /* packed as its transpose */
   enum kern_isa isa;
+  struct dq dq;   /* int8/uint8 sources: the dequantization packed */
   struct kern_packed_b *pb;
 };
 
@@ -298,28 +305,64 @@ void op_packed_stats(size_t *entries, size_t *bytes) {
   if (bytes) *bytes = b;
 }
 
+/* The scalar float or integer of an initializer, or false. */
+static bool scalar_init(const struct ir_value *v, int32_t dtype, void *out, size_t size) {
+  const struct ir_tensor *t = v ? v->init : NULL;
+  if (!t || (v->flags & IR_VALUE_GRAPH_INPUT) || !t->data || t->numel != 1 || t->dtype != dtype)
+    return false;
+  memcpy(out, t->data, size); /* may be misaligned in the mapping */
+  return true;
+}
+
+/* A per-tensor DequantizeLinear node p with constant scale and zero point
+ * for an x of `xdtype` (int8/uint8), into *d. */
+static bool per_tensor_dq(const struct ir_node *p, int32_t xdtype, struct dq *d) {
+  int64_t out = ir_attr_int(p, "output_dtype", 0);
+  if ((out != 0 && out != TOLK_FLOAT) || p->n_inputs < 2 ||
+      !scalar_init(p->inputs[1], TOLK_FLOAT, &d->scale, sizeof d->scale))
+    return false;
+  d->zp = 0;
+  if (p->n_inputs < 3 || !p->inputs[2]) return true;
+  if (xdtype == TOLK_INT8) {
+    int8_t z;
+    if (!scalar_init(p->inputs[2], TOLK_INT8, &z, 1)) return false;
+    d->zp = z;
+  } else {
+    uint8_t z;
+    if (!scalar_init(p->inputs[2], TOLK_UINT8, &z, 1)) return false;
+    d->zp = z;
+  }
+  return true;
+}
+
 /* The constant matrix behind value v, or NULL: an initializer no caller can
- * override, seen directly or through a 2-D Transpose (*transposed set) and/or
- * a Cast to float of a float16/bfloat16 one (*dtype: the dtype v has). Such
- * chains become constants only when folding runs, after prepare: exporters
- * write a tied LM head as Transpose(embedding), and float16 exports feed
- * weights through Cast. Packing the initializer itself gives the same packed
- * matrix without holding the folded copy's layout. */
+ * override, seen directly or through a 2-D Transpose (*transposed set), a
+ * Cast to float of a float16/bfloat16 one, and/or a per-tensor
+ * DequantizeLinear of an int8/uint8 one (*dq set; *dtype: the dtype v has).
+ * Such chains become constants only when folding runs, after prepare:
+ * exporters write a tied LM head as Transpose(embedding), float16 exports
+ * feed weights through Cast, and ORT's dynamic quantization stores that LM
+ * head as DequantizeLinear(Transpose(int8)). Packing the initializer itself
+ * gives the same packed matrix without holding the folded copy's layout. */
 static const struct ir_tensor *const_matrix(const struct ir_value *v, bool *transposed,
-                                            int32_t *dtype) {
+                                            int32_t *dtype, struct dq *dq, bool *has_dq) {
   *transposed = false;
+  *has_dq = false;
   *dtype = TOLK_UNDEFINED;
   bool cast = false;
-  for (int hop = 0; hop < 2 && !v->init && v->producer; hop++) {
+  const struct ir_node *dq_node = NULL;
+  for (int hop = 0; hop < 3 && !v->init && v->producer; hop++) {
     const struct ir_node *p = v->producer;
     if (p->domain[0] != '\0' || p->n_inputs < 1 || !p->inputs[0]) return NULL;
     if (!strcmp(p->op_type, "Transpose") && !*transposed && p->n_inputs == 1) {
       const struct ir_attr *perm = ir_node_attr(p, "perm");
       if (perm && (perm->n != 2 || perm->ints[0] != 1 || perm->ints[1] != 0)) return NULL;
       *transposed = true;
-    } else if (!strcmp(p->op_type, "Cast") && !cast && p->n_inputs == 1 &&
+    } else if (!strcmp(p->op_type, "Cast") && !cast && !dq_node && p->n_inputs == 1 &&
                ir_attr_int(p, "to", 0) == TOLK_FLOAT) {
       cast = true;
+    } else if (!strcmp(p->op_type, "DequantizeLinear") && !dq_node && !cast) {
+      dq_node = p;
     } else {
       return NULL;
     }
@@ -327,15 +370,23 @@ static const struct ir_tensor *const_matrix(const struct ir_value *v, bool *tran
   }
   const struct ir_tensor *t = v->init;
   if (!t || (v->flags & IR_VALUE_GRAPH_INPUT) || !t->data || t->rank != 2) return NULL;
+  if (dq_node) {
+    if ((t->dtype != TOLK_INT8 && t->dtype != TOLK_UINT8) || !per_tensor_dq(dq_node, t->dtype, dq))
+      return NULL;
+    *has_dq = true;
+    *dtype = TOLK_FLOAT;
+    return t;
+  }
   if (t->dtype != TOLK_FLOAT && t->dtype != TOLK_FLOAT16 && t->dtype != TOLK_BFLOAT16)
     return NULL;
   *dtype = cast ? TOLK_FLOAT : t->dtype;
   return t;
 }
 
-/* Packs the entry for op(B) = trans ? t^T : t, widening float16/bfloat16. */
+/* Packs the entry for op(B) = trans ? t^T : t, widening float16/bfloat16
+ * or dequantizing int8/uint8 (dq) as DequantizeLinear does. */
 static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa,
-                             struct packed_entry **out, tolk_error *err) {
+                             const struct dq *dq, struct packed_entry **out, tolk_error *err) {
   const int64_t k = trans ? t->dims[1] : t->dims[0], n = trans ? t->dims[0] : t->dims[1];
   /* The pack reads bytewise, so a float initializer left misaligned in the
    * mapping (ir_tensor.misaligned) packs in place; the widening below reads
@@ -360,8 +411,17 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
       return tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to widen %lld elements",
                        (long long)t->numel);
     }
-    if (t->dtype == TOLK_FLOAT16) tolk_f16_to_f32_n(half, wide, t->numel);
-    else tolk_bf16_to_f32_n(half, wide, t->numel);
+    if (t->dtype == TOLK_FLOAT16) {
+      tolk_f16_to_f32_n(half, wide, t->numel);
+    } else if (t->dtype == TOLK_BFLOAT16) {
+      tolk_bf16_to_f32_n(half, wide, t->numel);
+    } else if (t->dtype == TOLK_INT8) {
+      const int8_t *q = half;
+      for (int64_t i = 0; i < t->numel; i++) wide[i] = (float)(q[i] - dq->zp) * dq->scale;
+    } else {
+      const uint8_t *q = half;
+      for (int64_t i = 0; i < t->numel; i++) wide[i] = (float)(q[i] - dq->zp) * dq->scale;
+    }
     free(staged);
     f = wide;
   }
@@ -383,6 +443,7 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
   e->d1 = t->dims[1];
   e->trans = trans;
   e->isa = isa;
+  if (dq) e->dq = *dq;
   *out = e;
   return TOLK_OK;
 }
@@ -399,9 +460,10 @@ static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void *
                                 tolk_error *err) {
   *state = NULL;
   if (node->n_inputs < 2 || !node->inputs[1]) return TOLK_OK;
-  bool transposed;
+  bool transposed, has_dq;
   int32_t dtype;
-  const struct ir_tensor *t = const_matrix(node->inputs[1], &transposed, &dtype);
+  struct dq dq = {0};
+  const struct ir_tensor *t = const_matrix(node->inputs[1], &transposed, &dtype, &dq, &has_dq);
   if (!t || t->dims[0] == 0 || t->dims[1] == 0) return TOLK_OK;
   const bool trans = trans_b != transposed;
   const enum kern_isa isa = kern_isa_active();
@@ -421,7 +483,8 @@ static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void *
     uint64_t h = 0;
     for (struct packed_entry *e = packed_list; e && !s->e; e = e->next) {
       if (e->dtype != t->dtype || e->d0 != t->dims[0] || e->d1 != t->dims[1] ||
-          e->trans != trans || e->isa != isa || e->nbytes != t->nbytes || e->n_srcs < 1)
+          e->trans != trans || e->isa != isa || e->nbytes != t->nbytes || e->n_srcs < 1 ||
+          (has_dq && (e->dq.scale != dq.scale || e->dq.zp != dq.zp)))
         continue;
       bool same = false;
       if (!by_content) {
@@ -442,7 +505,7 @@ static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void *
     }
   }
   tolk_status st = TOLK_OK;
-  if (!s->e && (st = new_entry(t, trans, isa, &s->e, err)) == TOLK_OK) {
+  if (!s->e && (st = new_entry(t, trans, isa, has_dq ? &dq : NULL, &s->e, err)) == TOLK_OK) {
     s->e->next = packed_list;
     packed_list = s->e;
   }
