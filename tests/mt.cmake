@@ -15,3 +15,10 @@ set_tests_properties(cli_info PROPERTIES LABELS unit
   PASS_REGULAR_EXPRESSION "encoder_model_quantized.onnx.*checksums: match tolk-manifest.json.*>>cmn_Hans<<")
 add_test(NAME cli_int8_only COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/cli_int8_only.sh $<TARGET_FILE:tolk> ${_tiny})
 set_tests_properties(cli_int8_only PROPERTIES LABELS unit)
+# The bundled demo model (issue 7): its checksums, and the most common interface string right.
+set(_demo ${PROJECT_SOURCE_DIR}/models/demo-en-zh)
+add_test(NAME demo_model_info COMMAND tolk info -m ${_demo})
+set_tests_properties(demo_model_info PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "graphs \\(int8, the only ones in the folder\\).*checksums: match tolk-manifest.json")
+add_test(NAME demo_model_translate COMMAND tolk translate -m ${_demo} "Open file")
+set_tests_properties(demo_model_translate PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "^打开文件\n$")
