@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 const char *tolk_version(void) { return "0.1.0"; }
 
@@ -196,4 +198,12 @@ char *tolk_arena_strndup(struct tolk_arena *a, const char *s, size_t len) {
   char *p = tolk_arena_alloc(a, n);
   if (p && len) memcpy(p, s, len);
   return p;
+}
+
+void tolk_drop_mapped_pages(const void *p, size_t n) {
+  long ps = sysconf(_SC_PAGESIZE);
+  if (ps <= 0) return;
+  uintptr_t b = ((uintptr_t)p + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
+  uintptr_t e = ((uintptr_t)p + n) & ~((uintptr_t)ps - 1);
+  if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
 }

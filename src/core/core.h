@@ -36,6 +36,12 @@ void tolk_error_prefix(tolk_error *err, const char *fmt, ...) TOLK_PRINTF(2, 3);
 tolk_status tolk_read_file(const char *path, size_t max, char **data, size_t *len,
                            tolk_error *err);
 
+/* Gives back the whole pages inside [p, p + n) of a read-only private file
+ * mapping (madvise MADV_DONTNEED): they stop counting as resident, and a
+ * later read faults the file's bytes back. Only for such mappings — in
+ * anonymous or writable memory it would zero data. */
+void tolk_drop_mapped_pages(const void *p, size_t n);
+
 /* Overflow-checked arithmetic: return false (leaving *out unspecified) when the
  * exact result does not fit. */
 static inline bool tolk_mul_size(size_t a, size_t b, size_t *out) {

@@ -204,8 +204,6 @@ static bool in_file_map(const struct ir_model *m, const void *p, size_t n) {
  * bytes back in. The reader test only decides what is worth dropping;
  * correctness does not rest on it. */
 static void release_packed_pages(tolk_session *s, struct readers **tab) {
-  long ps = sysconf(_SC_PAGESIZE);
-  if (ps <= 0) return;
   for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
     const struct xgraph *xg = s->graphs[gi];
     for (size_t i = 0; i < xg->g->n_initializers; i++) {
@@ -215,9 +213,7 @@ static void release_packed_pages(tolk_session *s, struct readers **tab) {
           tab[gi][v->index].output || !in_file_map(s->m, t->data, t->nbytes))
         continue;
       if (!op_packed_src_dropped(t->data) && !unread(&tab[gi][v->index])) continue;
-      uintptr_t b = ((uintptr_t)t->data + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
-      uintptr_t e = ((uintptr_t)t->data + t->nbytes) & ~((uintptr_t)ps - 1);
-      if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
+      tolk_drop_mapped_pages(t->data, t->nbytes);
     }
   }
 }

@@ -67,18 +67,6 @@ bool onnx_dtype_nbytes(int32_t dtype, int64_t numel, size_t *out) {
 
 /* Alignment the executor may assume for data of this dtype. */
 
-/* A misaligned tensor is copied out of the file mapping; the whole pages
- * holding only its bytes would otherwise stay resident beside the copy and
- * count twice. The mapping is private, read-only and never written, so
- * dropping them is safe: a later read faults them back in from the file. */
-static void drop_mapped_pages(const uint8_t *p, size_t n) {
-  long ps = sysconf(_SC_PAGESIZE);
-  if (ps <= 0) return;
-  uintptr_t b = ((uintptr_t)p + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
-  uintptr_t e = ((uintptr_t)p + n) & ~((uintptr_t)ps - 1);
-  if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
-}
-
 static size_t dtype_align(int32_t dtype) {
   size_t bits = onnx_dtype_bits(dtype);
   if (dtype == TOLK_COMPLEX64) return 4;
@@ -476,7 +464,8 @@ tolk_status onnx_tensor_proto(struct onnx_loader *l, const uint8_t *p, size_t le
       if (!d) return no_memory(l, "tensor data");
       memcpy(d, s.raw, t->nbytes);
       t->data = d;
-      if (l->file_mapped) drop_mapped_pages(s.raw, t->nbytes);
+      /* The copy's source pages would otherwise stay resident beside it. */
+      if (l->file_mapped) tolk_drop_mapped_pages(s.raw, t->nbytes);
     }
     *out = t;
     return TOLK_OK;

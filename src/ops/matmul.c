@@ -285,13 +285,6 @@ bool op_packed_src_dropped(const void *data) {
 
 /* Gives back the whole pages inside [p, p+n): only for a source marked
  * dropped, which its session found in a read-only private file mapping. */
-static void drop_pages(const void *p, size_t n) {
-  long ps = sysconf(_SC_PAGESIZE);
-  if (ps <= 0) return;
-  uintptr_t b = ((uintptr_t)p + (uintptr_t)ps - 1) & ~((uintptr_t)ps - 1);
-  uintptr_t e = ((uintptr_t)p + n) & ~((uintptr_t)ps - 1);
-  if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
-}
 
 void op_packed_stats(size_t *entries, size_t *bytes) {
   size_t n = 0, b = 0;
@@ -495,7 +488,7 @@ static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void *
           hashed = true;
         }
         same = e->hash == h && !memcmp(e->srcs[0].p, t->data, t->nbytes);
-        if (e->hash == h && e->srcs[0].dropped) drop_pages(e->srcs[0].p, t->nbytes);
+        if (e->hash == h && e->srcs[0].dropped) tolk_drop_mapped_pages(e->srcs[0].p, t->nbytes);
       }
       /* Out of memory for the source list: pack a copy of our own. */
       if (same && entry_add_src(e, t->data)) {
