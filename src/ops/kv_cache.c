@@ -23,6 +23,7 @@
 
 #include "../exec/pool.h"
 #include "../kern/kern.h"
+#include "matmul.h"
 #include "op.h"
 
 /* Checks past [rows, heads, len, hd] and new [rows, heads, n, hd]. */
@@ -126,16 +127,7 @@ static tolk_status attend(struct op_ctx *c, bool scores) {
   struct kv_job j = {x->data, cache, o->data, x->dims[2], len, hd, cap, scores, c->pool};
   int64_t blocks = x->dims[0] * x->dims[1];
   if (blocks <= 0 || x->dims[2] <= 0) return TOLK_OK;
-  /* As mm_batched splits: many small products one per task, else one at a
-   * time with the GEMM splitting itself. */
-  double flops = 2.0 * (double)x->dims[2] * (double)len * (double)hd;
-  if (blocks > 1 && tolk_pool_threads(c->pool) > 1 && flops < 4e6) {
-    j.inner = NULL;
-    int64_t grain = (int64_t)(262144.0 / (flops + 1.0));
-    op_parallel_for(c, blocks, grain < 1 ? 1 : grain, kv_range, &j);
-  } else {
-    kv_range(&j, 0, blocks);
-  }
+  mm_split(c, blocks, 2.0 * (double)x->dims[2] * (double)len * (double)hd, kv_range, &j, &j.inner);
   return TOLK_OK;
 }
 

@@ -130,15 +130,19 @@ void mm_batched(struct op_ctx *c, int32_t dtype, const struct mm_batch *bt, int6
   for (int d = 0; d < bt->rank; d++) batch *= bt->dims[d];
   struct bjob j = {dtype, bt, m, n, k, a, b, out, op_dtype_size(dtype), c->pool};
   if (batch <= 0 || m <= 0 || n <= 0) return;
+  mm_split(c, batch, 2.0 * (double)m * (double)n * (double)k, bjob_range, &j, &j.inner);
+}
+
+void mm_split(struct op_ctx *c, int64_t batch, double flops, op_range_fn fn, void *arg,
+              struct tolk_pool **inner) {
   /* Many small products (attention heads): one per task, each serial. One
    * large one: let the GEMM split itself. */
-  const double flops = 2.0 * (double)m * (double)n * (double)k;
   if (batch > 1 && tolk_pool_threads(c->pool) > 1 && flops < 4e6) {
-    j.inner = NULL;
+    *inner = NULL;
     int64_t grain = (int64_t)(262144.0 / (flops + 1.0));
-    op_parallel_for(c, batch, grain < 1 ? 1 : grain, bjob_range, &j);
+    op_parallel_for(c, batch, grain < 1 ? 1 : grain, fn, arg);
   } else {
-    bjob_range(&j, 0, batch);
+    fn(arg, 0, batch);
   }
 }
 

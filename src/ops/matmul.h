@@ -30,6 +30,12 @@ struct mm_batch {
  * integer type (two's-complement wraparound, as numpy). float16/bfloat16 are
  * the caller's to stage through float. Splits the batch over the pool when
  * each product is small, else gives the pool to each product. */
+/* Runs fn(arg, ...) over `batch` products of `flops` each as MatMul does:
+ * many small ones one per task with *inner (the pool each product's GEMM may
+ * use, read by fn) set to NULL, else all in this thread with *inner left. */
+void mm_split(struct op_ctx *c, int64_t batch, double flops, op_range_fn fn, void *arg,
+              struct tolk_pool **inner);
+
 void mm_batched(struct op_ctx *c, int32_t dtype, const struct mm_batch *bt, int64_t m,
                 int64_t n, int64_t k, const void *a, const void *b, void *out);
 
