@@ -145,15 +145,33 @@ static inline void pbw_node(struct pbw *g, const char *op, const char *name, con
   pbw_node_f(g, 1, op, name, in, out, attrs);
 }
 
+/* A TensorProto with raw_data.  A non-NULL doc goes into doc_string (field 12),
+ * written before the payload: tests use it to shift where the payload lands. */
+static inline void pbw_tensor(struct pbw *b, uint32_t field, const char *name, int dtype, int rank,
+                              const int64_t *dims, const char *doc, const void *data,
+                              size_t nbytes) {
+  struct pbw t = {0};
+  for (int i = 0; i < rank; i++) pbw_int(&t, 1, dims[i]);
+  pbw_int(&t, 2, dtype);
+  pbw_str(&t, 8, name);
+  if (doc) pbw_str(&t, 12, doc);
+  pbw_bytes(&t, 9, data, nbytes);
+  pbw_msg(b, field, &t);
+}
+
 /* A float TensorProto with raw_data. */
 static inline void pbw_float_tensor(struct pbw *b, uint32_t field, const char *name, int rank,
                                     const int64_t *dims, const float *data, size_t n) {
-  struct pbw t = {0};
-  for (int i = 0; i < rank; i++) pbw_int(&t, 1, dims[i]);
-  pbw_int(&t, 2, 1);
-  pbw_str(&t, 8, name);
-  pbw_bytes(&t, 9, data, n * sizeof *data);
-  pbw_msg(b, field, &t);
+  pbw_tensor(b, field, name, 1, rank, dims, NULL, data, n * sizeof *data);
+}
+
+/* An INT AttributeProto appended to attrs (the node's field-5 list). */
+static inline void pbw_attr_int(struct pbw *attrs, const char *name, int64_t v) {
+  struct pbw a = {0};
+  pbw_str(&a, 1, name);
+  pbw_int(&a, 3, v);
+  pbw_int(&a, 20, 2); /* AttributeProto.INT */
+  pbw_msg(attrs, 5, &a);
 }
 
 /* ModelProto{ir_version, opset_import{"" : opset}, producer, graph}. */

@@ -42,31 +42,11 @@ static const float sq = 0.0625f;
 static const int8_t zq = -3;
 static const char *const out_names[N_OUT] = {"y1", "y2", "y3", "y4", "z", "y5"};
 
-static void attr_int(struct pbw *attrs, const char *name, int64_t v) {
-  struct pbw a = {0};
-  pbw_str(&a, 1, name);
-  pbw_int(&a, 3, v);
-  pbw_int(&a, 20, 2); /* INT */
-  pbw_msg(attrs, 5, &a);
-}
-
+/* A rank-2 (d0 x d1) or, with d0 < 0, scalar initializer. */
 static void init(struct pbw *g, const char *name, int dtype, int64_t d0, int64_t d1,
                  const void *data, size_t nbytes) {
-  struct pbw t = {0};
-  pbw_int(&t, 1, d0);
-  pbw_int(&t, 1, d1);
-  pbw_int(&t, 2, dtype);
-  pbw_str(&t, 8, name);
-  pbw_bytes(&t, 9, data, nbytes);
-  pbw_msg(g, 5, &t);
-}
-
-static void init0(struct pbw *g, const char *name, int dtype, const void *data, size_t nbytes) {
-  struct pbw t = {0};
-  pbw_int(&t, 2, dtype);
-  pbw_str(&t, 8, name);
-  pbw_bytes(&t, 9, data, nbytes);
-  pbw_msg(g, 5, &t);
+  int64_t dims[2] = {d0, d1};
+  pbw_tensor(g, 5, name, dtype, d0 < 0 ? 0 : 2, dims, NULL, data, nbytes);
 }
 
 static void node1(struct pbw *g, const char *op, const char *in0, const char *in1,
@@ -80,7 +60,7 @@ static void build(struct pbw *m) {
   node1(&g, "Transpose", "W1", NULL, "t1", NULL);
   node1(&g, "MatMul", "x", "t1", "y1", NULL);
   a = (struct pbw){0};
-  attr_int(&a, "to", TOLK_FLOAT);
+  pbw_attr_int(&a, "to", TOLK_FLOAT);
   node1(&g, "Cast", "Wh", NULL, "c2", &a);
   node1(&g, "Transpose", "c2", NULL, "t2", NULL);
   node1(&g, "MatMul", "x", "t2", "y2", NULL);
@@ -89,7 +69,7 @@ static void build(struct pbw *m) {
   node1(&g, "Relu", "t3", NULL, "z", NULL);
   node1(&g, "Transpose", "W4", NULL, "t4", NULL);
   a = (struct pbw){0};
-  attr_int(&a, "transB", 1);
+  pbw_attr_int(&a, "transB", 1);
   node1(&g, "Gemm", "x", "t4", "y4", &a);
   node1(&g, "Transpose", "Wq", NULL, "t5", NULL);
   pbw_node(&g, "DequantizeLinear", "d5", (const char *const[]){"t5", "sq", "zq", NULL},
@@ -97,8 +77,8 @@ static void build(struct pbw *m) {
   node1(&g, "MatMul", "x", "d5", "y5", NULL);
   pbw_str(&g, 2, "fold_pack");
   init(&g, "Wq", TOLK_INT8, N, K, wq, sizeof wq);
-  init0(&g, "sq", TOLK_FLOAT, &sq, sizeof sq);
-  init0(&g, "zq", TOLK_INT8, &zq, sizeof zq);
+  init(&g, "sq", TOLK_FLOAT, -1, 0, &sq, sizeof sq);
+  init(&g, "zq", TOLK_INT8, -1, 0, &zq, sizeof zq);
   init(&g, "W1", TOLK_FLOAT, N, K, w1, sizeof w1);
   init(&g, "Wh", TOLK_FLOAT16, N, K, wh, sizeof wh);
   init(&g, "W3", TOLK_FLOAT, K, K, w3, sizeof w3);

@@ -64,14 +64,6 @@ static void fill_data(void) {
   for (int i = 0; i < 24; i++) emb[i] = (float)i * 0.0625f - 0.75f;
 }
 
-static void attr_int(struct pbw *attrs, const char *name, int64_t v) {
-  struct pbw a = {0};
-  pbw_str(&a, 1, name);
-  pbw_int(&a, 3, v);
-  pbw_int(&a, 20, 2); /* INT */
-  pbw_msg(attrs, 5, &a);
-}
-
 /* The model, initializer i carrying a doc_string of pad[i] bytes:
  *   h2 = MatMul(x, W) + bias            (W packed at prepare; bias read typed)
  *   h3 = MatMul(x, Transpose(W2))       (Transpose folded, the result packed)
@@ -91,7 +83,7 @@ static void build(struct pbw *m, const int *pad) {
   pbw_node(&g, "MatMul", "mm2", (const char *const[]){"x", "W2t", NULL},
            (const char *const[]){"h3", NULL}, NULL);
   a = (struct pbw){0};
-  attr_int(&a, "to", TOLK_FLOAT);
+  pbw_attr_int(&a, "to", TOLK_FLOAT);
   pbw_node(&g, "Cast", "cast_w", (const char *const[]){"Wh", NULL},
            (const char *const[]){"Whf", NULL}, &a);
   pbw_node(&g, "MatMul", "mm3", (const char *const[]){"x", "Whf", NULL},
@@ -99,7 +91,7 @@ static void build(struct pbw *m, const int *pad) {
   pbw_node(&g, "Gather", "gather", (const char *const[]){"E", "ids", NULL},
            (const char *const[]){"e", NULL}, NULL);
   a = (struct pbw){0};
-  attr_int(&a, "to", TOLK_DOUBLE);
+  pbw_attr_int(&a, "to", TOLK_DOUBLE);
   pbw_node(&g, "Cast", "cast_d", (const char *const[]){"h2", NULL},
            (const char *const[]){"hd", NULL}, &a);
   pbw_node(&g, "Add", "add_d", (const char *const[]){"hd", "D", NULL},
@@ -109,20 +101,13 @@ static void build(struct pbw *m, const int *pad) {
   pbw_str(&g, 2, "unaligned");
   for (int i = 0; i < N_INIT; i++) {
     const struct init_spec *sp = &specs[i];
-    struct pbw t = {0};
-    for (int k = 0; k < sp->rank; k++) pbw_int(&t, 1, sp->dims[k]);
-    pbw_int(&t, 2, sp->dtype);
-    pbw_str(&t, 8, sp->name);
-    /* Padding goes into doc_string (field 12): it shifts the payload and
-     * leaves the name alone. */
-    if (pad[i]) {
-      char doc[16];
-      memset(doc, 'p', (size_t)pad[i]);
-      doc[pad[i]] = '\0';
-      pbw_str(&t, 12, doc);
-    }
-    pbw_bytes(&t, 9, sp->data, sp->nbytes);
-    pbw_msg(&g, 5, &t);
+    /* Padding goes into doc_string: it shifts the payload and leaves the
+     * name alone. */
+    char doc[16];
+    memset(doc, 'p', (size_t)pad[i]);
+    doc[pad[i]] = '\0';
+    pbw_tensor(&g, 5, sp->name, sp->dtype, sp->rank, sp->dims, pad[i] ? doc : NULL, sp->data,
+               sp->nbytes);
   }
   pbw_value_info(&g, 11, "x", TOLK_FLOAT, 2, xd);
   pbw_value_info(&g, 11, "ids", TOLK_INT64, 1, idd);
