@@ -341,6 +341,24 @@ static tolk_status blocksize(struct op_ctx *c, const struct tensor *x, int64_t *
   return TOLK_OK;
 }
 
+/* Writes output 0, shaped od[4], as x viewed densely as v6[6] and walked in
+ * the order perm: the one copy behind DepthToSpace and SpaceToDepth. */
+static tolk_status block_permute(struct op_ctx *c, const struct tensor *x, size_t es,
+                                 const int64_t v6[6], const int perm[6], const int64_t od[4]) {
+  int64_t s6[6], dims[6], src_st[6];
+  dm_dense_strides(6, v6, s6);
+  for (int i = 0; i < 6; i++) {
+    dims[i] = v6[perm[i]];
+    src_st[i] = s6[perm[i]];
+  }
+  struct dm_copy p;
+  dm_plan_dense_dst(&p, 6, dims, src_st);
+  struct tensor *o;
+  tolk_status st = dm_output(c, 0, x->dtype, 4, od, &o);
+  if (!st && o->numel) dm_strided(c, &p, o->data, x->data, es);
+  return st;
+}
+
 static tolk_status depth_to_space_run(struct op_ctx *c) {
   const struct tensor *x = op_in(c, 0);
   char sb[96];
@@ -359,7 +377,7 @@ static tolk_status depth_to_space_run(struct op_ctx *c) {
                    shape_str(x, sb, sizeof sb), (long long)(b * b));
   int64_t co = ch / (b * b);
   /* the input viewed as 6-D: DCR [n, b, b, co, h, w], CRD [n, co, b, b, h, w] */
-  int64_t v6[6], s6[6];
+  int64_t v6[6];
   if (crd) {
     int64_t d[6] = {n, co, b, b, h, w};
     memcpy(v6, d, sizeof v6);
@@ -367,22 +385,10 @@ static tolk_status depth_to_space_run(struct op_ctx *c) {
     int64_t d[6] = {n, b, b, co, h, w};
     memcpy(v6, d, sizeof v6);
   }
-  dm_dense_strides(6, v6, s6);
   /* output walked as [n, co, h, b1, w, b2] */
   static const int dcr[6] = {0, 3, 4, 1, 5, 2}, crdp[6] = {0, 1, 4, 2, 5, 3};
-  const int *perm = crd ? crdp : dcr;
-  struct dm_copy p;
-  p.rank = 6;
-  for (int i = 0; i < 6; i++) {
-    p.dims[i] = v6[perm[i]];
-    p.src_st[i] = s6[perm[i]];
-  }
-  dm_dense_strides(6, p.dims, p.dst_st);
   int64_t od[4] = {n, co, h * b, w * b};
-  struct tensor *o;
-  if ((st = dm_output(c, 0, x->dtype, 4, od, &o))) return st;
-  if (o->numel) dm_strided(c, &p, o->data, x->data, es);
-  return TOLK_OK;
+  return block_permute(c, x, es, v6, crd ? crdp : dcr, od);
 }
 
 static tolk_status space_to_depth_run(struct op_ctx *c) {
@@ -398,21 +404,10 @@ static tolk_status space_to_depth_run(struct op_ctx *c) {
     return op_fail(c, TOLK_ERR_SHAPE, "height and width of input 0 %s do not divide by blocksize %lld",
                    shape_str(x, sb, sizeof sb), (long long)b);
   /* input viewed as [n, ch, h/b, b, w/b, b], written as [n, b, b, ch, h/b, w/b] */
-  int64_t v6[6] = {n, ch, h / b, b, w / b, b}, s6[6];
-  dm_dense_strides(6, v6, s6);
+  int64_t v6[6] = {n, ch, h / b, b, w / b, b};
   static const int perm[6] = {0, 3, 5, 1, 2, 4};
-  struct dm_copy p;
-  p.rank = 6;
-  for (int i = 0; i < 6; i++) {
-    p.dims[i] = v6[perm[i]];
-    p.src_st[i] = s6[perm[i]];
-  }
-  dm_dense_strides(6, p.dims, p.dst_st);
   int64_t od[4] = {n, ch * b * b, h / b, w / b};
-  struct tensor *o;
-  if ((st = dm_output(c, 0, x->dtype, 4, od, &o))) return st;
-  if (o->numel) dm_strided(c, &p, o->data, x->data, es);
-  return TOLK_OK;
+  return block_permute(c, x, es, v6, perm, od);
 }
 
 /* ------------------------------------------------------------------ Trilu */
