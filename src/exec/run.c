@@ -200,6 +200,14 @@ tolk_status op_fail(struct op_ctx *c, tolk_status status, const char *fmt, ...) 
   return status;
 }
 
+tolk_status op_need_float(struct op_ctx *c, const struct tensor *t, const char *what) {
+  if (!t) return op_fail(c, TOLK_ERR_INVALID_MODEL, "%s is required", what);
+  if (t->dtype != TOLK_FLOAT)
+    return op_fail(c, TOLK_ERR_UNSUPPORTED, "%s: dtype %s (only float is supported)", what,
+                   tolk_dtype_name((tolk_dtype)t->dtype));
+  return TOLK_OK;
+}
+
 static bool push_scratch(struct exec_run *r, size_t bytes, struct xbuf **out) {
   if (r->n_scratch == r->cap_scratch) {
     size_t nc = r->cap_scratch ? r->cap_scratch * 2 : 16;

@@ -24,14 +24,6 @@ static bool wants(const struct op_ctx *c, size_t i) {
   return i < c->n_out && c->node->outputs[i] != NULL;
 }
 
-static tolk_status need_f32(struct op_ctx *c, const struct tensor *t, const char *what) {
-  if (!t) return op_fail(c, TOLK_ERR_INVALID_MODEL, "%s is required", what);
-  if (t->dtype != TOLK_FLOAT)
-    return op_fail(c, TOLK_ERR_UNSUPPORTED, "%s: dtype %s (only float is supported)", what,
-                   tolk_dtype_name((tolk_dtype)t->dtype));
-  return TOLK_OK;
-}
-
 static float *scratch_f32(struct op_ctx *c, int64_t n) {
   size_t bytes;
   if (n < 0 || !tolk_mul_size((size_t)n, sizeof(float), &bytes)) {
@@ -113,7 +105,7 @@ static tolk_status attend(struct op_ctx *c, struct cx_attn *a, const struct tens
     cx_attn_mask(kind, mask ? mask->data : NULL, a->B, a->S, a->T, causal, past, filter, mbuf);
   }
   if (attn_bias) {
-    if ((st = need_f32(c, attn_bias, "attention_bias"))) return st;
+    if ((st = op_need_float(c, attn_bias, "attention_bias"))) return st;
     const int64_t *d = attn_bias->dims;
     if (attn_bias->rank != 4 || (d[0] != 1 && d[0] != a->B) || (d[1] != 1 && d[1] != a->N) ||
         d[2] != a->S || d[3] != a->T)
@@ -146,7 +138,7 @@ static tolk_status run_attention(struct op_ctx *c) {
   const struct tensor *mask = op_in(c, 3), *past = op_in(c, 4), *attn_bias = op_in(c, 5);
   char b1[128], b2[128];
   tolk_status st;
-  if ((st = need_f32(c, x, "input")) || (st = need_f32(c, w, "weights"))) return st;
+  if ((st = op_need_float(c, x, "input")) || (st = op_need_float(c, w, "weights"))) return st;
   if (ir_attr_int(c->node, "do_rotary", 0) || ir_attr_int(c->node, "past_present_share_buffer", 0) ||
       op_in(c, 6))
     return op_fail(c, TOLK_ERR_UNSUPPORTED,
@@ -166,12 +158,12 @@ static tolk_status run_attention(struct op_ctx *c) {
   if (N <= 0 || Dq + Dk + Dv != Dall || Dq != Dk || Dq <= 0 || Dv <= 0 || Dq % N || Dv % N)
     return op_fail(c, TOLK_ERR_SHAPE, "weights %s do not split into Q, K, V of %lld heads",
                    shape_str(w, b1, sizeof b1), (long long)N);
-  if (bias && ((st = need_f32(c, bias, "bias")) || bias->numel != Dall))
+  if (bias && ((st = op_need_float(c, bias, "bias")) || bias->numel != Dall))
     return st ? st : op_fail(c, TOLK_ERR_SHAPE, "bias %s: expected %lld values",
                              shape_str(bias, b1, sizeof b1), (long long)Dall);
   int64_t H = Dq / N, Hv = Dv / N, P = 0;
   if (past) {
-    if ((st = need_f32(c, past, "past"))) return st;
+    if ((st = op_need_float(c, past, "past"))) return st;
     if (past->rank != 5 || past->dims[0] != 2 || past->dims[1] != B || past->dims[2] != N ||
         past->dims[4] != H || H != Hv)
       return op_fail(c, TOLK_ERR_SHAPE, "past %s: expected [2, %lld, %lld, P, %lld]",
@@ -223,8 +215,8 @@ static tolk_status run_mha(struct op_ctx *c) {
   const struct tensor *pk = op_in(c, 6), *pv = op_in(c, 7);
   char b1[128], b2[128], b3[128];
   tolk_status st;
-  if ((st = need_f32(c, q, "query"))) return st;
-  if ((k && (st = need_f32(c, k, "key"))) || (v && (st = need_f32(c, v, "value")))) return st;
+  if ((st = op_need_float(c, q, "query"))) return st;
+  if ((k && (st = op_need_float(c, k, "key"))) || (v && (st = op_need_float(c, v, "value")))) return st;
   if (op_in(c, 8) || op_in(c, 9) || wants(c, 3))
     return op_fail(c, TOLK_ERR_UNSUPPORTED,
                    "past_sequence_length, cache_indirection and the qk output are not supported");
@@ -279,7 +271,7 @@ static tolk_status run_mha(struct op_ctx *c) {
   int64_t Dv = N * Hv;
   const float *bq = NULL, *bk = NULL, *bv = NULL;
   if (bias) {
-    if ((st = need_f32(c, bias, "bias"))) return st;
+    if ((st = op_need_float(c, bias, "bias"))) return st;
     if (bias->numel != 2 * Dq + Dv)
       return op_fail(c, TOLK_ERR_SHAPE, "bias %s: expected %lld values",
                      shape_str(bias, b1, sizeof b1), (long long)(2 * Dq + Dv));
@@ -288,7 +280,7 @@ static tolk_status run_mha(struct op_ctx *c) {
   }
   int64_t P = 0;
   if (pk || pv) {
-    if (!pk || !pv || (st = need_f32(c, pk, "past_key")) || (st = need_f32(c, pv, "past_value")))
+    if (!pk || !pv || (st = op_need_float(c, pk, "past_key")) || (st = op_need_float(c, pv, "past_value")))
       return st ? st : op_fail(c, TOLK_ERR_INVALID_MODEL, "past_key and past_value go together");
     P = pk->rank == 4 ? pk->dims[2] : -1;
     if (pk->rank != 4 || pv->rank != 4 || pk->dims[0] != B || pk->dims[1] != N ||

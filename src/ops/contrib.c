@@ -12,14 +12,6 @@
 #include "kern/kern.h"
 #include "quant_util.h"
 
-static tolk_status need_float(struct op_ctx *c, const struct tensor *t, const char *what) {
-  if (!t) return op_fail(c, TOLK_ERR_INVALID_MODEL, "%s is required", what);
-  if (t->dtype != TOLK_FLOAT)
-    return op_fail(c, TOLK_ERR_UNSUPPORTED, "%s: dtype %s (only float is supported)", what,
-                   tolk_dtype_name((tolk_dtype)t->dtype));
-  return TOLK_OK;
-}
-
 /* ------------------------------------------------------------ GELU family */
 
 struct act_job {
@@ -38,10 +30,10 @@ static void act_range(void *arg, int64_t begin, int64_t end) {
 static tolk_status run_act(struct op_ctx *c, enum cx_act act, size_t bias_idx, float alpha) {
   const struct tensor *x = op_in(c, 0), *bias = bias_idx ? op_in(c, bias_idx) : NULL;
   char b1[128], b2[128];
-  tolk_status st = need_float(c, x, "input 0");
+  tolk_status st = op_need_float(c, x, "input 0");
   if (st) return st;
   if (bias) {
-    if ((st = need_float(c, bias, "bias"))) return st;
+    if ((st = op_need_float(c, bias, "bias"))) return st;
     int64_t last = x->rank ? x->dims[x->rank - 1] : 1;
     if (bias->rank != 1 || bias->dims[0] != last || last == 0)
       return op_fail(c, TOLK_ERR_SHAPE, "bias %s must be 1-D with the last dimension of %s",
@@ -74,7 +66,7 @@ static tolk_status run_fused_matmul(struct op_ctx *c) {
   const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
   char b1[128], b2[128];
   tolk_status st;
-  if ((st = need_float(c, a, "input A")) || (st = need_float(c, b, "input B"))) return st;
+  if ((st = op_need_float(c, a, "input A")) || (st = op_need_float(c, b, "input B"))) return st;
   if (ir_attr_int(c->node, "transBatchA", 0) || ir_attr_int(c->node, "transBatchB", 0))
     return op_fail(c, TOLK_ERR_UNSUPPORTED, "transBatchA/transBatchB are not supported");
   bool ta = ir_attr_int(c->node, "transA", 0) && a->rank >= 2;

@@ -12,21 +12,13 @@
 #include "contrib_cpu.h"
 #include "quant_util.h"
 
-static tolk_status need_f32(struct op_ctx *c, const struct tensor *t, const char *what) {
-  if (!t) return op_fail(c, TOLK_ERR_INVALID_MODEL, "%s is required", what);
-  if (t->dtype != TOLK_FLOAT)
-    return op_fail(c, TOLK_ERR_UNSUPPORTED, "%s: dtype %s (only float is supported)", what,
-                   tolk_dtype_name((tolk_dtype)t->dtype));
-  return TOLK_OK;
-}
-
 /* A [n] parameter vector (gamma, beta, bias); absent is fine unless
  * required. */
 static tolk_status need_vec(struct op_ctx *c, const struct tensor *t, int64_t n, bool required,
                             const char *what) {
   char b1[128];
   if (!t) return required ? op_fail(c, TOLK_ERR_INVALID_MODEL, "%s is required", what) : TOLK_OK;
-  tolk_status st = need_f32(c, t, what);
+  tolk_status st = op_need_float(c, t, what);
   if (st) return st;
   if (t->numel != n)
     return op_fail(c, TOLK_ERR_SHAPE, "%s %s: expected %lld values", what,
@@ -66,7 +58,7 @@ static tolk_status run_skip_norm(struct op_ctx *c, bool simplified) {
   const struct tensor *bias = op_in(c, simplified ? 3 : 4);
   char b1[128], b2[128];
   tolk_status st;
-  if ((st = need_f32(c, x, "input")) || (st = need_f32(c, skip, "skip"))) return st;
+  if ((st = op_need_float(c, x, "input")) || (st = op_need_float(c, skip, "skip"))) return st;
   if (x->rank != 2 && x->rank != 3)
     return op_fail(c, TOLK_ERR_SHAPE, "input %s: expected rank 2 or 3",
                    shape_str(x, b1, sizeof b1));
@@ -112,7 +104,7 @@ static tolk_status run_ort_norm(struct op_ctx *c, bool simplified) {
   const struct tensor *x = op_in(c, 0), *scale = op_in(c, 1);
   const struct tensor *bias = simplified ? NULL : op_in(c, 2);
   char b1[128];
-  tolk_status st = need_f32(c, x, "input X");
+  tolk_status st = op_need_float(c, x, "input X");
   if (st) return st;
   int64_t axis = ir_attr_int(c->node, "axis", -1);
   if (axis < -x->rank || axis >= x->rank)

@@ -87,6 +87,11 @@ void *op_scratch(struct op_ctx *c, size_t bytes);
 tolk_status op_fail(struct op_ctx *c, tolk_status status, const char *fmt, ...)
     TOLK_PRINTF(3, 4);
 
+/* TOLK_OK when t is present and float32; otherwise fails naming `what`
+ * (missing: invalid model; another dtype: unsupported). For the operators
+ * that, like ORT's CPU kernels, exist in float only. */
+tolk_status op_need_float(struct op_ctx *c, const struct tensor *t, const char *what);
+
 /* Runs fn(arg, begin, end) over [0, n) split into chunks of at least `grain`
  * items on the session's thread pool; returns when all chunks are done.
  * Runs inline when n < 2 * grain or the pool has one thread. */
