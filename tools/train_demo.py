@@ -25,7 +25,8 @@ with d_model 256, 3+3 layers, 4 heads, ffn 1024.  Sources carry >>cmn_Hans<< as 
 <pad> row of the tied embedding is kept at zero after every step, as in every converted opus-mt model.
 
 Training: token-bucketed batches (--batch-tokens source+target tokens incl. padding), AdamW, linear warm-up
-then inverse-square-root decay, label smoothing 0.1, gradient clipping 1.0, dropout 0.1.  Everything is seeded
+then inverse-square-root decay, label smoothing 0.1, gradient clipping 1.0, dropout 0.1; the forward pass runs
+under bfloat16 autocast (--no-bf16 for fp32), weights, optimiser state and the loss stay fp32.  Everything is seeded
 (--seed); the batch order of epoch e depends only on the seed and e, so a resumed run continues with exactly
 the batches the interrupted one would have seen (bit-identical results are not promised: thread timing).
 --hours is the total training budget across resumes (stored in the checkpoint); evaluations do not count.
@@ -379,6 +380,9 @@ def main(argv=None) -> int:
     ap.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
     ap.add_argument("--warmup", type=int, default=400, help="warm-up steps")
     ap.add_argument("--label-smoothing", type=float, default=0.1)
+    ap.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True,
+                    help="bfloat16 autocast for the forward pass (fp32 weights, optimiser and loss); about 1.4x the "
+                         "steps per second of fp32 on a CPU with AVX512-BF16")
     ap.add_argument("--log-every", type=int, default=20, help="progress line every N steps")
     ap.add_argument("--ckpt-minutes", type=float, default=10.0, help="checkpoint every N minutes")
     ap.add_argument("--eval-minutes", type=float, default=20.0, help="dev chrF every N minutes (0: only at the end)")
@@ -494,8 +498,9 @@ def main(argv=None) -> int:
         lr = lr_at(st["step"] + 1, args.lr, args.warmup)
         for g in opt.param_groups:
             g["lr"] = lr
-        logits = model(input_ids=ids, attention_mask=mask, decoder_input_ids=dec_in).logits
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100,
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            logits = model(input_ids=ids, attention_mask=mask, decoder_input_ids=dec_in).logits
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100,
                                label_smoothing=args.label_smoothing)
         opt.zero_grad(set_to_none=True)
         loss.backward()
