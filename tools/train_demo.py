@@ -4,6 +4,7 @@
     nice -n 15 /work/venv/bin/python tools/train_demo.py --hours 2          # train, or resume, for 2 h in all
     /work/venv/bin/python tools/train_demo.py --hours 2 --fresh            # start over (moves old work aside)
     /work/venv/bin/python tools/train_demo.py --export-only                 # write WORK/final from the last checkpoint
+    /work/venv/bin/python tools/train_demo.py --export-only --average 4     # ... from the mean of the 4 newest snapshots
 
 Input: the splits written by tools/demo_data.py (DATA, default /work/demo-data: train.en/zh, dev.en/zh).
 Work folder (WORK, default /work/demo-train, outside the repo):
@@ -14,6 +15,8 @@ Work folder (WORK, default /work/demo-train, outside the repo):
   data-*.pt   the encoded training/dev ids, cached per data + vocabulary hash
   ckpt/last.pt      model + optimiser + schedule + data position + RNG states + elapsed time (atomic writes;
                     the previous one is kept as last.prev.pt)
+  snap/step-N.pt    the model weights alone at every checkpoint, the newest --keep-snapshots kept, for
+                    --average
   best/       HF folder of the checkpoint with the best dev chrF so far
   final/      HF folder written when the run ends (time budget, --max-steps, Ctrl-C / SIGTERM); this is what
               tools/export.py takes
@@ -344,6 +347,40 @@ def save_hf(model, tok_dir: Path, out: Path, info: dict):
     os.replace(tmp, out)
 
 
+def save_snapshot(model, snap: Path, step: int, keep: int):
+    """The model weights alone (a tenth of a full checkpoint) for averaging; the oldest beyond `keep` go."""
+    import torch
+    snap.mkdir(exist_ok=True)
+    tmp = snap / f"step-{step:06d}.tmp"
+    torch.save(model.state_dict(), tmp)
+    os.replace(tmp, tmp.with_suffix(".pt"))
+    for old in sorted(snap.glob("step-*.pt"))[:-keep]:
+        old.unlink()
+
+
+def average_snapshots(model, snap: Path, n: int, pad: int):
+    """Loads into `model` the element-wise mean of the n newest snapshots (by name: step-N.pt, or any other
+    .pt holding a state dict or a full checkpoint, by modification time); returns their names."""
+    import torch
+    files = sorted(snap.glob("*.pt"), key=lambda p: (p.stat().st_mtime, p.name))[-n:]
+    if len(files) < n:
+        raise SystemExit(f"--average {n}: only {len(files)} snapshots in {snap}")
+    acc = None
+    for f in files:
+        sd = torch.load(f, map_location="cpu", weights_only=False)
+        sd = sd.get("model", sd)
+        if acc is None:
+            acc = {k: v.double().clone() if v.is_floating_point() else v for k, v in sd.items()}
+        else:
+            for k, v in sd.items():
+                if v.is_floating_point():
+                    acc[k] += v.double()
+    model.load_state_dict({k: (v / n).float() if v.is_floating_point() else v for k, v in acc.items()})
+    with torch.no_grad():
+        model.model.shared.weight[pad].zero_()
+    return [f.name for f in files]
+
+
 def lr_at(step: int, peak: float, warmup: int) -> float:
     """Linear warm-up to `peak`, then inverse square root (Marian's schedule), independent of the run length."""
     step = max(step, 1)
@@ -389,6 +426,10 @@ def main(argv=None) -> int:
     ap.add_argument("--dev-size", type=int, default=300, help="dev sentences decoded for chrF")
     ap.add_argument("--fresh", action="store_true", help="ignore (move aside) an existing checkpoint and tokenizer")
     ap.add_argument("--export-only", action="store_true", help="write WORK/final from ckpt/last.pt and exit")
+    ap.add_argument("--average", type=int, default=0,
+                    help="with --export-only: write WORK/final from the element-wise mean of the N newest snapshots "
+                         "in WORK/snap instead (checkpoint averaging)")
+    ap.add_argument("--keep-snapshots", type=int, default=8, help="model-weight snapshots kept in WORK/snap")
     args = ap.parse_args(argv)
 
     import warnings
@@ -452,7 +493,11 @@ def main(argv=None) -> int:
 
     if args.export_only:
         data = {"key": "?"}
-        save_hf(model, tok, work / "final", info())
+        extra = {}
+        if args.average:
+            extra["averaged"] = average_snapshots(model, work / "snap", args.average, pad)
+            log(f"averaged {len(extra['averaged'])} snapshots: {', '.join(extra['averaged'])}")
+        save_hf(model, tok, work / "final", info() | extra)
         log(f"wrote {work / 'final'} from step {st['step']}")
         return 0
 
@@ -554,6 +599,7 @@ def main(argv=None) -> int:
             win_cpu += time.process_time() - c
         if time.time() - last_ckpt >= args.ckpt_minutes * 60:
             save_ckpt(ckpt_path, state_dict())
+            save_snapshot(model, work / "snap", st["step"], args.keep_snapshots)
             last_ckpt = time.time()
             log(f"checkpoint: {ckpt_path} (step {st['step']})")
 
