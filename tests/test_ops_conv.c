@@ -19,15 +19,7 @@
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #include "ops_model.h"
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-static int64_t rnd(int64_t n) { return (int64_t)(next_rand() % (uint64_t)n); }
-static float frand(void) { return (float)((double)(next_rand() >> 11) / 9007199254740992.0 * 2 - 1); }
+static float frand(void) { return (float)tu_unit(); }
 
 /* One dim of nn_window_out: returns out (or -1 when refused) and the pads. */
 static int64_t win1(int64_t in, int64_t k, int64_t s, int64_t d, int64_t p0, int64_t p1,
@@ -91,13 +83,13 @@ static void rand_window(struct nn_window *w, int nsp, int64_t max_in) {
   memset(w, 0, sizeof *w);
   w->nsp = nsp;
   for (int d = 0; d < nsp; d++) {
-    w->k[d] = 1 + rnd(3);
-    w->stride[d] = 1 + rnd(3);
-    w->dil[d] = 1 + rnd(2);
-    w->pad0[d] = rnd(3);
-    w->pad1[d] = rnd(3);
+    w->k[d] = 1 + tu_below(3);
+    w->stride[d] = 1 + tu_below(3);
+    w->dil[d] = 1 + tu_below(2);
+    w->pad0[d] = tu_below(3);
+    w->pad1[d] = tu_below(3);
     int64_t ek = (w->k[d] - 1) * w->dil[d] + 1;
-    w->in[d] = ek + rnd(max_in);
+    w->in[d] = ek + tu_below(max_in);
   }
 }
 
@@ -109,15 +101,15 @@ static void conv_case(int nsp, int64_t max_in, bool pointwise_only) {
       w.k[d] = w.stride[d] = 1;
       w.pad0[d] = w.pad1[d] = 0;
     }
-  enum nn_auto_pad ap = (enum nn_auto_pad)rnd(4);
+  enum nn_auto_pad ap = (enum nn_auto_pad)tu_below(4);
   if (pointwise_only) ap = NN_PAD_NOTSET;
   if (!nn_window_out(&w, ap, false)) {
     CHECK_MSG(false, "window refused");
     return;
   }
-  int64_t group = 1 + rnd(3), n = 1 + rnd(2);
-  int64_t cg = 1 + rnd(4), mg = 1 + rnd(4);
-  if (rnd(4) == 0) cg = mg = 1; /* depthwise */
+  int64_t group = 1 + tu_below(3), n = 1 + tu_below(2);
+  int64_t cg = 1 + tu_below(4), mg = 1 + tu_below(4);
+  if (tu_below(4) == 0) cg = mg = 1; /* depthwise */
   int64_t c = cg * group, m = mg * group;
   int64_t kn = nn_window_numel(w.k, nsp), inn = nn_window_numel(w.in, nsp);
   int64_t pn = nn_window_numel(w.out, nsp);
@@ -125,7 +117,7 @@ static void conv_case(int nsp, int64_t max_in, bool pointwise_only) {
   float *y = malloc((size_t)(n * m * pn) * sizeof *y), *r = malloc((size_t)(n * m * pn) * sizeof *r);
   int64_t sc = nn_conv_scratch(c, group, &w);
   float *scratch = sc ? malloc((size_t)sc * sizeof *scratch) : NULL;
-  bool with_bias = rnd(2);
+  bool with_bias = tu_below(2);
   nn_conv_f32(x, wt, with_bias ? b : NULL, y, n, c, m, group, &w, scratch, NULL);
   nn_conv_ref_f32(x, wt, with_bias ? b : NULL, r, n, c, m, group, &w);
   double d = max_diff(y, r, n * m * pn);
@@ -140,9 +132,9 @@ static void convt_case(int nsp) {
   rand_window(&w, nsp, 6);
   if (!nn_window_out(&w, NN_PAD_NOTSET, false)) return;
   /* Sometimes shift the output window (negative pads: a larger output). */
-  if (rnd(4) == 0)
+  if (tu_below(4) == 0)
     for (int d = 0; d < nsp; d++) w.pad0[d] -= 1;
-  int64_t group = 1 + rnd(2), n = 1 + rnd(2), cg = 1 + rnd(3), mg = 1 + rnd(3);
+  int64_t group = 1 + tu_below(2), n = 1 + tu_below(2), cg = 1 + tu_below(3), mg = 1 + tu_below(3);
   int64_t c = cg * group, m = mg * group;
   int64_t kn = nn_window_numel(w.k, nsp), yn = nn_window_numel(w.in, nsp);
   int64_t xn = nn_window_numel(w.out, nsp);
@@ -223,10 +215,11 @@ static void convt_model(void) {
 }
 
 int main(void) {
+  tu_seed(0x9e3779b97f4a7c15ull);
   test_geometry();
-  for (int i = 0; i < 60; i++) conv_case(1 + (int)rnd(3), 6, false);
+  for (int i = 0; i < 60; i++) conv_case(1 + (int)tu_below(3), 6, false);
   for (int i = 0; i < 10; i++) conv_case(2, 8, true);
-  for (int i = 0; i < 60; i++) convt_case(1 + (int)rnd(3));
+  for (int i = 0; i < 60; i++) convt_case(1 + (int)tu_below(3));
   conv_tiled();
   convt_model();
   return tu_finish("test_ops_conv");

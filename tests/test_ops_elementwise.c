@@ -17,14 +17,7 @@
 #include "test_ops_elementwise.h"
 #include "testutil.h"
 
-static uint64_t rng = 0x853c49e6748fea9bull;
-static uint64_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-static int rnd(int n) { return (int)(next_rand() % (uint64_t)n); }
+static int rnd(int n) { return (int)tu_below(n); }
 
 enum kind { K_ARITH, K_CMP, K_LOGIC, K_BITS };
 
@@ -199,6 +192,7 @@ static bool op_takes(const struct binop *op, tolk_dtype dt) {
 }
 
 int main(void) {
+  tu_seed(0x853c49e6748fea9bull);
   /* Random small broadcasts: every op, every dtype it takes. */
   tolk_dtype all[13];
   memcpy(all, num_types, sizeof num_types);

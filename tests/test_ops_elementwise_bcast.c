@@ -12,14 +12,7 @@
 #include "ops/broadcast.h"
 #include "testutil.h"
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint64_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-static int rnd(int n) { return (int)(next_rand() % (uint64_t)n); }
+static int rnd(int n) { return (int)tu_below(n); }
 
 /* Offset into an input of shape (r, d) for the output multi-index idx of rank R. */
 static int64_t ref_offset(int R, const int64_t *idx, int r, const int64_t *d) {
@@ -35,7 +28,7 @@ static void check_iteration(const struct bcast *b, int n, const struct bcast_sha
   /* Split [0, numel) at a few random points and walk each piece. */
   int64_t cuts[6] = {0};
   int nc = 1 + rnd(4);
-  for (int i = 1; i < nc; i++) cuts[i] = b->numel ? (int64_t)(next_rand() % (uint64_t)b->numel) : 0;
+  for (int i = 1; i < nc; i++) cuts[i] = b->numel ? (int64_t)(tu_next() % (uint64_t)b->numel) : 0;
   cuts[nc] = b->numel;
   for (int i = 1; i <= nc; i++)
     for (int j = i; j > 0 && cuts[j] < cuts[j - 1]; j--) {
@@ -105,6 +98,7 @@ static void random_case(int n, bool uni) {
 static struct bcast_shape sh(int r, const int64_t *d) { return (struct bcast_shape){r, d}; }
 
 int main(void) {
+  tu_seed(0x9e3779b97f4a7c15ull);
   for (int i = 0; i < 3000; i++) random_case(2 + rnd(2), false);
   for (int i = 0; i < 1000; i++) random_case(1 + rnd(3), true);
 

@@ -19,29 +19,20 @@
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #include "ops_model.h"
 
-static uint64_t rng = 0x6a09e667f3bcc909ull;
-static uint64_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-static int64_t rnd(int64_t n) { return (int64_t)(next_rand() % (uint64_t)n); }
-static double drand(void) { return (double)(next_rand() >> 11) / 9007199254740992.0 * 2 - 1; }
 
 static void layernorm_kernel(void) {
   static const int64_t lens[] = {512, 512, 1, 7, 100, 2048};
   for (size_t t = 0; t < sizeof lens / sizeof lens[0]; t++) {
-    int64_t n = lens[t], rows = 1 + rnd(30);
+    int64_t n = lens[t], rows = 1 + tu_below(30);
     double off = t == 1 ? 1000.0 : 0.0; /* large mean, small spread */
     float *x = malloc((size_t)(rows * n) * sizeof *x), *y = malloc((size_t)(rows * n) * sizeof *y);
     float *r = malloc((size_t)(rows * n) * sizeof *r), *sc = malloc((size_t)n * sizeof *sc);
     float *bi = malloc((size_t)n * sizeof *bi);
     float m1[32], m2[32], i1[32], i2[32];
-    for (int64_t k = 0; k < rows * n; k++) x[k] = (float)(off + drand() * 2);
+    for (int64_t k = 0; k < rows * n; k++) x[k] = (float)(off + tu_unit() * 2);
     for (int64_t k = 0; k < n; k++) {
-      sc[k] = (float)(1 + drand() * 0.5);
-      bi[k] = (float)drand();
+      sc[k] = (float)(1 + tu_unit() * 0.5);
+      bi[k] = (float)tu_unit();
     }
     for (int with_bias = 0; with_bias < 2; with_bias++) {
       nn_layernorm_f32(x, y, rows, n, sc, with_bias ? bi : NULL, 1e-5f, m1, i1);
@@ -216,6 +207,7 @@ static void other_models(void) {
 }
 
 int main(void) {
+  tu_seed(0x6a09e667f3bcc909ull);
   /* Every ISA this machine has: the portable kernels and the AVX2 ones. */
   enum kern_isa best = kern_isa_active();
   for (int isa = KERN_ISA_SCALAR; isa <= KERN_ISA_AVX512; isa++) {

@@ -17,15 +17,7 @@
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #include "ops_model.h"
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint64_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-static int64_t rnd(int64_t n) { return (int64_t)(next_rand() % (uint64_t)n); }
-static float frand(void) { return (float)((double)(next_rand() >> 11) / 9007199254740992.0 * 2 - 1); }
+static float frand(void) { return (float)tu_unit(); }
 
 /* Every tap of every window, checked one by one. */
 static void pool_ref(const struct nn_pool_args *a, const struct nn_window *w, const float *x,
@@ -85,21 +77,21 @@ static void pool_ref(const struct nn_pool_args *a, const struct nn_window *w, co
 static void pool_case(int nsp) {
   struct nn_window w = {.nsp = nsp};
   for (int d = 0; d < nsp; d++) {
-    w.k[d] = 1 + rnd(3);
-    w.stride[d] = 1 + rnd(3);
-    w.dil[d] = 1 + rnd(2);
+    w.k[d] = 1 + tu_below(3);
+    w.stride[d] = 1 + tu_below(3);
+    w.dil[d] = 1 + tu_below(2);
     int64_t ek = (w.k[d] - 1) * w.dil[d] + 1;
     /* Pads smaller than the kernel, as the spec requires. */
-    w.pad0[d] = rnd(w.k[d]);
-    w.pad1[d] = rnd(w.k[d]);
-    w.in[d] = ek + rnd(6);
+    w.pad0[d] = tu_below(w.k[d]);
+    w.pad1[d] = tu_below(w.k[d]);
+    w.in[d] = ek + tu_below(6);
   }
-  bool ceil_mode = rnd(2);
+  bool ceil_mode = tu_below(2);
   if (!nn_window_out(&w, NN_PAD_NOTSET, ceil_mode)) {
     CHECK_MSG(false, "window refused");
     return;
   }
-  int64_t planes = 1 + rnd(4);
+  int64_t planes = 1 + tu_below(4);
   int64_t inn = nn_window_numel(w.in, nsp), outn = nn_window_numel(w.out, nsp);
   float *x = malloc((size_t)(planes * inn) * sizeof *x);
   for (int64_t i = 0; i < planes * inn; i++) x[i] = frand();
@@ -108,10 +100,10 @@ static void pool_case(int nsp) {
   float *y = malloc((size_t)(planes * outn) * sizeof *y), *r = malloc((size_t)(planes * outn) * sizeof *r);
   int64_t *iy = malloc((size_t)(planes * outn) * sizeof *iy), *ir = malloc((size_t)(planes * outn) * sizeof *ir);
   for (int kind = 0; kind < 3; kind++) {
-    struct nn_pool_args a = {.kind = (enum nn_pool)kind, .count_include_pad = rnd(2),
-                             .p = kind == 2 ? (double)(1 + rnd(3)) : 0};
+    struct nn_pool_args a = {.kind = (enum nn_pool)kind, .count_include_pad = tu_below(2),
+                             .p = kind == 2 ? (double)(1 + tu_below(3)) : 0};
     if (kind == NN_POOL_MAX) {
-      a.storage_order = nsp == 2 ? (int)rnd(2) : 0;
+      a.storage_order = nsp == 2 ? (int)tu_below(2) : 0;
       a.indices = iy;
     }
     nn_pool_f32(&a, &w, x, y, 0, planes);
@@ -228,7 +220,8 @@ static void pool_models(void) {
 }
 
 int main(void) {
-  for (int i = 0; i < 150; i++) pool_case(1 + (int)rnd(3));
+  tu_seed(0x2545f4914f6cdd1dull);
+  for (int i = 0; i < 150; i++) pool_case(1 + (int)tu_below(3));
   pool_models();
   return tu_finish("test_ops_pool");
 }

@@ -19,15 +19,6 @@
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #include "ops_model.h"
 
-static uint64_t rng = 0x853c49e6748fea9bull;
-static uint64_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-static int64_t rnd(int64_t n) { return (int64_t)(next_rand() % (uint64_t)n); }
-static double drand(void) { return (double)(next_rand() >> 11) / 9007199254740992.0 * 2 - 1; }
 
 static const char *const op_names[] = {"sum", "mean", "max", "min", "prod",
                                        "l1", "l2", "logsum", "logsumexp", "sumsq"};
@@ -89,17 +80,17 @@ static void ref_reduce(enum nn_reduce op, int rank, const int64_t *dims, const b
 }
 
 static void random_problem(int *rank, int64_t *dims, bool *red, int64_t *numel) {
-  *rank = 1 + (int)rnd(5);
+  *rank = 1 + (int)tu_below(5);
   *numel = 1;
   bool any = false;
   for (int d = 0; d < *rank; d++) {
-    dims[d] = 1 + rnd(5);
-    if (rnd(5) == 0) dims[d] = 1;
-    red[d] = rnd(2);
+    dims[d] = 1 + tu_below(5);
+    if (tu_below(5) == 0) dims[d] = 1;
+    red[d] = tu_below(2);
     any |= red[d];
     *numel *= dims[d];
   }
-  if (!any) red[rnd(*rank)] = true;
+  if (!any) red[tu_below(*rank)] = true;
 }
 
 static void float_cases(void) {
@@ -113,7 +104,7 @@ static void float_cases(void) {
     double *xd = malloc((size_t)numel * sizeof *xd);
     float *xf = malloc((size_t)numel * sizeof *xf);
     for (int64_t i = 0; i < numel; i++) {
-      xf[i] = (float)(drand() * 2 + (it % 3 == 0 ? 1.5 : 0)); /* positive for logs */
+      xf[i] = (float)(tu_unit() * 2 + (it % 3 == 0 ? 1.5 : 0)); /* positive for logs */
       if (it % 3 == 0 && xf[i] <= 0) xf[i] = 0.25f;
       xd[i] = xf[i];
     }
@@ -142,7 +133,7 @@ static void float_cases(void) {
     /* int64: exact for the integer reductions. */
     int64_t *xi = malloc((size_t)numel * sizeof *xi), *yi = malloc((size_t)s.n_out * sizeof *yi);
     for (int64_t i = 0; i < numel; i++) {
-      xi[i] = rnd(7) - 3;
+      xi[i] = tu_below(7) - 3;
       xd[i] = (double)xi[i];
     }
     static const enum nn_reduce iops[] = {NN_R_SUM, NN_R_MAX, NN_R_MIN, NN_R_PROD, NN_R_L1,
@@ -265,6 +256,7 @@ static void model_cases(void) {
 }
 
 int main(void) {
+  tu_seed(0x853c49e6748fea9bull);
   shape_forms();
   float_cases();
   argext_cases();

@@ -14,14 +14,7 @@
 #include "ops/dm.h"
 #include "testutil.h"
 
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint64_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-static int rnd(int n) { return (int)(next_rand() % (uint64_t)n); }
+static int rnd(int n) { return (int)tu_below(n); }
 
 /* One random view of a random source, copied by dm_strided and by the
  * per-element definition. */
@@ -36,7 +29,7 @@ static void strided_case(size_t es) {
   }
   dm_dense_strides(r, sdims, sst);
   uint8_t *src = malloc((size_t)n * es);
-  for (int64_t i = 0; i < n * (int64_t)es; i++) src[i] = (uint8_t)next_rand();
+  for (int64_t i = 0; i < n * (int64_t)es; i++) src[i] = (uint8_t)tu_next();
   /* view: permute dims, reverse some, broadcast some extra dims in front */
   int perm[8];
   for (int i = 0; i < r; i++) perm[i] = i;
@@ -119,7 +112,7 @@ static void test_half(void) {
 #if defined(__FLT16_MAX__)
   bad = 0;
   for (int i = 0; i < 200000; i++) {
-    uint32_t bits = (uint32_t)next_rand();
+    uint32_t bits = (uint32_t)tu_next();
     float f;
     memcpy(&f, &bits, 4);
     if (f != f) continue;
@@ -170,6 +163,7 @@ static void test_fill(void) {
 }
 
 int main(void) {
+  tu_seed(0x2545f4914f6cdd1dull);
   test_strided();
   test_half();
   test_set();

@@ -17,27 +17,18 @@
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 #include "ops_model.h"
 
-static uint64_t rng = 0xda3e39cb94b95bdbull;
-static uint64_t next_rand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
-}
-static int64_t rnd(int64_t n) { return (int64_t)(next_rand() % (uint64_t)n); }
-static double drand(void) { return (double)(next_rand() >> 11) / 9007199254740992.0 * 2 - 1; }
 
 static void kernel_cases(void) {
   for (int it = 0; it < 200; it++) {
-    int64_t o = 1 + rnd(4), a = 1 + rnd(it % 10 == 0 ? 3000 : 40), i = rnd(2) ? 1 : 1 + rnd(300);
-    if (a > 40) i = 1 + rnd(3); /* long rows: keep the double reference quick */
+    int64_t o = 1 + tu_below(4), a = 1 + tu_below(it % 10 == 0 ? 3000 : 40), i = tu_below(2) ? 1 : 1 + tu_below(300);
+    if (a > 40) i = 1 + tu_below(3); /* long rows: keep the double reference quick */
     int64_t n = o * a * i;
     double scale = it % 4 == 0 ? 30 : 3, off = it % 5 == 0 ? 1e4 : 0;
     float *x = malloc((size_t)n * sizeof *x), *y = malloc((size_t)n * sizeof *y);
     float *r = malloc((size_t)n * sizeof *r);
     double *xd = malloc((size_t)n * sizeof *xd), *yd = malloc((size_t)n * sizeof *yd);
     for (int64_t k = 0; k < n; k++) {
-      x[k] = (float)(drand() * scale + off);
+      x[k] = (float)(tu_unit() * scale + off);
       xd[k] = x[k];
     }
     for (int op = 0; op < 3; op++) {
@@ -58,7 +49,7 @@ static void kernel_cases(void) {
   }
   /* Rows sum to one. */
   float x[1000], y[1000];
-  for (int k = 0; k < 1000; k++) x[k] = (float)(drand() * 20);
+  for (int k = 0; k < 1000; k++) x[k] = (float)(tu_unit() * 20);
   nn_softmax_f32(NN_SOFTMAX, x, y, 1000, 1, 0, 1);
   double s = 0;
   for (int k = 0; k < 1000; k++) s += y[k];
@@ -124,6 +115,7 @@ static void axis_models(void) {
 }
 
 int main(void) {
+  tu_seed(0xda3e39cb94b95bdbull);
   /* Every ISA this machine has: the portable kernels and the AVX2 ones. */
   enum kern_isa best = kern_isa_active();
   for (int isa = KERN_ISA_SCALAR; isa <= KERN_ISA_AVX512; isa++) {

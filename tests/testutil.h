@@ -7,6 +7,7 @@
 #define TOLK_TESTUTIL_H
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -34,6 +35,25 @@ static int tu_checks, tu_failures;
 
 #define CHECK_NEAR(a, b, tol) \
   CHECK_MSG(fabs((double)(a) - (double)(b)) <= (tol), "%g vs %g", (double)(a), (double)(b))
+
+/* The tests' pseudo-random cases: xorshift64, seeded by each test file with
+ * tu_seed() so that a failing case reproduces from the file alone. */
+static uint64_t tu_rng = 0x9e3779b97f4a7c15ull;
+
+static inline void tu_seed(uint64_t seed) { tu_rng = seed ? seed : 1; }
+
+static inline uint64_t tu_next(void) {
+  tu_rng ^= tu_rng << 13;
+  tu_rng ^= tu_rng >> 7;
+  tu_rng ^= tu_rng << 17;
+  return tu_rng;
+}
+
+/* Uniform in [0, n), n > 0. */
+static inline int64_t tu_below(int64_t n) { return (int64_t)(tu_next() % (uint64_t)n); }
+
+/* Uniform in [-1, 1). */
+static inline double tu_unit(void) { return (double)(tu_next() >> 11) / 9007199254740992.0 * 2 - 1; }
 
 /* Ends main(): prints the count and returns the exit status. */
 static inline int tu_finish(const char *name) {
