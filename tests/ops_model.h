@@ -14,7 +14,8 @@
  *   tolk_status st = tm_run(&m, &err); // m.out[i] hold the results
  *   tm_end(&m);
  *
- * The writer emits only the protobuf fields the loader needs.
+ * The protobuf bytes come from onnx_pbw.h, the one writer the tests share;
+ * only the fields the loader needs are emitted.
  * The builder is `struct tmodel`. `struct tm` still works through a macro
  * for the tests written against its first name; that alias clashes with
  * <time.h>'s struct tm, so new code should say tmodel.
@@ -28,58 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx_pbw.h"
 #include "tolk.h"
-
-struct pbw {
-  uint8_t *p;
-  size_t n, cap;
-};
-
-static inline void pbw_put(struct pbw *w, const void *d, size_t n) {
-  if (w->n + n > w->cap) {
-    size_t nc = w->cap ? w->cap * 2 : 256;
-    while (nc < w->n + n) nc *= 2;
-    uint8_t *np = realloc(w->p, nc);
-    if (!np) abort(); /* test code: out of memory ends the test */
-    w->p = np;
-    w->cap = nc;
-  }
-  if (n) memcpy(w->p + w->n, d, n);
-  w->n += n;
-}
-
-static inline void pbw_varint(struct pbw *w, uint64_t v) {
-  uint8_t b[10];
-  size_t n = 0;
-  do {
-    b[n] = (uint8_t)(v & 0x7f);
-    v >>= 7;
-    if (v) b[n] |= 0x80;
-    n++;
-  } while (v);
-  pbw_put(w, b, n);
-}
-
-static inline void pbw_tag(struct pbw *w, int field, int wt) { pbw_varint(w, (uint64_t)(field << 3 | wt)); }
-
-static inline void pbw_bytes(struct pbw *w, int field, const void *d, size_t n) {
-  pbw_tag(w, field, 2);
-  pbw_varint(w, n);
-  pbw_put(w, d, n);
-}
-
-static inline void pbw_str(struct pbw *w, int field, const char *s) { pbw_bytes(w, field, s, strlen(s)); }
-
-static inline void pbw_sub(struct pbw *w, int field, struct pbw *sub) {
-  pbw_bytes(w, field, sub->p, sub->n);
-  free(sub->p);
-  memset(sub, 0, sizeof *sub);
-}
-
-static inline void pbw_int(struct pbw *w, int field, int64_t v) {
-  pbw_tag(w, field, 0);
-  pbw_varint(w, (uint64_t)v);
-}
 
 #define TM_MAX 16
 
@@ -121,14 +72,14 @@ static inline void tm_in(struct tmodel *m, tolk_dtype dt, int rank, const int64_
   for (int k = 0; k < rank; k++) {
     struct pbw dim = {0};
     pbw_int(&dim, 1, dims[k]);
-    pbw_sub(&shape, 1, &dim);
+    pbw_msg(&shape, 1, &dim);
   }
   pbw_int(&tt, 1, dt);
-  pbw_sub(&tt, 2, &shape);
-  pbw_sub(&type, 1, &tt);
+  pbw_msg(&tt, 2, &shape);
+  pbw_msg(&type, 1, &tt);
   pbw_str(&vi, 1, m->names[i]);
-  pbw_sub(&vi, 2, &type);
-  pbw_sub(&m->graph, 11, &vi);
+  pbw_msg(&vi, 2, &type);
+  pbw_msg(&m->graph, 11, &vi);
 }
 
 static inline void tm_in_i64(struct tmodel *m, int rank, const int64_t *dims, const int64_t *data) {
@@ -154,30 +105,30 @@ static inline void tm_attr_int(struct tmodel *m, const char *name, int64_t v) {
   struct pbw a;
   tm_attr_begin(&a, name, 2);
   pbw_int(&a, 3, v);
-  pbw_sub(&m->node, 5, &a);
+  pbw_msg(&m->node, 5, &a);
 }
 
 static inline void tm_attr_float(struct tmodel *m, const char *name, float v) {
   struct pbw a;
   tm_attr_begin(&a, name, 1);
-  pbw_tag(&a, 2, 5);
-  pbw_put(&a, &v, 4);
-  pbw_sub(&m->node, 5, &a);
+  pbw_key(&a, 2, 5);
+  pbw_raw(&a, &v, 4);
+  pbw_msg(&m->node, 5, &a);
 }
 
 static inline void tm_attr_str(struct tmodel *m, const char *name, const char *s) {
   struct pbw a;
   tm_attr_begin(&a, name, 3);
   pbw_str(&a, 4, s);
-  pbw_sub(&m->node, 5, &a);
+  pbw_msg(&m->node, 5, &a);
 }
 
 static inline void tm_attr_ints(struct tmodel *m, const char *name, int n, const int64_t *v) {
   struct pbw a, packed = {0};
   tm_attr_begin(&a, name, 7);
   for (int k = 0; k < n; k++) pbw_varint(&packed, (uint64_t)v[k]);
-  pbw_sub(&a, 8, &packed);
-  pbw_sub(&m->node, 5, &a);
+  pbw_msg(&a, 8, &packed);
+  pbw_msg(&m->node, 5, &a);
 }
 
 /* A TENSOR attribute: TensorProto{dims, data_type, raw_data}. */
@@ -192,8 +143,8 @@ static inline void tm_attr_tensor(struct tmodel *m, const char *name, tolk_dtype
   }
   pbw_int(&t, 2, dt);
   pbw_bytes(&t, 9, data, (size_t)numel * tolk_dtype_size(dt));
-  pbw_sub(&a, 5, &t);
-  pbw_sub(&m->node, 5, &a);
+  pbw_msg(&a, 5, &t);
+  pbw_msg(&m->node, 5, &a);
 }
 
 static inline void tm_out(struct tmodel *m, int n) { m->n_out = n; }
@@ -209,18 +160,18 @@ static inline tolk_status tm_run(struct tmodel *m, tolk_error *err) {
     pbw_str(&node, 2, onames[i]);
   }
   pbw_str(&node, 4, m->op);
-  pbw_sub(&graph, 1, &node);
+  pbw_msg(&graph, 1, &node);
   pbw_str(&graph, 2, "g");
   for (int i = 0; i < m->n_out; i++) {
     struct pbw vi = {0};
     pbw_str(&vi, 1, onames[i]);
-    pbw_sub(&graph, 12, &vi);
+    pbw_msg(&graph, 12, &vi);
   }
   pbw_int(&model, 1, 8);
   pbw_str(&opset, 1, "");
   pbw_int(&opset, 2, m->opset);
-  pbw_sub(&model, 8, &opset);
-  pbw_sub(&model, 7, &graph);
+  pbw_msg(&model, 8, &opset);
+  pbw_msg(&model, 7, &graph);
   tolk_session *s = NULL;
   tolk_session_params p = tolk_session_default_params();
   p.threads = m->threads > 0 ? m->threads : 1;

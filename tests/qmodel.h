@@ -27,63 +27,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "onnx_pbw.h"
 #include "tolk.h"
-
-struct qm_buf {
-  uint8_t *p;
-  size_t n, cap;
-};
-
-static inline void qm_put(struct qm_buf *w, const void *d, size_t n) {
-  if (w->n + n > w->cap) {
-    size_t nc = w->cap ? w->cap * 2 : 256;
-    while (nc < w->n + n) nc *= 2;
-    uint8_t *np = realloc(w->p, nc);
-    if (!np) abort();
-    w->p = np;
-    w->cap = nc;
-  }
-  if (n) memcpy(w->p + w->n, d, n);
-  w->n += n;
-}
-
-static inline void qm_varint(struct qm_buf *w, uint64_t v) {
-  uint8_t b[10];
-  size_t n = 0;
-  do {
-    b[n] = (uint8_t)(v & 0x7f);
-    v >>= 7;
-    if (v) b[n] |= 0x80;
-    n++;
-  } while (v);
-  qm_put(w, b, n);
-}
-
-static inline void qm_tag(struct qm_buf *w, int field, int wt) {
-  qm_varint(w, (uint64_t)(field << 3 | wt));
-}
-static inline void qm_bytes(struct qm_buf *w, int field, const void *d, size_t n) {
-  qm_tag(w, field, 2);
-  qm_varint(w, n);
-  qm_put(w, d, n);
-}
-static inline void qm_str(struct qm_buf *w, int field, const char *s) { qm_bytes(w, field, s, strlen(s)); }
-static inline void qm_sub(struct qm_buf *w, int field, struct qm_buf *sub) {
-  qm_bytes(w, field, sub->p, sub->n);
-  free(sub->p);
-  memset(sub, 0, sizeof *sub);
-}
-static inline void qm_int(struct qm_buf *w, int field, int64_t v) {
-  qm_tag(w, field, 0);
-  qm_varint(w, (uint64_t)v);
-}
 
 #define QM_MAX 16
 
 struct qm {
   const char *domain, *op;
   int opset;
-  struct qm_buf node, graph;
+  struct pbw node, graph;
   int n_in;
   char names[QM_MAX][16];
   tolk_tensor *in[QM_MAX];
@@ -108,19 +60,19 @@ static inline int64_t qm_numel(int rank, const int64_t *dims) {
 }
 
 /* TensorProto{dims, data_type, name, raw_data}. */
-static inline void qm_tensor_proto(struct qm_buf *t, const char *name, tolk_dtype dt, int rank,
+static inline void qm_tensor_proto(struct pbw *t, const char *name, tolk_dtype dt, int rank,
                             const int64_t *dims, const void *data) {
-  for (int k = 0; k < rank; k++) qm_int(t, 1, dims[k]);
-  qm_int(t, 2, dt);
-  if (name) qm_str(t, 8, name);
+  for (int k = 0; k < rank; k++) pbw_int(t, 1, dims[k]);
+  pbw_int(t, 2, dt);
+  if (name) pbw_str(t, 8, name);
   size_t bytes = (size_t)qm_numel(rank, dims) * tolk_dtype_size(dt);
-  qm_bytes(t, 9, data, bytes);
+  pbw_bytes(t, 9, data, bytes);
 }
 
 static inline const char *qm_next_name(struct qm *m) {
   int i = m->n_in++;
   snprintf(m->names[i], sizeof m->names[i], "i%d", i);
-  qm_str(&m->node, 1, m->names[i]);
+  pbw_str(&m->node, 1, m->names[i]);
   return m->names[i];
 }
 
@@ -131,69 +83,69 @@ static inline void qm_in(struct qm *m, tolk_dtype dt, int rank, const int64_t *d
   size_t bytes = (size_t)qm_numel(rank, dims) * tolk_dtype_size(dt);
   if (tolk_tensor_create(dt, rank, dims, data, bytes, &m->in[m->n_fed], &err) != TOLK_OK) abort();
   m->in_names[m->n_fed++] = name;
-  struct qm_buf shape = {0}, tt = {0}, type = {0}, vi = {0};
+  struct pbw shape = {0}, tt = {0}, type = {0}, vi = {0};
   for (int k = 0; k < rank; k++) {
-    struct qm_buf dim = {0};
-    qm_int(&dim, 1, dims[k]);
-    qm_sub(&shape, 1, &dim);
+    struct pbw dim = {0};
+    pbw_int(&dim, 1, dims[k]);
+    pbw_msg(&shape, 1, &dim);
   }
-  qm_int(&tt, 1, dt);
-  qm_sub(&tt, 2, &shape);
-  qm_sub(&type, 1, &tt);
-  qm_str(&vi, 1, name);
-  qm_sub(&vi, 2, &type);
-  qm_sub(&m->graph, 11, &vi);
+  pbw_int(&tt, 1, dt);
+  pbw_msg(&tt, 2, &shape);
+  pbw_msg(&type, 1, &tt);
+  pbw_str(&vi, 1, name);
+  pbw_msg(&vi, 2, &type);
+  pbw_msg(&m->graph, 11, &vi);
 }
 
 /* An initializer: a constant the session sees at creation. */
 static inline void qm_init(struct qm *m, tolk_dtype dt, int rank, const int64_t *dims,
                     const void *data) {
   const char *name = qm_next_name(m);
-  struct qm_buf t = {0};
+  struct pbw t = {0};
   qm_tensor_proto(&t, name, dt, rank, dims, data);
-  qm_sub(&m->graph, 5, &t);
+  pbw_msg(&m->graph, 5, &t);
 }
 
 /* An omitted optional input. */
 static inline void qm_none(struct qm *m) {
-  qm_str(&m->node, 1, "");
+  pbw_str(&m->node, 1, "");
   m->n_in++;
 }
 
-static inline void qm_attr_begin(struct qm_buf *a, const char *name, int type) {
+static inline void qm_attr_begin(struct pbw *a, const char *name, int type) {
   memset(a, 0, sizeof *a);
-  qm_str(a, 1, name);
-  qm_int(a, 20, type);
+  pbw_str(a, 1, name);
+  pbw_int(a, 20, type);
 }
 
 static inline void qm_attr_int(struct qm *m, const char *name, int64_t v) {
-  struct qm_buf a;
+  struct pbw a;
   qm_attr_begin(&a, name, 2);
-  qm_int(&a, 3, v);
-  qm_sub(&m->node, 5, &a);
+  pbw_int(&a, 3, v);
+  pbw_msg(&m->node, 5, &a);
 }
 
 static inline void qm_attr_float(struct qm *m, const char *name, float v) {
-  struct qm_buf a;
+  struct pbw a;
   qm_attr_begin(&a, name, 1);
-  qm_tag(&a, 2, 5);
-  qm_put(&a, &v, 4);
-  qm_sub(&m->node, 5, &a);
+  pbw_key(&a, 2, 5);
+  pbw_raw(&a, &v, 4);
+  pbw_msg(&m->node, 5, &a);
 }
 
 static inline void qm_attr_str(struct qm *m, const char *name, const char *s) {
-  struct qm_buf a;
+  struct pbw a;
   qm_attr_begin(&a, name, 3);
-  qm_str(&a, 4, s);
-  qm_sub(&m->node, 5, &a);
+  pbw_str(&a, 4, s);
+  pbw_msg(&m->node, 5, &a);
 }
 
 static inline void qm_attr_ints(struct qm *m, const char *name, int n, const int64_t *v) {
-  struct qm_buf a, packed = {0};
+  struct pbw a, packed = {0};
   qm_attr_begin(&a, name, 7);
-  for (int k = 0; k < n; k++) qm_varint(&packed, (uint64_t)v[k]);
-  qm_sub(&a, 8, &packed);
-  qm_sub(&m->node, 5, &a);
+  for (int k = 0; k < n; k++) pbw_varint(&packed, (uint64_t)v[k]);
+  pbw_msg(&a, 8, &packed);
+  pbw_msg(&m->node, 5, &a);
 }
 
 /* Which outputs the node has: one character per output, '1' wanted. */
@@ -204,39 +156,39 @@ static inline void qm_outs(struct qm *m, const char *mask) {
 /* Builds the model, runs it with `threads` intra-op threads and leaves the
  * wanted outputs in m->out[i] (i = the output's index on the node). */
 static inline tolk_status qm_run(struct qm *m, int threads, tolk_error *err) {
-  struct qm_buf node = {0}, graph = {0}, model = {0};
+  struct pbw node = {0}, graph = {0}, model = {0};
   char onames[QM_MAX][16];
   const char *want[QM_MAX];
   int idx[QM_MAX], n_want = 0, n_out = (int)strlen(m->outs);
-  qm_put(&node, m->node.p, m->node.n);
-  qm_put(&graph, m->graph.p, m->graph.n);
+  pbw_raw(&node, m->node.p, m->node.n);
+  pbw_raw(&graph, m->graph.p, m->graph.n);
   for (int i = 0; i < n_out; i++) {
     snprintf(onames[i], sizeof onames[i], "o%d", i);
     bool w = m->outs[i] == '1';
-    qm_str(&node, 2, w ? onames[i] : "");
+    pbw_str(&node, 2, w ? onames[i] : "");
     if (w) want[n_want] = onames[i], idx[n_want++] = i;
   }
-  qm_str(&node, 4, m->op);
-  if (m->domain[0]) qm_str(&node, 7, m->domain);
-  qm_sub(&graph, 1, &node);
-  qm_str(&graph, 2, "g");
+  pbw_str(&node, 4, m->op);
+  if (m->domain[0]) pbw_str(&node, 7, m->domain);
+  pbw_msg(&graph, 1, &node);
+  pbw_str(&graph, 2, "g");
   for (int i = 0; i < n_want; i++) {
-    struct qm_buf vi = {0};
-    qm_str(&vi, 1, want[i]);
-    qm_sub(&graph, 12, &vi);
+    struct pbw vi = {0};
+    pbw_str(&vi, 1, want[i]);
+    pbw_msg(&graph, 12, &vi);
   }
-  qm_int(&model, 1, 8);
-  struct qm_buf op1 = {0};
-  qm_str(&op1, 1, "");
-  qm_int(&op1, 2, m->domain[0] ? 17 : m->opset);
-  qm_sub(&model, 8, &op1);
+  pbw_int(&model, 1, 8);
+  struct pbw op1 = {0};
+  pbw_str(&op1, 1, "");
+  pbw_int(&op1, 2, m->domain[0] ? 17 : m->opset);
+  pbw_msg(&model, 8, &op1);
   if (m->domain[0]) {
-    struct qm_buf op2 = {0};
-    qm_str(&op2, 1, m->domain);
-    qm_int(&op2, 2, m->opset);
-    qm_sub(&model, 8, &op2);
+    struct pbw op2 = {0};
+    pbw_str(&op2, 1, m->domain);
+    pbw_int(&op2, 2, m->opset);
+    pbw_msg(&model, 8, &op2);
   }
-  qm_sub(&model, 7, &graph);
+  pbw_msg(&model, 7, &graph);
   tolk_session *s = NULL;
   tolk_session_params p = tolk_session_default_params();
   p.threads = threads;

@@ -74,7 +74,7 @@ static void tm_init(struct tm *m, tolk_dtype dt, int rank, const int64_t *dims, 
   pbw_int(&t, 2, dt);
   pbw_str(&t, 8, m->names[i]);
   pbw_bytes(&t, 9, data, (size_t)numel_of(rank, dims) * tolk_dtype_size(dt));
-  pbw_sub(&m->graph, 5, &t);
+  pbw_msg(&m->graph, 5, &t);
 }
 
 /* Compares output 0 with ref (double), float-like dtypes. */
@@ -552,7 +552,7 @@ static void test_shared_weights(void) {
     pbw_str(&node, 1, "w");
     pbw_str(&node, 2, outs[i]);
     pbw_str(&node, 4, i == 2 ? "Gemm" : "MatMul");
-    pbw_sub(&graph, 1, &node);
+    pbw_msg(&graph, 1, &node);
   }
   pbw_str(&graph, 2, "g");
   struct pbw t = {0};
@@ -561,28 +561,28 @@ static void test_shared_weights(void) {
   pbw_int(&t, 2, TOLK_FLOAT);
   pbw_str(&t, 8, "w");
   pbw_bytes(&t, 9, w, sizeof w);
-  pbw_sub(&graph, 5, &t);
+  pbw_msg(&graph, 5, &t);
   struct pbw vi = {0}, type = {0}, tt = {0}, shape = {0}, d0 = {0}, d1 = {0};
   pbw_int(&d0, 1, M);
   pbw_int(&d1, 1, K);
-  pbw_sub(&shape, 1, &d0);
-  pbw_sub(&shape, 1, &d1);
+  pbw_msg(&shape, 1, &d0);
+  pbw_msg(&shape, 1, &d1);
   pbw_int(&tt, 1, TOLK_FLOAT);
-  pbw_sub(&tt, 2, &shape);
-  pbw_sub(&type, 1, &tt);
+  pbw_msg(&tt, 2, &shape);
+  pbw_msg(&type, 1, &tt);
   pbw_str(&vi, 1, "x");
-  pbw_sub(&vi, 2, &type);
-  pbw_sub(&graph, 11, &vi);
+  pbw_msg(&vi, 2, &type);
+  pbw_msg(&graph, 11, &vi);
   for (int i = 0; i < 3; i++) {
     struct pbw o = {0};
     pbw_str(&o, 1, outs[i]);
-    pbw_sub(&graph, 12, &o);
+    pbw_msg(&graph, 12, &o);
   }
   pbw_int(&model, 1, 8);
   pbw_str(&opset, 1, "");
   pbw_int(&opset, 2, 13);
-  pbw_sub(&model, 8, &opset);
-  pbw_sub(&model, 7, &graph);
+  pbw_msg(&model, 8, &opset);
+  pbw_msg(&model, 7, &graph);
 
   tolk_session *s[2] = {NULL, NULL};
   tolk_error err = {0};
@@ -627,17 +627,17 @@ static void add_node(struct pbw *graph, const char *op, const char *in0, const c
     struct pbw a;
     tm_attr_begin(&a, int_attr, 2);
     pbw_int(&a, 3, int_val);
-    pbw_sub(&node, 5, &a);
+    pbw_msg(&node, 5, &a);
   }
   if (perm10) {
     struct pbw a, packed = {0};
     tm_attr_begin(&a, "perm", 7);
     pbw_varint(&packed, 1);
     pbw_varint(&packed, 0);
-    pbw_sub(&a, 8, &packed);
-    pbw_sub(&node, 5, &a);
+    pbw_msg(&a, 8, &packed);
+    pbw_msg(&node, 5, &a);
   }
-  pbw_sub(graph, 1, &node);
+  pbw_msg(graph, 1, &node);
 }
 
 /* MatMul(X, B) where B is computed from an initializer W by Transpose and/or
@@ -695,25 +695,25 @@ static void test_weight_chains(void) {
     pbw_str(&t, 8, "w");
     if (half) pbw_bytes(&t, 9, wh, sizeof wh);
     else pbw_bytes(&t, 9, w, sizeof w);
-    pbw_sub(&graph, 5, &t);
+    pbw_msg(&graph, 5, &t);
     struct pbw vi = {0}, type = {0}, tt = {0}, shape = {0}, d0 = {0}, d1 = {0}, o = {0};
     pbw_int(&d0, 1, M);
     pbw_int(&d1, 1, K);
-    pbw_sub(&shape, 1, &d0);
-    pbw_sub(&shape, 1, &d1);
+    pbw_msg(&shape, 1, &d0);
+    pbw_msg(&shape, 1, &d1);
     pbw_int(&tt, 1, TOLK_FLOAT);
-    pbw_sub(&tt, 2, &shape);
-    pbw_sub(&type, 1, &tt);
+    pbw_msg(&tt, 2, &shape);
+    pbw_msg(&type, 1, &tt);
     pbw_str(&vi, 1, "x");
-    pbw_sub(&vi, 2, &type);
-    pbw_sub(&graph, 11, &vi);
+    pbw_msg(&vi, 2, &type);
+    pbw_msg(&graph, 11, &vi);
     pbw_str(&o, 1, "y");
-    pbw_sub(&graph, 12, &o);
+    pbw_msg(&graph, 12, &o);
     pbw_int(&model, 1, 8);
     pbw_str(&opset, 1, "");
     pbw_int(&opset, 2, 13);
-    pbw_sub(&model, 8, &opset);
-    pbw_sub(&model, 7, &graph);
+    pbw_msg(&model, 8, &opset);
+    pbw_msg(&model, 7, &graph);
     tolk_session *s = NULL;
     tolk_error err = {0};
     tolk_session_params prm = tolk_session_default_params();
