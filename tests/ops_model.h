@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "onnx_pbw.h"
+#include "testutil.h"
 #include "tolk.h"
 
 #define TM_MAX 16
@@ -193,6 +194,48 @@ static inline void tm_end(struct tmodel *m) {
   free(m->node.p);
   free(m->graph.p);
   memset(m, 0, sizeof *m);
+}
+
+/* Checks output t against dtype, shape and exact bytes, printing float and
+ * int64 values when they differ. */
+static inline void tm_expect(const char *what, const tolk_tensor *t, tolk_dtype dt, int rank,
+                             const int64_t *dims, const void *data) {
+  CHECK_MSG(t != NULL, "%s: no output", what);
+  if (!t) return;
+  CHECK_MSG(tolk_tensor_dtype(t) == dt, "%s: dtype %d", what, tolk_tensor_dtype(t));
+  CHECK_MSG(tolk_tensor_rank(t) == rank, "%s: rank %d vs %d", what, tolk_tensor_rank(t), rank);
+  if (tolk_tensor_rank(t) != rank) return;
+  bool same = true;
+  for (int i = 0; i < rank; i++) same = same && tolk_tensor_dims(t)[i] == dims[i];
+  CHECK_MSG(same, "%s: dims differ", what);
+  if (!same) return;
+  size_t n = tolk_tensor_nbytes(t);
+  bool eq = n == 0 || memcmp(tolk_tensor_data(t), data, n) == 0;
+  CHECK_MSG(eq, "%s: values differ", what);
+  if (!eq && dt == TOLK_FLOAT) {
+    const float *g = tolk_tensor_data(t);
+    for (size_t i = 0; i < n / 4; i++) fprintf(stderr, "  [%zu] %g vs %g\n", i, g[i], ((const float *)data)[i]);
+  }
+  if (!eq && dt == TOLK_INT64) {
+    const int64_t *g = tolk_tensor_data(t);
+    for (size_t i = 0; i < n / 8; i++)
+      fprintf(stderr, "  [%zu] %lld vs %lld\n", i, (long long)g[i], (long long)((const int64_t *)data)[i]);
+  }
+}
+
+/* Runs and expects success. */
+static inline bool tm_run_ok(struct tmodel *m, const char *what) {
+  tolk_error err = {0};
+  tolk_status st = tm_run(m, &err);
+  CHECK_MSG(st == TOLK_OK, "%s: %s", what, err.message);
+  return st == TOLK_OK;
+}
+
+/* Runs and expects a failure with status `want` (not a crash). */
+static inline void tm_run_fail(struct tmodel *m, tolk_status want, const char *what) {
+  tolk_error err = {0};
+  tolk_status st = tm_run(m, &err);
+  CHECK_MSG(st == want, "%s: status %d (%s), want %d", what, st, err.message, want);
 }
 
 #endif /* TOLK_TESTS_OPS_MODEL_H */

@@ -14,46 +14,6 @@
 #include "testutil.h"
 
 /* Checks an output's dtype, shape and bytes. */
-static void expect(const char *what, const tolk_tensor *t, tolk_dtype dt, int rank,
-                   const int64_t *dims, const void *data) {
-  CHECK_MSG(t != NULL, "%s: no output", what);
-  if (!t) return;
-  CHECK_MSG(tolk_tensor_dtype(t) == dt, "%s: dtype %d", what, tolk_tensor_dtype(t));
-  CHECK_MSG(tolk_tensor_rank(t) == rank, "%s: rank %d vs %d", what, tolk_tensor_rank(t), rank);
-  if (tolk_tensor_rank(t) != rank) return;
-  bool same = true;
-  for (int i = 0; i < rank; i++) same = same && tolk_tensor_dims(t)[i] == dims[i];
-  CHECK_MSG(same, "%s: dims differ", what);
-  if (!same) return;
-  size_t n = tolk_tensor_nbytes(t);
-  bool eq = n == 0 || memcmp(tolk_tensor_data(t), data, n) == 0;
-  CHECK_MSG(eq, "%s: values differ", what);
-  if (!eq && dt == TOLK_FLOAT) {
-    const float *g = tolk_tensor_data(t);
-    for (size_t i = 0; i < n / 4; i++) fprintf(stderr, "  [%zu] %g vs %g\n", i, g[i], ((const float *)data)[i]);
-  }
-  if (!eq && dt == TOLK_INT64) {
-    const int64_t *g = tolk_tensor_data(t);
-    for (size_t i = 0; i < n / 8; i++)
-      fprintf(stderr, "  [%zu] %lld vs %lld\n", i, (long long)g[i], (long long)((const int64_t *)data)[i]);
-  }
-}
-
-/* Runs and expects success. */
-static bool run_ok(struct tmodel *m, const char *what) {
-  tolk_error err = {0};
-  tolk_status st = tm_run(m, &err);
-  CHECK_MSG(st == TOLK_OK, "%s: %s", what, err.message);
-  return st == TOLK_OK;
-}
-
-/* Runs and expects a failure with status `want` (not a crash). */
-static void run_fail(struct tmodel *m, tolk_status want, const char *what) {
-  tolk_error err = {0};
-  tolk_status st = tm_run(m, &err);
-  CHECK_MSG(st == want, "%s: status %d (%s), want %d", what, st, err.message, want);
-}
-
 static const float x23[6] = {0, 1, 2, 3, 4, 5};
 static const int64_t d23[2] = {2, 3};
 
@@ -70,7 +30,7 @@ static void slice_case(const char *what, int64_t n, const int64_t *starts, const
   else tm_none(&m);
   if (steps) tm_in_ints(&m, n, steps);
   tm_out(&m, 1);
-  if (run_ok(&m, what)) expect(what, m.out[0], TOLK_FLOAT, rank, dims, want);
+  if (tm_run_ok(&m, what)) tm_expect(what, m.out[0], TOLK_FLOAT, rank, dims, want);
   tm_end(&m);
 }
 
@@ -98,7 +58,7 @@ static void test_slice(void) {
   tm_in_ints(&m, 1, (int64_t[]){1});
   tm_in_ints(&m, 1, (int64_t[]){0});
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_INVALID_MODEL, "step 0");
+  tm_run_fail(&m, TOLK_ERR_INVALID_MODEL, "step 0");
   tm_end(&m);
 
   tm_begin(&m, "Slice", 13);
@@ -107,7 +67,7 @@ static void test_slice(void) {
   tm_in_ints(&m, 2, (int64_t[]){2, 2});
   tm_in_ints(&m, 2, (int64_t[]){1, -1});
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_INVALID_MODEL, "repeated axis");
+  tm_run_fail(&m, TOLK_ERR_INVALID_MODEL, "repeated axis");
   tm_end(&m);
 
   tm_begin(&m, "Slice", 13);
@@ -116,7 +76,7 @@ static void test_slice(void) {
   tm_in_ints(&m, 1, (int64_t[]){2});
   tm_in_ints(&m, 1, (int64_t[]){2});
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_INVALID_MODEL, "axis out of range");
+  tm_run_fail(&m, TOLK_ERR_INVALID_MODEL, "axis out of range");
   tm_end(&m);
 
   /* opset 9: attributes */
@@ -126,8 +86,8 @@ static void test_slice(void) {
   tm_attr_ints(&m, "ends", 1, (int64_t[]){1000});
   tm_attr_ints(&m, "axes", 1, (int64_t[]){1});
   tm_out(&m, 1);
-  if (run_ok(&m, "slice-9"))
-    expect("slice-9", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 2}, (float[]){1, 2, 4, 5});
+  if (tm_run_ok(&m, "slice-9"))
+    tm_expect("slice-9", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 2}, (float[]){1, 2, 4, 5});
   tm_end(&m);
 }
 
@@ -142,9 +102,9 @@ static void reshape_case(const char *what, int opset, int allowzero, const int64
   if (allowzero >= 0) tm_attr_int(&m, "allowzero", allowzero);
   tm_out(&m, 1);
   if (want_st != TOLK_OK) {
-    run_fail(&m, want_st, what);
-  } else if (run_ok(&m, what)) {
-    expect(what, m.out[0], TOLK_FLOAT, rank, dims, buf);
+    tm_run_fail(&m, want_st, what);
+  } else if (tm_run_ok(&m, what)) {
+    tm_expect(what, m.out[0], TOLK_FLOAT, rank, dims, buf);
   }
   tm_end(&m);
 }
@@ -180,7 +140,7 @@ static void pad_case(const char *what, int opset, const char *mode, int64_t n, c
   if (value) tm_in(&m, TOLK_FLOAT, 0, NULL, value);
   tm_attr_str(&m, "mode", mode);
   tm_out(&m, 1);
-  if (run_ok(&m, what)) expect(what, m.out[0], TOLK_FLOAT, 1, &nout, want);
+  if (tm_run_ok(&m, what)) tm_expect(what, m.out[0], TOLK_FLOAT, 1, &nout, want);
   tm_end(&m);
 }
 
@@ -208,8 +168,8 @@ static void test_pad(void) {
   tm_attr_ints(&m, "pads", 4, (int64_t[]){1, 0, 0, 1});
   tm_attr_float(&m, "value", 7);
   tm_out(&m, 1);
-  if (run_ok(&m, "pad-2"))
-    expect("pad-2", m.out[0], TOLK_FLOAT, 2, (int64_t[]){3, 4},
+  if (tm_run_ok(&m, "pad-2"))
+    tm_expect("pad-2", m.out[0], TOLK_FLOAT, 2, (int64_t[]){3, 4},
            (float[]){7, 7, 7, 7, 0, 1, 2, 7, 3, 4, 5, 7});
   tm_end(&m);
 
@@ -221,8 +181,8 @@ static void test_pad(void) {
   tm_in_ints(&m, 1, (int64_t[]){-1});
   tm_attr_str(&m, "mode", "edge");
   tm_out(&m, 1);
-  if (run_ok(&m, "pad axes"))
-    expect("pad axes", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 5},
+  if (tm_run_ok(&m, "pad axes"))
+    tm_expect("pad axes", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 5},
            (float[]){0, 0, 1, 2, 2, 3, 3, 4, 5, 5});
   tm_end(&m);
 
@@ -230,7 +190,7 @@ static void test_pad(void) {
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_in_ints(&m, 4, (int64_t[]){0, -4, 0, 0});
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_SHAPE, "pad crops below zero");
+  tm_run_fail(&m, TOLK_ERR_SHAPE, "pad crops below zero");
   tm_end(&m);
 
   tm_begin(&m, "Pad", 13);
@@ -238,7 +198,7 @@ static void test_pad(void) {
   tm_in_ints(&m, 4, (int64_t[]){0, 0, 0, 0});
   tm_attr_str(&m, "mode", "mirror");
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_INVALID_MODEL, "pad unknown mode");
+  tm_run_fail(&m, TOLK_ERR_INVALID_MODEL, "pad unknown mode");
   tm_end(&m);
 }
 
@@ -250,24 +210,24 @@ static void test_split(void) {
   tm_in(&m, TOLK_FLOAT, 1, &n, x);
   tm_attr_int(&m, "num_outputs", 3);
   tm_out(&m, 3);
-  if (run_ok(&m, "split uneven")) {
-    expect("split 0", m.out[0], TOLK_FLOAT, 1, (int64_t[]){2}, (float[]){0, 1});
-    expect("split 1", m.out[1], TOLK_FLOAT, 1, (int64_t[]){2}, (float[]){2, 3});
-    expect("split 2", m.out[2], TOLK_FLOAT, 1, (int64_t[]){1}, (float[]){4});
+  if (tm_run_ok(&m, "split uneven")) {
+    tm_expect("split 0", m.out[0], TOLK_FLOAT, 1, (int64_t[]){2}, (float[]){0, 1});
+    tm_expect("split 1", m.out[1], TOLK_FLOAT, 1, (int64_t[]){2}, (float[]){2, 3});
+    tm_expect("split 2", m.out[2], TOLK_FLOAT, 1, (int64_t[]){1}, (float[]){4});
   }
   tm_end(&m);
 
   tm_begin(&m, "Split", 13);
   tm_in(&m, TOLK_FLOAT, 1, &n, x);
   tm_out(&m, 3);
-  run_fail(&m, TOLK_ERR_SHAPE, "split-13 unequal");
+  tm_run_fail(&m, TOLK_ERR_SHAPE, "split-13 unequal");
   tm_end(&m);
 
   tm_begin(&m, "Split", 13);
   tm_in(&m, TOLK_FLOAT, 1, &n, x);
   tm_in_ints(&m, 2, (int64_t[]){4, 2});
   tm_out(&m, 2);
-  run_fail(&m, TOLK_ERR_SHAPE, "split sum");
+  tm_run_fail(&m, TOLK_ERR_SHAPE, "split sum");
   tm_end(&m);
 
   tm_begin(&m, "Split", 11);
@@ -275,9 +235,9 @@ static void test_split(void) {
   tm_attr_int(&m, "axis", -1);
   tm_attr_ints(&m, "split", 2, (int64_t[]){1, 2});
   tm_out(&m, 2);
-  if (run_ok(&m, "split-11")) {
-    expect("split-11 0", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 1}, (float[]){0, 3});
-    expect("split-11 1", m.out[1], TOLK_FLOAT, 2, (int64_t[]){2, 2}, (float[]){1, 2, 4, 5});
+  if (tm_run_ok(&m, "split-11")) {
+    tm_expect("split-11 0", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 1}, (float[]){0, 3});
+    tm_expect("split-11 1", m.out[1], TOLK_FLOAT, 2, (int64_t[]){2, 2}, (float[]){1, 2, 4, 5});
   }
   tm_end(&m);
 }
@@ -289,7 +249,7 @@ static void trilu_case(const char *what, int upper, int64_t k, const float *want
   tm_in_i64(&m, 0, NULL, &k);
   tm_attr_int(&m, "upper", upper);
   tm_out(&m, 1);
-  if (run_ok(&m, what)) expect(what, m.out[0], TOLK_FLOAT, 2, d23, want);
+  if (tm_run_ok(&m, what)) tm_expect(what, m.out[0], TOLK_FLOAT, 2, d23, want);
   tm_end(&m);
 }
 
@@ -310,8 +270,8 @@ static void test_range(void) {
   tm_in(&m, TOLK_INT32, 0, NULL, &l);
   tm_in(&m, TOLK_INT32, 0, NULL, &d);
   tm_out(&m, 1);
-  if (run_ok(&m, "range near INT32_MAX"))
-    expect("range near INT32_MAX", m.out[0], TOLK_INT32, 1, (int64_t[]){2},
+  if (tm_run_ok(&m, "range near INT32_MAX"))
+    tm_expect("range near INT32_MAX", m.out[0], TOLK_INT32, 1, (int64_t[]){2},
            (int32_t[]){INT32_MAX - 3, INT32_MAX - 1});
   tm_end(&m);
 
@@ -321,8 +281,8 @@ static void test_range(void) {
   tm_in_i64(&m, 0, NULL, &l64);
   tm_in_i64(&m, 0, NULL, &d64);
   tm_out(&m, 1);
-  if (run_ok(&m, "range negative"))
-    expect("range negative", m.out[0], TOLK_INT64, 1, (int64_t[]){4}, (int64_t[]){10, 6, 2, -2});
+  if (tm_run_ok(&m, "range negative"))
+    tm_expect("range negative", m.out[0], TOLK_INT64, 1, (int64_t[]){4}, (int64_t[]){10, 6, 2, -2});
   tm_end(&m);
 
   s64 = INT64_MIN;
@@ -333,7 +293,7 @@ static void test_range(void) {
   tm_in_i64(&m, 0, NULL, &l64);
   tm_in_i64(&m, 0, NULL, &d64);
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_LIMIT, "range span overflow");
+  tm_run_fail(&m, TOLK_ERR_LIMIT, "range span overflow");
   tm_end(&m);
 
   float fs = 0, fl = 1, fd = 0;
@@ -342,7 +302,7 @@ static void test_range(void) {
   tm_in(&m, TOLK_FLOAT, 0, NULL, &fl);
   tm_in(&m, TOLK_FLOAT, 0, NULL, &fd);
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "range delta 0");
+  tm_run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "range delta 0");
   tm_end(&m);
 }
 
@@ -355,37 +315,37 @@ static void test_shape_ops(void) {
   tm_attr_int(&m, "start", -2);
   tm_attr_int(&m, "end", 100);
   tm_out(&m, 1);
-  if (run_ok(&m, "shape start/end"))
-    expect("shape start/end", m.out[0], TOLK_INT64, 1, (int64_t[]){2}, (int64_t[]){3, 4});
+  if (tm_run_ok(&m, "shape start/end"))
+    tm_expect("shape start/end", m.out[0], TOLK_INT64, 1, (int64_t[]){2}, (int64_t[]){3, 4});
   tm_end(&m);
 
   tm_begin(&m, "Squeeze", 13);
   tm_in(&m, TOLK_FLOAT, 3, d234, buf);
   tm_in_ints(&m, 1, (int64_t[]){1});
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_SHAPE, "squeeze non-1 dim");
+  tm_run_fail(&m, TOLK_ERR_SHAPE, "squeeze non-1 dim");
   tm_end(&m);
 
   tm_begin(&m, "Unsqueeze", 13);
   tm_in(&m, TOLK_FLOAT, 3, d234, buf);
   tm_in_ints(&m, 2, (int64_t[]){-1, 0});
   tm_out(&m, 1);
-  if (run_ok(&m, "unsqueeze"))
-    expect("unsqueeze", m.out[0], TOLK_FLOAT, 5, (int64_t[]){1, 2, 3, 4, 1}, buf);
+  if (tm_run_ok(&m, "unsqueeze"))
+    tm_expect("unsqueeze", m.out[0], TOLK_FLOAT, 5, (int64_t[]){1, 2, 3, 4, 1}, buf);
   tm_end(&m);
 
   tm_begin(&m, "Unsqueeze", 11);
   tm_in(&m, TOLK_FLOAT, 3, d234, buf);
   tm_attr_ints(&m, "axes", 2, (int64_t[]){1, -4});
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_INVALID_MODEL, "unsqueeze repeated axis");
+  tm_run_fail(&m, TOLK_ERR_INVALID_MODEL, "unsqueeze repeated axis");
   tm_end(&m);
 
   tm_begin(&m, "Expand", 13);
   tm_in(&m, TOLK_FLOAT, 3, d234, buf);
   tm_in_ints(&m, 2, (int64_t[]){2, 4});
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_SHAPE, "expand incompatible");
+  tm_run_fail(&m, TOLK_ERR_SHAPE, "expand incompatible");
   tm_end(&m);
 
   float col[2] = {1, 2};
@@ -393,8 +353,8 @@ static void test_shape_ops(void) {
   tm_in(&m, TOLK_FLOAT, 2, (int64_t[]){2, 1}, col);
   tm_in_ints(&m, 3, (int64_t[]){2, 1, 3});
   tm_out(&m, 1);
-  if (run_ok(&m, "expand"))
-    expect("expand", m.out[0], TOLK_FLOAT, 3, (int64_t[]){2, 2, 3},
+  if (tm_run_ok(&m, "expand"))
+    tm_expect("expand", m.out[0], TOLK_FLOAT, 3, (int64_t[]){2, 2, 3},
            (float[]){1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2});
   tm_end(&m);
 
@@ -402,23 +362,23 @@ static void test_shape_ops(void) {
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_in_ints(&m, 2, (int64_t[]){2, 2});
   tm_out(&m, 1);
-  if (run_ok(&m, "tile"))
-    expect("tile", m.out[0], TOLK_FLOAT, 2, (int64_t[]){4, 6},
+  if (tm_run_ok(&m, "tile"))
+    tm_expect("tile", m.out[0], TOLK_FLOAT, 2, (int64_t[]){4, 6},
            (float[]){0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5, 0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5});
   tm_end(&m);
 
   tm_begin(&m, "Transpose", 13);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_out(&m, 1);
-  if (run_ok(&m, "transpose"))
-    expect("transpose", m.out[0], TOLK_FLOAT, 2, (int64_t[]){3, 2}, (float[]){0, 3, 1, 4, 2, 5});
+  if (tm_run_ok(&m, "transpose"))
+    tm_expect("transpose", m.out[0], TOLK_FLOAT, 2, (int64_t[]){3, 2}, (float[]){0, 3, 1, 4, 2, 5});
   tm_end(&m);
 
   tm_begin(&m, "Transpose", 13);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_attr_ints(&m, "perm", 2, (int64_t[]){0, 0});
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_INVALID_MODEL, "transpose bad perm");
+  tm_run_fail(&m, TOLK_ERR_INVALID_MODEL, "transpose bad perm");
   tm_end(&m);
 
   tm_begin(&m, "Concat", 13);
@@ -427,8 +387,8 @@ static void test_shape_ops(void) {
   tm_in(&m, TOLK_FLOAT, 2, (int64_t[]){2, 1}, col);
   tm_attr_int(&m, "axis", -1);
   tm_out(&m, 1);
-  if (run_ok(&m, "concat"))
-    expect("concat", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 4}, (float[]){0, 1, 2, 1, 3, 4, 5, 2});
+  if (tm_run_ok(&m, "concat"))
+    tm_expect("concat", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 4}, (float[]){0, 1, 2, 1, 3, 4, 5, 2});
   tm_end(&m);
 
   tm_begin(&m, "Concat", 13);
@@ -436,7 +396,7 @@ static void test_shape_ops(void) {
   tm_in(&m, TOLK_FLOAT, 2, (int64_t[]){1, 2}, col);
   tm_attr_int(&m, "axis", 0);
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_SHAPE, "concat mismatch");
+  tm_run_fail(&m, TOLK_ERR_SHAPE, "concat mismatch");
   tm_end(&m);
 
   int64_t k = 3;
@@ -445,16 +405,16 @@ static void test_shape_ops(void) {
   tm_attr_int(&m, "k", k);
   tm_attr_int(&m, "dtype", TOLK_INT32);
   tm_out(&m, 1);
-  if (run_ok(&m, "eyelike off"))
-    expect("eyelike off", m.out[0], TOLK_INT32, 2, d23, (int32_t[]){0, 0, 0, 0, 0, 0});
+  if (tm_run_ok(&m, "eyelike off"))
+    tm_expect("eyelike off", m.out[0], TOLK_INT32, 2, d23, (int32_t[]){0, 0, 0, 0, 0, 0});
   tm_end(&m);
 
   tm_begin(&m, "EyeLike", 9);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_attr_int(&m, "k", -1);
   tm_out(&m, 1);
-  if (run_ok(&m, "eyelike -1"))
-    expect("eyelike -1", m.out[0], TOLK_FLOAT, 2, d23, (float[]){0, 0, 0, 1, 0, 0});
+  if (tm_run_ok(&m, "eyelike -1"))
+    tm_expect("eyelike -1", m.out[0], TOLK_FLOAT, 2, d23, (float[]){0, 0, 0, 1, 0, 0});
   tm_end(&m);
 
   /* DepthToSpace CRD against its definition */
@@ -465,12 +425,12 @@ static void test_shape_ops(void) {
   tm_attr_int(&m, "blocksize", 2);
   tm_attr_str(&m, "mode", "CRD");
   tm_out(&m, 1);
-  if (run_ok(&m, "depthtospace crd")) {
+  if (tm_run_ok(&m, "depthtospace crd")) {
     float want[16];
     for (int h = 0; h < 4; h++)
       for (int w = 0; w < 4; w++) /* channel (h%2)*2 + w%2 of the one output channel */
         want[h * 4 + w] = dx[((h % 2) * 2 + w % 2) * 4 + (h / 2) * 2 + w / 2];
-    expect("depthtospace crd", m.out[0], TOLK_FLOAT, 4, (int64_t[]){1, 1, 4, 4}, want);
+    tm_expect("depthtospace crd", m.out[0], TOLK_FLOAT, 4, (int64_t[]){1, 1, 4, 4}, want);
   }
   tm_end(&m);
 
@@ -479,12 +439,12 @@ static void test_shape_ops(void) {
   tm_in(&m, TOLK_FLOAT, 4, (int64_t[]){1, 1, 4, 4}, dx);
   tm_attr_int(&m, "blocksize", 2);
   tm_out(&m, 1);
-  if (run_ok(&m, "spacetodepth")) {
+  if (tm_run_ok(&m, "spacetodepth")) {
     float want[16];
     for (int c = 0; c < 4; c++)
       for (int h = 0; h < 2; h++)
         for (int w = 0; w < 2; w++) want[c * 4 + h * 2 + w] = dx[(h * 2 + c / 2) * 4 + w * 2 + c % 2];
-    expect("spacetodepth", m.out[0], TOLK_FLOAT, 4, (int64_t[]){1, 4, 2, 2}, want);
+    tm_expect("spacetodepth", m.out[0], TOLK_FLOAT, 4, (int64_t[]){1, 4, 2, 2}, want);
   }
   tm_end(&m);
 
@@ -493,16 +453,16 @@ static void test_shape_ops(void) {
   tm_in_ints(&m, 2, (int64_t[]){2, 2});
   tm_attr_tensor(&m, "value", TOLK_FLOAT, 1, (int64_t[]){1}, &z);
   tm_out(&m, 1);
-  if (run_ok(&m, "constantofshape"))
-    expect("constantofshape", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 2}, (float[]){z, z, z, z});
+  if (tm_run_ok(&m, "constantofshape"))
+    tm_expect("constantofshape", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 2}, (float[]){z, z, z, z});
   tm_end(&m);
 
   tm_begin(&m, "Dropout", 13);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_out(&m, 2);
-  if (run_ok(&m, "dropout")) {
-    expect("dropout", m.out[0], TOLK_FLOAT, 2, d23, x23);
-    expect("dropout mask", m.out[1], TOLK_BOOL, 2, d23, (uint8_t[]){1, 1, 1, 1, 1, 1});
+  if (tm_run_ok(&m, "dropout")) {
+    tm_expect("dropout", m.out[0], TOLK_FLOAT, 2, d23, x23);
+    tm_expect("dropout mask", m.out[1], TOLK_BOOL, 2, d23, (uint8_t[]){1, 1, 1, 1, 1, 1});
   }
   tm_end(&m);
 }

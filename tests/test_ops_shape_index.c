@@ -14,44 +14,6 @@
 #include "ops_model.h"
 #include "testutil.h"
 
-static void expect(const char *what, const tolk_tensor *t, tolk_dtype dt, int rank,
-                   const int64_t *dims, const void *data) {
-  CHECK_MSG(t != NULL, "%s: no output", what);
-  if (!t) return;
-  CHECK_MSG(tolk_tensor_dtype(t) == dt, "%s: dtype %d", what, tolk_tensor_dtype(t));
-  CHECK_MSG(tolk_tensor_rank(t) == rank, "%s: rank %d vs %d", what, tolk_tensor_rank(t), rank);
-  if (tolk_tensor_rank(t) != rank) return;
-  bool same = true;
-  for (int i = 0; i < rank; i++) same = same && tolk_tensor_dims(t)[i] == dims[i];
-  CHECK_MSG(same, "%s: dims differ", what);
-  if (!same) return;
-  size_t n = tolk_tensor_nbytes(t);
-  bool eq = n == 0 || memcmp(tolk_tensor_data(t), data, n) == 0;
-  CHECK_MSG(eq, "%s: values differ", what);
-  if (!eq && dt == TOLK_FLOAT) {
-    const float *g = tolk_tensor_data(t);
-    for (size_t i = 0; i < n / 4; i++) fprintf(stderr, "  [%zu] %g vs %g\n", i, g[i], ((const float *)data)[i]);
-  }
-  if (!eq && dt == TOLK_INT64) {
-    const int64_t *g = tolk_tensor_data(t);
-    for (size_t i = 0; i < n / 8; i++)
-      fprintf(stderr, "  [%zu] %lld vs %lld\n", i, (long long)g[i], (long long)((const int64_t *)data)[i]);
-  }
-}
-
-static bool run_ok(struct tmodel *m, const char *what) {
-  tolk_error err = {0};
-  tolk_status st = tm_run(m, &err);
-  CHECK_MSG(st == TOLK_OK, "%s: %s", what, err.message);
-  return st == TOLK_OK;
-}
-
-static void run_fail(struct tmodel *m, tolk_status want, const char *what) {
-  tolk_error err = {0};
-  tolk_status st = tm_run(m, &err);
-  CHECK_MSG(st == want, "%s: status %d (%s), want %d", what, st, err.message, want);
-}
-
 static const float x23[6] = {0, 1, 2, 3, 4, 5};
 static const int64_t d23[2] = {2, 3};
 
@@ -63,8 +25,8 @@ static void gather_case(const char *what, int64_t axis, int64_t n, const int64_t
   tm_in_ints(&m, n, idx);
   tm_attr_int(&m, "axis", axis);
   tm_out(&m, 1);
-  if (want_st) run_fail(&m, want_st, what);
-  else if (run_ok(&m, what)) expect(what, m.out[0], TOLK_FLOAT, rank, dims, want);
+  if (want_st) tm_run_fail(&m, want_st, what);
+  else if (tm_run_ok(&m, what)) tm_expect(what, m.out[0], TOLK_FLOAT, rank, dims, want);
   tm_end(&m);
 }
 
@@ -87,8 +49,8 @@ static void test_gather(void) {
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_in(&m, TOLK_INT32, 0, NULL, &i1);
   tm_out(&m, 1);
-  if (run_ok(&m, "gather scalar"))
-    expect("gather scalar", m.out[0], TOLK_FLOAT, 1, (int64_t[]){3}, (float[]){3, 4, 5});
+  if (tm_run_ok(&m, "gather scalar"))
+    tm_expect("gather scalar", m.out[0], TOLK_FLOAT, 1, (int64_t[]){3}, (float[]){3, 4, 5});
   tm_end(&m);
 
   /* GatherElements */
@@ -97,8 +59,8 @@ static void test_gather(void) {
   tm_in_i64(&m, 2, (int64_t[]){2, 2}, (int64_t[]){2, -3, 1, 0});
   tm_attr_int(&m, "axis", 1);
   tm_out(&m, 1);
-  if (run_ok(&m, "gather_elements"))
-    expect("gather_elements", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 2}, (float[]){2, 0, 4, 3});
+  if (tm_run_ok(&m, "gather_elements"))
+    tm_expect("gather_elements", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 2}, (float[]){2, 0, 4, 3});
   tm_end(&m);
 
   tm_begin(&m, "GatherElements", 13);
@@ -106,7 +68,7 @@ static void test_gather(void) {
   tm_in_i64(&m, 2, (int64_t[]){2, 1}, (int64_t[]){0, 2});
   tm_attr_int(&m, "axis", 0);
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "gather_elements out of range");
+  tm_run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "gather_elements out of range");
   tm_end(&m);
 
   tm_begin(&m, "GatherElements", 13);
@@ -114,7 +76,7 @@ static void test_gather(void) {
   tm_in_i64(&m, 2, (int64_t[]){3, 1}, (int64_t[]){0, 0, 0});
   tm_attr_int(&m, "axis", 1);
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_SHAPE, "gather_elements indices larger than data");
+  tm_run_fail(&m, TOLK_ERR_SHAPE, "gather_elements indices larger than data");
   tm_end(&m);
 
   /* GatherND with batch_dims = 1: data [2, 3], indices [2, 1] */
@@ -123,22 +85,22 @@ static void test_gather(void) {
   tm_in_i64(&m, 2, (int64_t[]){2, 1}, (int64_t[]){2, -3});
   tm_attr_int(&m, "batch_dims", 1);
   tm_out(&m, 1);
-  if (run_ok(&m, "gathernd batch"))
-    expect("gathernd batch", m.out[0], TOLK_FLOAT, 1, (int64_t[]){2}, (float[]){2, 3});
+  if (tm_run_ok(&m, "gathernd batch"))
+    tm_expect("gathernd batch", m.out[0], TOLK_FLOAT, 1, (int64_t[]){2}, (float[]){2, 3});
   tm_end(&m);
 
   tm_begin(&m, "GatherND", 13);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_in_i64(&m, 2, (int64_t[]){2, 2}, (int64_t[]){1, 2, 2, 0});
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "gathernd out of range");
+  tm_run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "gathernd out of range");
   tm_end(&m);
 
   tm_begin(&m, "GatherND", 13);
   tm_in(&m, TOLK_FLOAT, 2, d23, x23);
   tm_in_i64(&m, 2, (int64_t[]){1, 3}, (int64_t[]){0, 0, 0});
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_SHAPE, "gathernd tuple too long");
+  tm_run_fail(&m, TOLK_ERR_SHAPE, "gathernd tuple too long");
   tm_end(&m);
 }
 
@@ -152,8 +114,8 @@ static void test_scatter(void) {
   tm_attr_int(&m, "axis", 1);
   tm_attr_str(&m, "reduction", "add");
   tm_out(&m, 1);
-  if (run_ok(&m, "scatter add"))
-    expect("scatter add", m.out[0], TOLK_FLOAT, 2, d23, (float[]){0, 31, 32, 3, 4, 5});
+  if (tm_run_ok(&m, "scatter add"))
+    tm_expect("scatter add", m.out[0], TOLK_FLOAT, 2, d23, (float[]){0, 31, 32, 3, 4, 5});
   tm_end(&m);
 
   tm_begin(&m, "ScatterElements", 18);
@@ -162,8 +124,8 @@ static void test_scatter(void) {
   tm_in(&m, TOLK_INT64, 1, (int64_t[]){3}, (int64_t[]){7, 9, 1});
   tm_attr_str(&m, "reduction", "max");
   tm_out(&m, 1);
-  if (run_ok(&m, "scatter max"))
-    expect("scatter max", m.out[0], TOLK_INT64, 1, (int64_t[]){3}, (int64_t[]){9, 5, 5});
+  if (tm_run_ok(&m, "scatter max"))
+    tm_expect("scatter max", m.out[0], TOLK_INT64, 1, (int64_t[]){3}, (int64_t[]){9, 5, 5});
   tm_end(&m);
 
   tm_begin(&m, "ScatterElements", 16);
@@ -172,7 +134,7 @@ static void test_scatter(void) {
   tm_in(&m, TOLK_FLOAT, 2, (int64_t[]){1, 1}, (float[]){1});
   tm_attr_int(&m, "axis", 1);
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "scatter out of range");
+  tm_run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "scatter out of range");
   tm_end(&m);
 
   tm_begin(&m, "ScatterElements", 16);
@@ -181,7 +143,7 @@ static void test_scatter(void) {
   tm_in(&m, TOLK_FLOAT, 2, (int64_t[]){1, 1}, (float[]){1});
   tm_attr_str(&m, "reduction", "max");
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_INVALID_MODEL, "max before opset 18");
+  tm_run_fail(&m, TOLK_ERR_INVALID_MODEL, "max before opset 18");
   tm_end(&m);
 
   /* ScatterND: rows, with mul and a duplicate */
@@ -191,8 +153,8 @@ static void test_scatter(void) {
   tm_in(&m, TOLK_FLOAT, 2, (int64_t[]){2, 3}, (float[]){2, 2, 2, 10, 10, 10});
   tm_attr_str(&m, "reduction", "mul");
   tm_out(&m, 1);
-  if (run_ok(&m, "scatternd mul"))
-    expect("scatternd mul", m.out[0], TOLK_FLOAT, 2, d23, (float[]){0, 1, 2, 60, 80, 100});
+  if (tm_run_ok(&m, "scatternd mul"))
+    tm_expect("scatternd mul", m.out[0], TOLK_FLOAT, 2, d23, (float[]){0, 1, 2, 60, 80, 100});
   tm_end(&m);
 
   tm_begin(&m, "ScatterND", 13);
@@ -200,7 +162,7 @@ static void test_scatter(void) {
   tm_in_i64(&m, 2, (int64_t[]){1, 2}, (int64_t[]){1, -4});
   tm_in(&m, TOLK_FLOAT, 1, (int64_t[]){1}, (float[]){9});
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "scatternd out of range");
+  tm_run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "scatternd out of range");
   tm_end(&m);
 
   tm_begin(&m, "ScatterND", 13);
@@ -208,7 +170,7 @@ static void test_scatter(void) {
   tm_in_i64(&m, 2, (int64_t[]){1, 1}, (int64_t[]){1});
   tm_in(&m, TOLK_FLOAT, 2, (int64_t[]){1, 2}, (float[]){9, 9});
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_SHAPE, "scatternd updates shape");
+  tm_run_fail(&m, TOLK_ERR_SHAPE, "scatternd updates shape");
   tm_end(&m);
 }
 
@@ -220,9 +182,9 @@ static void topk_case(const char *what, int64_t n, const float *x, int64_t k, in
   tm_in_ints(&m, 1, &k);
   tm_attr_int(&m, "largest", largest);
   tm_out(&m, 2);
-  if (run_ok(&m, what)) {
-    expect(what, m.out[0], TOLK_FLOAT, 1, &k, want_v);
-    expect(what, m.out[1], TOLK_INT64, 1, &k, want_i);
+  if (tm_run_ok(&m, what)) {
+    tm_expect(what, m.out[0], TOLK_FLOAT, 1, &k, want_v);
+    tm_expect(what, m.out[1], TOLK_INT64, 1, &k, want_i);
   }
   tm_end(&m);
 }
@@ -245,7 +207,7 @@ static void test_topk(void) {
   tm_in(&m, TOLK_FLOAT, 1, &n, x23);
   tm_in_ints(&m, 1, &k);
   tm_out(&m, 2);
-  run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "topk k > n");
+  tm_run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "topk k > n");
   tm_end(&m);
 
   /* along axis 0 of a matrix */
@@ -255,9 +217,9 @@ static void test_topk(void) {
   tm_in_ints(&m, 1, &k);
   tm_attr_int(&m, "axis", 0);
   tm_out(&m, 2);
-  if (run_ok(&m, "topk axis 0")) {
-    expect("topk axis 0", m.out[0], TOLK_FLOAT, 2, (int64_t[]){1, 3}, (float[]){3, 4, 5});
-    expect("topk axis 0", m.out[1], TOLK_INT64, 2, (int64_t[]){1, 3}, (int64_t[]){1, 1, 1});
+  if (tm_run_ok(&m, "topk axis 0")) {
+    tm_expect("topk axis 0", m.out[0], TOLK_FLOAT, 2, (int64_t[]){1, 3}, (float[]){3, 4, 5});
+    tm_expect("topk axis 0", m.out[1], TOLK_INT64, 2, (int64_t[]){1, 3}, (int64_t[]){1, 1, 1});
   }
   tm_end(&m);
 }
@@ -271,18 +233,18 @@ static void test_unique(void) {
     tm_in(&m, TOLK_FLOAT, 1, &n, x);
     tm_attr_int(&m, "sorted", sorted);
     tm_out(&m, 4);
-    if (run_ok(&m, "unique")) {
+    if (tm_run_ok(&m, "unique")) {
       int64_t u = 4;
       if (sorted) {
-        expect("unique y", m.out[0], TOLK_FLOAT, 1, &u, (float[]){1, 2, 3, 4});
-        expect("unique idx", m.out[1], TOLK_INT64, 1, &u, (int64_t[]){1, 0, 3, 4});
-        expect("unique inv", m.out[2], TOLK_INT64, 1, &n, (int64_t[]){1, 0, 0, 2, 3, 2});
-        expect("unique cnt", m.out[3], TOLK_INT64, 1, &u, (int64_t[]){2, 1, 2, 1});
+        tm_expect("unique y", m.out[0], TOLK_FLOAT, 1, &u, (float[]){1, 2, 3, 4});
+        tm_expect("unique idx", m.out[1], TOLK_INT64, 1, &u, (int64_t[]){1, 0, 3, 4});
+        tm_expect("unique inv", m.out[2], TOLK_INT64, 1, &n, (int64_t[]){1, 0, 0, 2, 3, 2});
+        tm_expect("unique cnt", m.out[3], TOLK_INT64, 1, &u, (int64_t[]){2, 1, 2, 1});
       } else {
-        expect("unique y", m.out[0], TOLK_FLOAT, 1, &u, (float[]){2, 1, 3, 4});
-        expect("unique idx", m.out[1], TOLK_INT64, 1, &u, (int64_t[]){0, 1, 3, 4});
-        expect("unique inv", m.out[2], TOLK_INT64, 1, &n, (int64_t[]){0, 1, 1, 2, 3, 2});
-        expect("unique cnt", m.out[3], TOLK_INT64, 1, &u, (int64_t[]){1, 2, 2, 1});
+        tm_expect("unique y", m.out[0], TOLK_FLOAT, 1, &u, (float[]){2, 1, 3, 4});
+        tm_expect("unique idx", m.out[1], TOLK_INT64, 1, &u, (int64_t[]){0, 1, 3, 4});
+        tm_expect("unique inv", m.out[2], TOLK_INT64, 1, &n, (int64_t[]){0, 1, 1, 2, 3, 2});
+        tm_expect("unique cnt", m.out[3], TOLK_INT64, 1, &u, (int64_t[]){1, 2, 2, 1});
       }
     }
     tm_end(&m);
@@ -293,9 +255,9 @@ static void test_unique(void) {
   tm_in(&m, TOLK_INT64, 2, (int64_t[]){3, 2}, (int64_t[]){1, 0, 0, 1, 1, 0});
   tm_attr_int(&m, "axis", 0);
   tm_out(&m, 4);
-  if (run_ok(&m, "unique axis")) {
-    expect("unique axis y", m.out[0], TOLK_INT64, 2, (int64_t[]){2, 2}, (int64_t[]){0, 1, 1, 0});
-    expect("unique axis inv", m.out[2], TOLK_INT64, 1, (int64_t[]){3}, (int64_t[]){1, 0, 1});
+  if (tm_run_ok(&m, "unique axis")) {
+    tm_expect("unique axis y", m.out[0], TOLK_INT64, 2, (int64_t[]){2, 2}, (int64_t[]){0, 1, 1, 0});
+    tm_expect("unique axis inv", m.out[2], TOLK_INT64, 1, (int64_t[]){3}, (int64_t[]){1, 0, 1});
   }
   tm_end(&m);
 }
@@ -309,8 +271,8 @@ static void test_misc(void) {
   tm_attr_int(&m, "exclusive", 1);
   tm_attr_int(&m, "reverse", 1);
   tm_out(&m, 1);
-  if (run_ok(&m, "cumsum excl rev"))
-    expect("cumsum excl rev", m.out[0], TOLK_FLOAT, 2, d23, (float[]){3, 2, 0, 9, 5, 0});
+  if (tm_run_ok(&m, "cumsum excl rev"))
+    tm_expect("cumsum excl rev", m.out[0], TOLK_FLOAT, 2, d23, (float[]){3, 2, 0, 9, 5, 0});
   tm_end(&m);
 
   tm_begin(&m, "CumSum", 14);
@@ -318,8 +280,8 @@ static void test_misc(void) {
   axis = 0;
   tm_in_i64(&m, 0, NULL, &axis);
   tm_out(&m, 1);
-  if (run_ok(&m, "cumsum wraps"))
-    expect("cumsum wraps", m.out[0], TOLK_INT32, 1, (int64_t[]){3},
+  if (tm_run_ok(&m, "cumsum wraps"))
+    tm_expect("cumsum wraps", m.out[0], TOLK_INT32, 1, (int64_t[]){3},
            (int32_t[]){INT32_MAX, INT32_MIN, INT32_MIN + 1});
   tm_end(&m);
 
@@ -331,16 +293,16 @@ static void test_misc(void) {
   tm_in(&m, TOLK_FLOAT, 1, (int64_t[]){2}, (float[]){0, 1});
   tm_attr_int(&m, "axis", 0);
   tm_out(&m, 1);
-  if (run_ok(&m, "onehot"))
-    expect("onehot", m.out[0], TOLK_FLOAT, 2, (int64_t[]){3, 4},
+  if (tm_run_ok(&m, "onehot"))
+    tm_expect("onehot", m.out[0], TOLK_FLOAT, 2, (int64_t[]){3, 4},
            (float[]){1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0});
   tm_end(&m);
 
   tm_begin(&m, "NonZero", 13);
   tm_in(&m, TOLK_FLOAT, 2, (int64_t[]){2, 2}, (float[]){0, -0.0f, 3, 1});
   tm_out(&m, 1);
-  if (run_ok(&m, "nonzero"))
-    expect("nonzero", m.out[0], TOLK_INT64, 2, (int64_t[]){2, 2}, (int64_t[]){1, 1, 0, 1});
+  if (tm_run_ok(&m, "nonzero"))
+    tm_expect("nonzero", m.out[0], TOLK_INT64, 2, (int64_t[]){2, 2}, (int64_t[]){1, 1, 0, 1});
   tm_end(&m);
 
   tm_begin(&m, "Compress", 11);
@@ -348,8 +310,8 @@ static void test_misc(void) {
   tm_in(&m, TOLK_BOOL, 1, (int64_t[]){2}, (uint8_t[]){0, 1});
   tm_attr_int(&m, "axis", 1);
   tm_out(&m, 1);
-  if (run_ok(&m, "compress"))
-    expect("compress", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 1}, (float[]){1, 4});
+  if (tm_run_ok(&m, "compress"))
+    tm_expect("compress", m.out[0], TOLK_FLOAT, 2, (int64_t[]){2, 1}, (float[]){1, 4});
   tm_end(&m);
 
   tm_begin(&m, "Compress", 11);
@@ -357,22 +319,22 @@ static void test_misc(void) {
   tm_in(&m, TOLK_BOOL, 1, (int64_t[]){4}, (uint8_t[]){0, 0, 0, 1});
   tm_attr_int(&m, "axis", 1);
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_SHAPE, "compress past the axis");
+  tm_run_fail(&m, TOLK_ERR_SHAPE, "compress past the axis");
   tm_end(&m);
 
   tm_begin(&m, "ReverseSequence", 10);
   tm_in(&m, TOLK_FLOAT, 2, (int64_t[]){3, 2}, x23);
   tm_in_ints(&m, 2, (int64_t[]){3, 2});
   tm_out(&m, 1);
-  if (run_ok(&m, "reverse_sequence"))
-    expect("reverse_sequence", m.out[0], TOLK_FLOAT, 2, (int64_t[]){3, 2}, (float[]){4, 3, 2, 1, 0, 5});
+  if (tm_run_ok(&m, "reverse_sequence"))
+    tm_expect("reverse_sequence", m.out[0], TOLK_FLOAT, 2, (int64_t[]){3, 2}, (float[]){4, 3, 2, 1, 0, 5});
   tm_end(&m);
 
   tm_begin(&m, "ReverseSequence", 10);
   tm_in(&m, TOLK_FLOAT, 2, (int64_t[]){3, 2}, x23);
   tm_in_ints(&m, 2, (int64_t[]){4, 2});
   tm_out(&m, 1);
-  run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "reverse_sequence length past time");
+  tm_run_fail(&m, TOLK_ERR_INVALID_ARGUMENT, "reverse_sequence length past time");
   tm_end(&m);
 }
 
