@@ -123,23 +123,33 @@ static float *to_f32(struct op_ctx *c, const double *v, int64_t n) {
   return o;
 }
 
+/* LayerNormalization's and RMSNormalization's `axis`: x viewed as rows × n,
+ * normalised over the dims from axis on. */
+static tolk_status norm_axis(struct op_ctx *c, const struct tensor *x, int *axis, int64_t *rows,
+                             int64_t *n) {
+  int64_t a_attr = ir_attr_int(c->node, "axis", -1);
+  if (!nn_axis(a_attr, x->rank, axis))
+    return op_fail(c, TOLK_ERR_INVALID_ARGUMENT, "axis %lld is out of range for rank %d",
+                   (long long)a_attr, x->rank);
+  *rows = *n = 1;
+  for (int d = 0; d < x->rank; d++) {
+    if (d < *axis)
+      *rows *= x->dims[d];
+    else
+      *n *= x->dims[d];
+  }
+  return TOLK_OK;
+}
+
 static tolk_status run_layernorm(struct op_ctx *c) {
   const struct tensor *x = op_in(c, 0), *sc = op_in(c, 1), *bi = op_in(c, 2);
   if (need_float(c, x, "X") || need_float(c, sc, "Scale") || (bi && need_float(c, bi, "B")))
     return nn_status(c);
   int rank = x->rank, axis;
-  int64_t a_attr = ir_attr_int(c->node, "axis", -1);
-  if (!nn_axis(a_attr, rank, &axis))
-    return op_fail(c, TOLK_ERR_INVALID_ARGUMENT, "axis %lld is out of range for rank %d",
-                   (long long)a_attr, rank);
-  float eps = ir_attr_float(c->node, "epsilon", 1e-5f);
   int64_t rows = 1, n = 1;
-  for (int d = 0; d < rank; d++) {
-    if (d < axis)
-      rows *= x->dims[d];
-    else
-      n *= x->dims[d];
-  }
+  tolk_status st = norm_axis(c, x, &axis, &rows, &n);
+  if (st) return st;
+  float eps = ir_attr_float(c->node, "epsilon", 1e-5f);
   const int64_t *nd = x->dims + axis;
   int nr = rank - axis;
   struct tensor *y = op_output(c, 0, x->dtype, rank, x->dims);
@@ -221,18 +231,10 @@ static tolk_status run_rmsnorm(struct op_ctx *c) {
   const struct tensor *x = op_in(c, 0), *sc = op_in(c, 1);
   if (need_float(c, x, "X") || need_float(c, sc, "scale")) return nn_status(c);
   int rank = x->rank, axis;
-  int64_t a_attr = ir_attr_int(c->node, "axis", -1);
-  if (!nn_axis(a_attr, rank, &axis))
-    return op_fail(c, TOLK_ERR_INVALID_ARGUMENT, "axis %lld is out of range for rank %d",
-                   (long long)a_attr, rank);
-  float eps = ir_attr_float(c->node, "epsilon", 1e-5f);
   int64_t rows = 1, n = 1;
-  for (int d = 0; d < rank; d++) {
-    if (d < axis)
-      rows *= x->dims[d];
-    else
-      n *= x->dims[d];
-  }
+  tolk_status st = norm_axis(c, x, &axis, &rows, &n);
+  if (st) return st;
+  float eps = ir_attr_float(c->node, "epsilon", 1e-5f);
   const int64_t *nd = x->dims + axis;
   int nr = rank - axis;
   struct tensor *y = op_output(c, 0, x->dtype, rank, x->dims);
