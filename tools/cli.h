@@ -7,6 +7,8 @@
 #ifndef TOLK_CLI_H
 #define TOLK_CLI_H
 
+#include <stdbool.h>
+
 #include "tolk.h"
 
 struct cli_command {
@@ -30,6 +32,10 @@ int cmd_info(int argc, char **argv);
  * *why to where it came from ("$TOLK_MODEL", "bundled default"). NULL when
  * there is none. */
 const char *cli_default_model(const char **why);
+
+/* Parses all of s as a decimal integer in [lo, hi] into *out; false (out
+ * untouched) for anything else: empty, trailing text, overflow, out of range. */
+bool cli_parse_long(const char *s, long lo, long hi, long *out);
 
 /* Prints "tolk VERB: message" for a failed library call to stderr; returns 2. */
 int cli_fail(const char *verb, const tolk_error *err);

@@ -251,8 +251,8 @@ int cmd_run(int argc, char **argv) {
       }
       if (a[2] == 'a') atol = v; else rtol = v;
     } else if ((!strcmp(a, "--repeat") || !strcmp(a, "--threads")) && more) {
-      long v = strtol(argv[++i], &end, 10);
-      if (!end || *end || v < 0 || v > 1000000) {
+      long v;
+      if (!cli_parse_long(argv[++i], 0, 1000000, &v)) {
         fprintf(stderr, "tolk run: %s wants a count\n", a);
         goto done;
       }

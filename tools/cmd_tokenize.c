@@ -44,15 +44,6 @@ static void detokenize_usage(FILE *f) {
           "  --source            decode with source.spm\n");
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return -1;
-  *out = v;
-  return 0;
-}
-
 /* Parses the options shared by both verbs; returns the index of the first
  * positional argument, or -1 after printing an error. */
 static int parse_opts(int argc, char **argv, bool detok, struct tok_opts *o) {
@@ -67,7 +58,7 @@ static int parse_opts(int argc, char **argv, bool detok, struct tok_opts *o) {
     else if (!detok && !strcmp(a, "--json")) o->json = true;
     else if (!detok && !strcmp(a, "--target")) o->flags |= TOLK_TOKENIZE_TARGET;
     else if (!detok && !strcmp(a, "--no-eos")) o->flags |= TOLK_TOKENIZE_NO_EOS;
-    else if (!detok && !strcmp(a, "--max-length") && i + 1 < argc && !parse_int(argv[i + 1], -1, 1 << 30, &v)) {
+    else if (!detok && !strcmp(a, "--max-length") && i + 1 < argc && cli_parse_long(argv[i + 1], -1, 1 << 30, &v)) {
       o->max_length = (int)v;
       i++;
     } else if (detok && !strcmp(a, "--keep-special")) o->keep_special = true;
@@ -196,7 +187,7 @@ static int print_decoding(const tolk_tokenizer *tok, const struct tok_opts *o, c
       buf[k++] = line[i++];
     buf[k] = '\0';
     long v;
-    if (parse_int(buf, -2147483647L - 1, 2147483647L, &v)) {
+    if (!cli_parse_long(buf, -2147483647L - 1, 2147483647L, &v)) {
       fprintf(stderr, "tolk detokenize: '%s' is not an id\n", buf);
       free(ids);
       return 2;

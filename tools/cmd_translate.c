@@ -53,15 +53,6 @@ static void translate_usage(FILE *f) {
           "  --resume              continue a stopped --input/--output job\n");
 }
 
-static bool parse_num(const char *s, long lo, long hi, long *out) {
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 static bool parse_float(const char *s, float *out) {
   char *end;
   errno = 0;
@@ -89,12 +80,12 @@ static int parse_translate(int argc, char **argv, struct tr_opts *o) {
     else if (!strcmp(a, "--to")) o->to = v, i++;
     else if (!strcmp(a, "--input")) o->input = v, i++;
     else if (!strcmp(a, "--output")) o->output = v, i++;
-    else if (!strcmp(a, "--beam") && parse_num(v, 1, 64, &n)) o->beam = (int)n, i++;
-    else if (!strcmp(a, "--max-new-tokens") && parse_num(v, 1, 1 << 20, &n)) o->max_new_tokens = (int)n, i++;
-    else if (!strcmp(a, "--threads") && parse_num(v, 1, 1024, &n)) o->threads = (int)n, i++;
-    else if (!strcmp(a, "--batch-tokens") && parse_num(v, 1, 1 << 24, &n)) o->batch_tokens = (int)n, i++;
-    else if (!strcmp(a, "--top-k") && parse_num(v, 0, 1 << 24, &n)) o->top_k = (int)n, i++;
-    else if (!strcmp(a, "--seed") && parse_num(v, 0, 0x7fffffffL, &n)) o->seed = (unsigned long long)n, i++;
+    else if (!strcmp(a, "--beam") && cli_parse_long(v, 1, 64, &n)) o->beam = (int)n, i++;
+    else if (!strcmp(a, "--max-new-tokens") && cli_parse_long(v, 1, 1 << 20, &n)) o->max_new_tokens = (int)n, i++;
+    else if (!strcmp(a, "--threads") && cli_parse_long(v, 1, 1024, &n)) o->threads = (int)n, i++;
+    else if (!strcmp(a, "--batch-tokens") && cli_parse_long(v, 1, 1 << 24, &n)) o->batch_tokens = (int)n, i++;
+    else if (!strcmp(a, "--top-k") && cli_parse_long(v, 0, 1 << 24, &n)) o->top_k = (int)n, i++;
+    else if (!strcmp(a, "--seed") && cli_parse_long(v, 0, 0x7fffffffL, &n)) o->seed = (unsigned long long)n, i++;
     else if (!strcmp(a, "--temperature") && parse_float(v, &o->temperature) && o->temperature > 0) i++;
     else if (!strcmp(a, "--top-p") && parse_float(v, &o->top_p) && o->top_p > 0 && o->top_p <= 1) i++;
     else goto bad;

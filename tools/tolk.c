@@ -2,6 +2,7 @@
  * tolk.c — the command-line entry point: finds the subcommand and runs it.
  * Each verb lives in tools/cmd_<verb>.c and has its own --help.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,15 @@ static const struct cli_command commands[] = {
     {"info", "describe a translation model folder: files, sizes, languages", cmd_info},
     {NULL, NULL, NULL},
 };
+
+bool cli_parse_long(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
 
 int cli_fail(const char *verb, const tolk_error *err) {
   fprintf(stderr, "tolk %s: %s: %s\n", verb, tolk_status_str(err->status), err->message);
