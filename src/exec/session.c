@@ -180,10 +180,8 @@ static tolk_status compile_subgraphs(struct compiler *cp, struct xgraph *xg,
   if (!ni->subs) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "compiling graph");
   for (size_t a = 0; a < n->n_attrs; a++) {
     const struct ir_attr *at = &n->attrs[a];
-    size_t k = at->type == IR_ATTR_GRAPH ? (at->g ? 1 : 0)
-               : at->type == IR_ATTR_GRAPHS ? at->n : 0;
-    for (size_t j = 0; j < k; j++) {
-      const struct ir_graph *sg = at->type == IR_ATTR_GRAPH ? at->g : at->graphs[j];
+    for (size_t j = 0; j < ir_attr_n_graphs(at); j++) {
+      const struct ir_graph *sg = ir_attr_graph(at, j);
       if (!sg) continue;
       tolk_status st = compile_graph(cp, sg, xg, &ni->subs[ni->n_subs]);
       if (st) {

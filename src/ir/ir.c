@@ -110,6 +110,14 @@ const struct ir_attr *ir_node_attr(const struct ir_node *n, const char *name) {
   return NULL;
 }
 
+size_t ir_attr_n_graphs(const struct ir_attr *a) {
+  return a->type == IR_ATTR_GRAPH ? 1 : a->type == IR_ATTR_GRAPHS ? a->n : 0;
+}
+
+const struct ir_graph *ir_attr_graph(const struct ir_attr *a, size_t j) {
+  return a->type == IR_ATTR_GRAPH ? a->g : a->graphs[j];
+}
+
 int64_t ir_attr_int(const struct ir_node *n, const char *name, int64_t dflt) {
   const struct ir_attr *a = ir_node_attr(n, name);
   return a ? a->i : dflt;

@@ -258,6 +258,12 @@ struct ir_value *ir_lookup(const struct ir_graph *g, const char *name);
 /* The attribute named `name`, or NULL. */
 const struct ir_attr *ir_node_attr(const struct ir_node *n, const char *name);
 
+/* The subgraphs an attribute holds: a GRAPH attribute one, a GRAPHS
+ * attribute n, any other none. ir_attr_graph(a, j) for j below that count
+ * may be NULL (a GRAPH attribute with no graph). */
+size_t ir_attr_n_graphs(const struct ir_attr *a);
+const struct ir_graph *ir_attr_graph(const struct ir_attr *a, size_t j);
+
 /* Typed attribute readers: return `dflt` when the attribute is absent. They
  * do not check the attribute's type; the checker and op preparation do. */
 int64_t ir_attr_int(const struct ir_node *n, const char *name, int64_t dflt);

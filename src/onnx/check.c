@@ -288,9 +288,8 @@ static void check_node(struct checker *k, const struct ir_graph *g, const struct
   check_schema(k, w, n);
   for (size_t i = 0; i < n->n_attrs; i++) {
     const struct ir_attr *a = &n->attrs[i];
-    size_t ng = a->type == IR_ATTR_GRAPH ? 1 : a->type == IR_ATTR_GRAPHS ? a->n : 0;
-    for (size_t j = 0; j < ng; j++) {
-      const struct ir_graph *sub = a->type == IR_ATTR_GRAPH ? a->g : a->graphs[j];
+    for (size_t j = 0; j < ir_attr_n_graphs(a); j++) {
+      const struct ir_graph *sub = ir_attr_graph(a, j);
       if (!sub) continue;
       char sp[768];
       snprintf(sp, sizeof sp, "%s / attribute '%s'%s", w, a->name, a->type == IR_ATTR_GRAPHS ? "[]" : "");

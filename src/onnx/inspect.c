@@ -107,9 +107,8 @@ static size_t walk(struct stats *s, const struct ir_graph *g) {
     count_op(s, n);
     for (size_t a = 0; a < n->n_attrs; a++) {
       const struct ir_attr *at = &n->attrs[a];
-      size_t ng = at->type == IR_ATTR_GRAPH ? 1 : at->type == IR_ATTR_GRAPHS ? at->n : 0;
-      for (size_t j = 0; j < ng; j++) {
-        const struct ir_graph *sub = at->type == IR_ATTR_GRAPH ? at->g : at->graphs[j];
+      for (size_t j = 0; j < ir_attr_n_graphs(at); j++) {
+        const struct ir_graph *sub = ir_attr_graph(at, j);
         if (!sub) continue;
         s->subs = grow(s->subs, &s->cap_subs, s->n_subs, sizeof *s->subs, &s->oom);
         if (s->n_subs >= s->cap_subs) continue;
@@ -510,9 +509,8 @@ static void dot_graph(struct dot_state *d, const struct ir_graph *g, int gid, in
     }
     for (size_t a = 0; a < n->n_attrs; a++) {
       const struct ir_attr *at = &n->attrs[a];
-      size_t ng = at->type == IR_ATTR_GRAPH ? 1 : at->type == IR_ATTR_GRAPHS ? at->n : 0;
-      for (size_t j = 0; j < ng; j++) {
-        const struct ir_graph *sub = at->type == IR_ATTR_GRAPH ? at->g : at->graphs[j];
+      for (size_t j = 0; j < ir_attr_n_graphs(at); j++) {
+        const struct ir_graph *sub = ir_attr_graph(at, j);
         if (!sub) continue;
         int sid = ++d->next_graph;
         fprintf(out, "%*ssubgraph cluster_%d {\n%*slabel=", indent, "", sid, indent + 2, "");
