@@ -15,8 +15,8 @@ Work folder (WORK, default /work/demo-train, outside the repo):
   data-*.pt   the encoded training/dev ids, cached per data + vocabulary hash
   ckpt/last.pt      model + optimiser + schedule + data position + RNG states + elapsed time (atomic writes;
                     the previous one is kept as last.prev.pt)
-  snap/step-N.pt    the model weights alone at every checkpoint, the newest --keep-snapshots kept, for
-                    --average
+  snap/step-N.pt    the model weights alone at every checkpoint (and at the end), the newest
+                    --keep-snapshots kept, for --average
   best/       HF folder of the checkpoint with the best dev chrF so far
   final/      HF folder written when the run ends (time budget, --max-steps, Ctrl-C / SIGTERM); this is what
               tools/export.py takes
@@ -607,6 +607,7 @@ def main(argv=None) -> int:
     if _stop["signal"] is None:
         do_eval()  # before the checkpoint, so that a resumed run knows it was done
     save_ckpt(ckpt_path, state_dict())
+    save_snapshot(model, work / "snap", st["step"], args.keep_snapshots)
     log(f"checkpoint: {ckpt_path} (step {st['step']})")
     save_hf(model, tok, work / "final", info())
     log(f"wrote {work / 'final'} (step {st['step']}, {fmt_time(st['elapsed'])} trained, "
