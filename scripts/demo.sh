@@ -42,7 +42,11 @@ echo "== tolk info"
 "$tolk" info
 echo
 echo "== tolk inspect (the encoder graph)"
-enc=$(ls "$model"/encoder_model.onnx "$model"/encoder_model_quantized.onnx "$model"/onnx/encoder_model*.onnx 2>/dev/null | head -n 1)
+# the first encoder graph the folder has (an int8-only bundle has just the _quantized one)
+enc=
+for f in "$model"/encoder_model.onnx "$model"/encoder_model_quantized.onnx "$model"/onnx/encoder_model*.onnx; do
+  if [[ -f $f ]]; then enc=$f; break; fi
+done
 "$tolk" inspect "$enc" | head -n 25
 echo
 cat <<'EOT'

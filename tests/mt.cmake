@@ -22,3 +22,8 @@ set_tests_properties(demo_model_info PROPERTIES LABELS unit
   PASS_REGULAR_EXPRESSION "graphs \\(int8, the only ones in the folder\\).*checksums: match tolk-manifest.json")
 add_test(NAME demo_model_translate COMMAND tolk translate -m ${_demo} "Open file")
 set_tests_properties(demo_model_translate PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "^打开文件\n$")
+# `make demo` itself (the README's first command): scripts/demo.sh on the bundled model must run to the
+# end; it stopped at the inspect step once, when the int8-only bundle had no encoder_model.onnx.
+add_test(NAME make_demo_script COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/demo.sh $<TARGET_FILE:tolk>)
+set_tests_properties(make_demo_script PROPERTIES LABELS unit ENVIRONMENT "TOLK_MODEL="
+  PASS_REGULAR_EXPRESSION "打开文件.*== tolk inspect.*encoder_model_quantized.onnx.*The real model")
