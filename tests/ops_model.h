@@ -68,19 +68,7 @@ static inline void tm_in(struct tmodel *m, tolk_dtype dt, int rank, const int64_
   tolk_tensor_create(dt, rank, dims, data, (size_t)numel * tolk_dtype_size(dt),
                      &m->in[m->n_fed], &err);
   m->in_names[m->n_fed++] = m->names[i];
-  /* ValueInfoProto{name, type{tensor_type{elem_type, shape{dim...}}}} */
-  struct pbw shape = {0}, tt = {0}, type = {0}, vi = {0};
-  for (int k = 0; k < rank; k++) {
-    struct pbw dim = {0};
-    pbw_int(&dim, 1, dims[k]);
-    pbw_msg(&shape, 1, &dim);
-  }
-  pbw_int(&tt, 1, dt);
-  pbw_msg(&tt, 2, &shape);
-  pbw_msg(&type, 1, &tt);
-  pbw_str(&vi, 1, m->names[i]);
-  pbw_msg(&vi, 2, &type);
-  pbw_msg(&m->graph, 11, &vi);
+  pbw_value_info(&m->graph, 11, m->names[i], dt, rank, dims); /* graph input */
 }
 
 static inline void tm_in_i64(struct tmodel *m, int rank, const int64_t *dims, const int64_t *data) {

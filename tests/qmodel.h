@@ -59,16 +59,6 @@ static inline int64_t qm_numel(int rank, const int64_t *dims) {
   return n;
 }
 
-/* TensorProto{dims, data_type, name, raw_data}. */
-static inline void qm_tensor_proto(struct pbw *t, const char *name, tolk_dtype dt, int rank,
-                            const int64_t *dims, const void *data) {
-  for (int k = 0; k < rank; k++) pbw_int(t, 1, dims[k]);
-  pbw_int(t, 2, dt);
-  if (name) pbw_str(t, 8, name);
-  size_t bytes = (size_t)qm_numel(rank, dims) * tolk_dtype_size(dt);
-  pbw_bytes(t, 9, data, bytes);
-}
-
 static inline const char *qm_next_name(struct qm *m) {
   int i = m->n_in++;
   snprintf(m->names[i], sizeof m->names[i], "i%d", i);
@@ -83,27 +73,15 @@ static inline void qm_in(struct qm *m, tolk_dtype dt, int rank, const int64_t *d
   size_t bytes = (size_t)qm_numel(rank, dims) * tolk_dtype_size(dt);
   if (tolk_tensor_create(dt, rank, dims, data, bytes, &m->in[m->n_fed], &err) != TOLK_OK) abort();
   m->in_names[m->n_fed++] = name;
-  struct pbw shape = {0}, tt = {0}, type = {0}, vi = {0};
-  for (int k = 0; k < rank; k++) {
-    struct pbw dim = {0};
-    pbw_int(&dim, 1, dims[k]);
-    pbw_msg(&shape, 1, &dim);
-  }
-  pbw_int(&tt, 1, dt);
-  pbw_msg(&tt, 2, &shape);
-  pbw_msg(&type, 1, &tt);
-  pbw_str(&vi, 1, name);
-  pbw_msg(&vi, 2, &type);
-  pbw_msg(&m->graph, 11, &vi);
+  pbw_value_info(&m->graph, 11, name, dt, rank, dims); /* graph input */
 }
 
 /* An initializer: a constant the session sees at creation. */
 static inline void qm_init(struct qm *m, tolk_dtype dt, int rank, const int64_t *dims,
                     const void *data) {
   const char *name = qm_next_name(m);
-  struct pbw t = {0};
-  qm_tensor_proto(&t, name, dt, rank, dims, data);
-  pbw_msg(&m->graph, 5, &t);
+  size_t bytes = (size_t)qm_numel(rank, dims) * tolk_dtype_size(dt);
+  pbw_tensor(&m->graph, 5, name, dt, rank, dims, NULL, data, bytes);
 }
 
 /* An omitted optional input. */
