@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "exec/pool.h"
+#include "core/pool.h"
 #include "kern/kern.h"
 
 #ifdef TOLK_BENCH_OPENBLAS

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "exec/pool.h"
+#include "core/pool.h"
 #include "testutil.h"
 
 struct job {

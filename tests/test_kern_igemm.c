@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "exec/pool.h"
+#include "core/pool.h"
 #include "kern/igemm.h"
 #include "testutil.h"
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/pool.h"
+#include "core/pool.h"
 #include "kern/kern.h"
 #include "testutil.h"
 

@@ -28,7 +28,7 @@
 #include "../core/core.h"
 #include "../ir/ir.h"
 #include "../ops/op.h"
-#include "pool.h"
+#include "../core/pool.h"
 
 /* Where a value lives at run time: slot `slot` of the frame of graph
  * `frame` (frames are per graph, indexed by xgraph id). */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core/core.h"
-#include "exec/pool.h"
+#include "core/pool.h"
 
 /* Element k of row/column data as int32, for either signedness. */
 static inline int32_t load_q(const void *base, int64_t idx, bool is_signed) {

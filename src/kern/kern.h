@@ -82,4 +82,18 @@ void kern_sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alph
                        const float *a, int64_t lda, const struct kern_packed_b *b,
                        float beta, float *c, int64_t ldc, struct tolk_pool *pool);
 
+/* ---------------------------------------------------------------- vmath
+ * Fast float functions (vmath.h has the method and error bounds), used by
+ * the elementwise operators and the translator's log-softmax. */
+enum kern_vm_fn { KERN_VM_EXP, KERN_VM_SIGMOID, KERN_VM_TANH, KERN_VM_ERF, KERN_VM_GELU, KERN_VM_GELU_TANH };
+
+/* y[i] = f(x[i]) for n floats (y may be x), on the best ISA available. */
+void kern_vm_f32(enum kern_vm_fn f, int64_t n, float *y, const float *x);
+/* The same at the baseline ISA: bit-identical results, for tests. */
+void kern_vm_f32_portable(enum kern_vm_fn f, int64_t n, float *y, const float *x);
+
+/* float16 ⇄ float for n elements (F16C when available), as half.h rounds. */
+void kern_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
+void kern_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
+
 #endif /* TOLK_KERN_H */

@@ -28,7 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "../exec/pool.h"
+#include "../core/pool.h"
 #include "sgemm_impl.h"
 
 /* ------------------------------------------------------------ dispatch */

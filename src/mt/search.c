@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ops/ew.h"
+#include "../kern/kern.h"
 #include "mt.h"
 
 #define NEG_INF (-INFINITY)
@@ -31,7 +31,7 @@ struct gen {
 
 /* Per row of the vocabulary (65,001 for opus-mt) every step, so it is
  * vectorised: the max and the sum in eight independent lanes, the exps by
- * ew_vm_f32 (AVX2 when present; relative error < 3e-7) a block at a time,
+ * kern_vm_f32 (AVX2 when present; relative error < 3e-7) a block at a time,
  * the sum in double. libm's exp made this a sixth of a beam search. */
 static void log_softmax(float *x, size_t n) {
   enum { BLOCK = 256, LANES = 8 };
@@ -49,7 +49,7 @@ static void log_softmax(float *x, size_t n) {
   for (size_t i = 0; i < n; i += BLOCK) {
     size_t m = n - i < BLOCK ? n - i : BLOCK;
     for (size_t j = 0; j < m; j++) e[j] = x[i + j] - mx;
-    ew_vm_f32(EW_VM_EXP, (int64_t)m, e, e);
+    kern_vm_f32(KERN_VM_EXP, (int64_t)m, e, e);
     for (size_t j = m; j < BLOCK; j++) e[j] = 0.0f;
     for (size_t j = 0; j < BLOCK; j += LANES)
       for (size_t l = 0; l < LANES; l++) lane[l] += e[j + l];

@@ -29,26 +29,26 @@ EW_FLT(EW_UN_SAME, leaky, x < 0 ? (TT)p->d[0] * x : x)
 EW_FLT(EW_UN_SAME, elu, x < 0 ? (TT)p->d[0] * expm1(x) : x)
 EW_FLT(EW_UN_SAME, selu, x <= 0 ? (TT)(p->d[1] * p->d[0]) * expm1(x) : (TT)p->d[1] * x)
 EW_FLT(EW_UN_SAME, celu, x > 0 ? x : (TT)p->d[0] * expm1(x / (TT)p->d[0]))
-/* Sigmoid, Tanh and Gelu on floats use ew_vmath.h's vectorised forms (error
+/* Sigmoid, Tanh and Gelu on floats use vmath.h's vectorised forms (error
  * bounds there); doubles use libm. */
 #define VM_KERNEL(name, vmfn, ...)                                                      \
   EW_UN_SAME(f64, double, double, TOLK_DOUBLE, name, __VA_ARGS__)                       \
   static void name##_f32(int64_t n, void *o, const void *a, const struct ew_params *p) { \
     (void)p;                                                                            \
-    ew_vm_f32(vmfn, n, o, a);                                                           \
+    kern_vm_f32(vmfn, n, o, a);                                                           \
   }
-VM_KERNEL(sigmoid, EW_VM_SIGMOID, (TT)1 / ((TT)1 + exp(-x)))
+VM_KERNEL(sigmoid, KERN_VM_SIGMOID, (TT)1 / ((TT)1 + exp(-x)))
 /* Clamp of a·x + b to [0, 1], written so NaN passes through. */
 #define UNIT_CLAMP(v) ((v) < 0 ? (TT)0 : (v) > 1 ? (TT)1 : (v))
 EW_FLT(EW_UN_SAME, hsigmoid, UNIT_CLAMP((TT)p->d[0] * x + (TT)p->d[1]))
 EW_FLT(EW_UN_SAME, hswish, x * UNIT_CLAMP(x * (TT)(1.0 / 6.0) + (TT)0.5))
-VM_KERNEL(tanh, EW_VM_TANH, tanh(x))
+VM_KERNEL(tanh, KERN_VM_TANH, tanh(x))
 #define SOFTPLUS(x) ((x) > 0 ? (x) + log1p(exp(-(x))) : log1p(exp(x)))
 EW_FLT(EW_UN_SAME, softplus, SOFTPLUS(x))
 EW_FLT(EW_UN_SAME, softsign, x / ((TT)1 + fabs(x)))
-VM_KERNEL(gelu, EW_VM_GELU, (TT)0.5 * x * ((TT)1 + erf(x * (TT)0.70710678118654752440)))
+VM_KERNEL(gelu, KERN_VM_GELU, (TT)0.5 * x * ((TT)1 + erf(x * (TT)0.70710678118654752440)))
 /* 0.7978845608… = sqrt(2 / pi) */
-VM_KERNEL(gelu_tanh, EW_VM_GELU_TANH,
+VM_KERNEL(gelu_tanh, KERN_VM_GELU_TANH,
           (TT)0.5 * x * ((TT)1 + tanh((TT)0.79788456080286535588 * (x + (TT)0.044715 * x * x * x))))
 EW_FLT(EW_UN_SAME, mish, x * tanh(SOFTPLUS(x)))
 EW_FLT(EW_UN_SAME, trelu, x > (TT)p->d[0] ? x : (TT)0)

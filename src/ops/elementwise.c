@@ -26,12 +26,12 @@
 static bool is_half(int32_t dt) { return dt == TOLK_FLOAT16 || dt == TOLK_BFLOAT16; }
 
 static void widen(int32_t dt, const void *src, float *dst, int64_t n) {
-  if (dt == TOLK_FLOAT16) ew_f16_to_f32(src, dst, n);
+  if (dt == TOLK_FLOAT16) kern_f16_to_f32(src, dst, n);
   else tolk_bf16_to_f32_n(src, dst, n);
 }
 
 static void narrow(int32_t dt, const float *src, void *dst, int64_t n) {
-  if (dt == TOLK_FLOAT16) ew_f32_to_f16(src, dst, n);
+  if (dt == TOLK_FLOAT16) kern_f32_to_f16(src, dst, n);
   else tolk_f32_to_bf16_n(src, dst, n);
 }
 

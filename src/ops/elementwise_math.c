@@ -43,17 +43,17 @@ UN_RUN(ew_op_sign, sign_def)
 
 FLOAT_OP(sqrt, "Sqrt", 0, sqrt(x))
 /* exp and erf on floats use the vectorised approximations of
- * ew_vmath.h (relative error < 5e-7); doubles use libm. */
+ * vmath.h (relative error < 5e-7); doubles use libm. */
 #define VM_OP(name, opname, vmfn, ...)                                                  \
   EW_UN_SAME(f64, double, double, TOLK_DOUBLE, name, __VA_ARGS__)                       \
   static void name##_f32(int64_t n, void *o, const void *a, const struct ew_params *p) { \
     (void)p;                                                                            \
-    ew_vm_f32(vmfn, n, o, a);                                                           \
+    kern_vm_f32(vmfn, n, o, a);                                                           \
   }                                                                                     \
   UN_DEF(name##_def, opname, EW_GRAIN_HEAVY, EW_FLT(EW_ENT, name))                      \
   UN_RUN(ew_op_##name, name##_def)
 
-VM_OP(exp, "Exp", EW_VM_EXP, exp(x))
+VM_OP(exp, "Exp", KERN_VM_EXP, exp(x))
 FLOAT_OP(log, "Log", EW_GRAIN_HEAVY, log(x))
 FLOAT_OP(reciprocal, "Reciprocal", 0, (TT)1 / x)
 FLOAT_OP(floor, "Floor", 0, floor(x))
@@ -70,4 +70,4 @@ FLOAT_OP(cosh, "Cosh", EW_GRAIN_HEAVY, cosh(x))
 FLOAT_OP(asinh, "Asinh", EW_GRAIN_HEAVY, asinh(x))
 FLOAT_OP(acosh, "Acosh", EW_GRAIN_HEAVY, acosh(x))
 FLOAT_OP(atanh, "Atanh", EW_GRAIN_HEAVY, atanh(x))
-VM_OP(erf, "Erf", EW_VM_ERF, erf(x))
+VM_OP(erf, "Erf", KERN_VM_ERF, erf(x))

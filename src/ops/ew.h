@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "broadcast.h"
+#include "../kern/kern.h"
 #include "op.h"
 
 /* Dtype codes index kernel tables: 0 .. TOLK_BFLOAT16. */
@@ -195,20 +196,6 @@ bool ew_convert(int32_t dst_dtype, void *dst, int32_t src_dtype, const void *src
 /* Scalar input i (numel 1) as double / int64, after checking it is one.
  * Used for Clip bounds and similar scalar operands. */
 tolk_status ew_scalar_f64(struct op_ctx *c, size_t i, double *out);
-
-/* --------------------------------------------------------- ew_vmath.c */
-
-/* Fast float functions (ew_vmath.h has the method and error bounds). */
-enum ew_vm_fn { EW_VM_EXP, EW_VM_SIGMOID, EW_VM_TANH, EW_VM_ERF, EW_VM_GELU, EW_VM_GELU_TANH };
-
-/* y[i] = f(x[i]) for n floats (y may be x), on the best ISA available. */
-void ew_vm_f32(enum ew_vm_fn f, int64_t n, float *y, const float *x);
-/* The same at the baseline ISA: bit-identical results, for tests. */
-void ew_vm_f32_portable(enum ew_vm_fn f, int64_t n, float *y, const float *x);
-
-/* float16 ⇄ float for n elements (F16C when available), as half.h rounds. */
-void ew_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
-void ew_f32_to_f16(const float *src, uint16_t *dst, int64_t n);
 
 /* ------------------------------------------------- run functions by file */
 

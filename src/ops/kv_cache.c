@@ -21,7 +21,7 @@
  */
 #include <string.h>
 
-#include "../exec/pool.h"
+#include "../core/pool.h"
 #include "../kern/kern.h"
 #include "matmul.h"
 #include "op.h"

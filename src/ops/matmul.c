@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "../core/half.h"
-#include "../exec/pool.h"
+#include "../core/pool.h"
 #include "../kern/kern.h"
 #include "matmul.h"
 #include "nn_util.h"

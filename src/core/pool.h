@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "../core/core.h"
+#include "core.h"
 
 struct tolk_pool;
 

@@ -1,8 +1,8 @@
 /*
- * ew_vmath.h — branch-free float approximations of exp, sigmoid, tanh, erf
+ * vmath.h — branch-free float approximations of exp, sigmoid, tanh, erf
  * and GELU, written as plain C so that the compiler vectorises the loops
- * that call them. ew_vmath.c includes this at the baseline ISA (SSE2 on
- * x86-64) and ew_vmath_avx2.c again with AVX2 + FMA; ISO C mode (-std=c11)
+ * that call them. vmath.c includes this at the baseline ISA (SSE2 on
+ * x86-64) and x86/vmath_avx2.c again with AVX2 + FMA; ISO C mode (-std=c11)
  * forbids contracting a*b+c into an FMA, so both builds give bit-identical
  * results and the tests can hold one against the other.
  *
@@ -21,8 +21,8 @@
  *            of the -x²/2 fed to exp, which matters only where |gelu| is
  *            below 1e-4); gelu_tanh likewise through 2e/(1+e).
  */
-#ifndef TOLK_OPS_EW_VMATH_H
-#define TOLK_OPS_EW_VMATH_H
+#ifndef TOLK_KERN_VMATH_H
+#define TOLK_KERN_VMATH_H
 
 #include <math.h>
 #include <stdint.h>
@@ -184,4 +184,4 @@ static inline float vm_gelu_tanh(float x) {
     for (int64_t i = 0; i < n; i++) y[i] = vm_gelu_tanh(x[i]);                           \
   }
 
-#endif /* TOLK_OPS_EW_VMATH_H */
+#endif /* TOLK_KERN_VMATH_H */

@@ -1,10 +1,10 @@
 /*
- * ew_vmath.c — the baseline-ISA build of ew_vmath.h's loops and the run-time
- * choice between it and the AVX2 build (ew_vmath_avx2.c), plus the same
+ * vmath.c — the baseline-ISA build of vmath.h's loops and the run-time
+ * choice between it and the AVX2 build (x86/vmath_avx2.c), plus the same
  * choice for float16 conversion (F16C). The choice follows
  * kern_isa_active(), so TOLK_ISA=scalar forces the portable code.
  */
-/* The selects in ew_vmath.h become blends only when GCC may evaluate both
+/* The selects in vmath.h become blends only when GCC may evaluate both
  * sides regardless of FP exceptions, which tolk never inspects; values do
  * not change (this is not -ffast-math). */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -12,18 +12,17 @@
 #endif
 
 #include "../core/half.h"
-#include "../kern/kern.h"
-#include "ew.h"
-#include "ew_vmath.h"
+#include "kern.h"
+#include "vmath.h"
 
 VM_LOOPS(portable)
 
 #if defined(__x86_64__)
 #include <cpuid.h>
 #define HAVE_AVX2_BUILD 1
-void ew_vm_f32_avx2(enum ew_vm_fn f, int64_t n, float *y, const float *x);
-void ew_f16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n);
-void ew_f32_to_f16_avx2(const float *src, uint16_t *dst, int64_t n);
+void kern_vm_f32_avx2(enum kern_vm_fn f, int64_t n, float *y, const float *x);
+void kern_f16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n);
+void kern_f32_to_f16_avx2(const float *src, uint16_t *dst, int64_t n);
 
 /* F16C: CPUID leaf 1, ECX bit 29 (every AVX2 CPU has it, but it is a bit
  * of its own; read directly as not every compiler knows the feature name). */
@@ -47,41 +46,41 @@ static bool use_avx2(void) {
 static bool use_avx2(void) { return false; }
 #endif
 
-void ew_vm_f32_portable(enum ew_vm_fn f, int64_t n, float *y, const float *x) {
+void kern_vm_f32_portable(enum kern_vm_fn f, int64_t n, float *y, const float *x) {
   switch (f) {
-  case EW_VM_EXP: vm_exp_portable(n, y, x); break;
-  case EW_VM_SIGMOID: vm_sigmoid_portable(n, y, x); break;
-  case EW_VM_TANH: vm_tanh_portable(n, y, x); break;
-  case EW_VM_ERF: vm_erf_portable(n, y, x); break;
-  case EW_VM_GELU: vm_gelu_portable(n, y, x); break;
-  case EW_VM_GELU_TANH: vm_gelu_tanh_portable(n, y, x); break;
+  case KERN_VM_EXP: vm_exp_portable(n, y, x); break;
+  case KERN_VM_SIGMOID: vm_sigmoid_portable(n, y, x); break;
+  case KERN_VM_TANH: vm_tanh_portable(n, y, x); break;
+  case KERN_VM_ERF: vm_erf_portable(n, y, x); break;
+  case KERN_VM_GELU: vm_gelu_portable(n, y, x); break;
+  case KERN_VM_GELU_TANH: vm_gelu_tanh_portable(n, y, x); break;
   }
 }
 
-void ew_vm_f32(enum ew_vm_fn f, int64_t n, float *y, const float *x) {
+void kern_vm_f32(enum kern_vm_fn f, int64_t n, float *y, const float *x) {
 #if HAVE_AVX2_BUILD
   if (use_avx2()) {
-    ew_vm_f32_avx2(f, n, y, x);
+    kern_vm_f32_avx2(f, n, y, x);
     return;
   }
 #endif
-  ew_vm_f32_portable(f, n, y, x);
+  kern_vm_f32_portable(f, n, y, x);
 }
 
-void ew_f16_to_f32(const uint16_t *src, float *dst, int64_t n) {
+void kern_f16_to_f32(const uint16_t *src, float *dst, int64_t n) {
 #if HAVE_AVX2_BUILD
   if (use_avx2()) {
-    ew_f16_to_f32_avx2(src, dst, n);
+    kern_f16_to_f32_avx2(src, dst, n);
     return;
   }
 #endif
   tolk_f16_to_f32_n(src, dst, n);
 }
 
-void ew_f32_to_f16(const float *src, uint16_t *dst, int64_t n) {
+void kern_f32_to_f16(const float *src, uint16_t *dst, int64_t n) {
 #if HAVE_AVX2_BUILD
   if (use_avx2()) {
-    ew_f32_to_f16_avx2(src, dst, n);
+    kern_f32_to_f16_avx2(src, dst, n);
     return;
   }
 #endif

@@ -1,44 +1,44 @@
 /*
- * ew_vmath_avx2.c — ew_vmath.h's loops compiled with AVX2 + FMA (CMake gives
+ * x86/vmath_avx2.c — vmath.h's loops compiled with AVX2 + FMA (CMake gives
  * *_avx2.c files those flags), and float16 ⇄ float conversion with F16C.
- * Called only through the dispatch in ew_vmath.c, after the CPU check.
+ * Called only through the dispatch in vmath.c, after the CPU check.
  */
-/* The selects in ew_vmath.h become blends only when GCC may evaluate both
+/* The selects in vmath.h become blends only when GCC may evaluate both
  * sides regardless of FP exceptions, which tolk never inspects; values do
  * not change (this is not -ffast-math). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif
 
-#include "ew.h"
-#include "ew_vmath.h"
+#include "../kern.h"
+#include "../vmath.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__F16C__)
 #include <immintrin.h>
 
-#include "../core/half.h"
+#include "../../core/half.h"
 
 VM_LOOPS(avx2)
 
-void ew_vm_f32_avx2(enum ew_vm_fn f, int64_t n, float *y, const float *x) {
+void kern_vm_f32_avx2(enum kern_vm_fn f, int64_t n, float *y, const float *x) {
   switch (f) {
-  case EW_VM_EXP: vm_exp_avx2(n, y, x); break;
-  case EW_VM_SIGMOID: vm_sigmoid_avx2(n, y, x); break;
-  case EW_VM_TANH: vm_tanh_avx2(n, y, x); break;
-  case EW_VM_ERF: vm_erf_avx2(n, y, x); break;
-  case EW_VM_GELU: vm_gelu_avx2(n, y, x); break;
-  case EW_VM_GELU_TANH: vm_gelu_tanh_avx2(n, y, x); break;
+  case KERN_VM_EXP: vm_exp_avx2(n, y, x); break;
+  case KERN_VM_SIGMOID: vm_sigmoid_avx2(n, y, x); break;
+  case KERN_VM_TANH: vm_tanh_avx2(n, y, x); break;
+  case KERN_VM_ERF: vm_erf_avx2(n, y, x); break;
+  case KERN_VM_GELU: vm_gelu_avx2(n, y, x); break;
+  case KERN_VM_GELU_TANH: vm_gelu_tanh_avx2(n, y, x); break;
   }
 }
 
-void ew_f16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n) {
+void kern_f16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + i))));
   for (; i < n; i++) dst[i] = tolk_f16_to_f32(src[i]);
 }
 
-void ew_f32_to_f16_avx2(const float *src, uint16_t *dst, int64_t n) {
+void kern_f32_to_f16_avx2(const float *src, uint16_t *dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128((__m128i *)(dst + i),

@@ -1,6 +1,6 @@
 /*
- * test_ops_elementwise_vmath.c — the vectorised float functions of
- * src/ops/ew_vmath.h against libm in double over a dense sweep (every 1/1024
+ * test_kern_vmath.c — the vectorised float functions of
+ * src/kern/vmath.h against libm in double over a dense sweep (every 1/1024
  * on [-40, 40], log-spaced magnitudes from 1e-38 to 1e4, the exp range
  * edges, ±0, ±Inf, NaN), holding them to the error bounds the header states;
  * the dispatched (AVX2) build against the portable one, bit for bit; and the
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/half.h"
-#include "ops/ew.h"
+#include "kern/kern.h"
 #include "testutil.h"
 
 static double ref_sigmoid(double x) { return 1 / (1 + exp(-x)); }
@@ -25,7 +25,7 @@ static double ref_gelu_tanh(double x) {
 }
 
 struct fn {
-  enum ew_vm_fn f;
+  enum kern_vm_fn f;
   const char *name;
   double (*ref)(double);
   double max_rel; /* bound on |y - ref| / |ref| where |ref| >= rel_floor … */
@@ -35,12 +35,12 @@ struct fn {
 };
 
 static const struct fn fns[] = {
-    {EW_VM_EXP, "exp", exp, 3e-7, 0, 1.2e-38, 0},
-    {EW_VM_SIGMOID, "sigmoid", ref_sigmoid, 3e-7, 0, 1e-30, 2e-7},
-    {EW_VM_TANH, "tanh", tanh, 5e-7, 0, 0, 2e-7},
-    {EW_VM_ERF, "erf", erf, 5e-7, 0, 0, 2e-7},
-    {EW_VM_GELU, "gelu", ref_gelu, 5e-7, 1.5e-7, 1e-30, 0},
-    {EW_VM_GELU_TANH, "gelu_tanh", ref_gelu_tanh, 5e-7, 1.5e-7, 1e-30, 0},
+    {KERN_VM_EXP, "exp", exp, 3e-7, 0, 1.2e-38, 0},
+    {KERN_VM_SIGMOID, "sigmoid", ref_sigmoid, 3e-7, 0, 1e-30, 2e-7},
+    {KERN_VM_TANH, "tanh", tanh, 5e-7, 0, 0, 2e-7},
+    {KERN_VM_ERF, "erf", erf, 5e-7, 0, 0, 2e-7},
+    {KERN_VM_GELU, "gelu", ref_gelu, 5e-7, 1.5e-7, 1e-30, 0},
+    {KERN_VM_GELU_TANH, "gelu_tanh", ref_gelu_tanh, 5e-7, 1.5e-7, 1e-30, 0},
 };
 
 int main(void) {
@@ -61,8 +61,8 @@ int main(void) {
 
   for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
     const struct fn *f = &fns[k];
-    ew_vm_f32(f->f, (int64_t)n, y, x);
-    ew_vm_f32_portable(f->f, (int64_t)n, yp, x);
+    kern_vm_f32(f->f, (int64_t)n, y, x);
+    kern_vm_f32_portable(f->f, (int64_t)n, yp, x);
     CHECK_MSG(memcmp(y, yp, n * sizeof *y) == 0, "%s: dispatched and portable builds differ",
               f->name);
     double worst_rel = 0, worst_abs = 0;
@@ -99,23 +99,23 @@ int main(void) {
   }
   /* Limits that must be exact. */
   float lim[6] = {-INFINITY, INFINITY, 200.0f, -200.0f, 0.0f, -0.0f}, out[6];
-  ew_vm_f32(EW_VM_EXP, 6, out, lim);
+  kern_vm_f32(KERN_VM_EXP, 6, out, lim);
   CHECK(out[0] == 0 && isinf(out[1]) && isinf(out[2]) && out[3] == 0 && out[4] == 1 && out[5] == 1);
-  ew_vm_f32(EW_VM_SIGMOID, 6, out, lim);
+  kern_vm_f32(KERN_VM_SIGMOID, 6, out, lim);
   CHECK(out[0] == 0 && out[1] == 1 && out[2] == 1 && out[3] == 0 && out[4] == 0.5f);
-  ew_vm_f32(EW_VM_TANH, 6, out, lim);
+  kern_vm_f32(KERN_VM_TANH, 6, out, lim);
   CHECK(out[0] == -1 && out[1] == 1 && out[2] == 1 && out[3] == -1 && out[4] == 0 &&
         signbit(out[5]));
-  ew_vm_f32(EW_VM_ERF, 6, out, lim);
+  kern_vm_f32(KERN_VM_ERF, 6, out, lim);
   CHECK(out[0] == -1 && out[1] == 1 && out[2] == 1 && out[3] == -1 && out[4] == 0);
-  ew_vm_f32(EW_VM_GELU, 6, out, lim);
+  kern_vm_f32(KERN_VM_GELU, 6, out, lim);
   CHECK(out[1] == INFINITY && out[2] == 200.0f && out[3] == 0 && out[4] == 0);
 
   /* F16C conversions against half.h. */
   uint16_t *h = malloc(65536 * sizeof *h), *h2 = malloc(65536 * sizeof *h2);
   float *f = malloc(65536 * sizeof *f), *f2 = malloc(65536 * sizeof *f2);
   for (uint32_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
-  ew_f16_to_f32(h, f, 65536);
+  kern_f16_to_f32(h, f, 65536);
   int diff = 0;
   for (uint32_t i = 0; i < 65536; i++) {
     float w = tolk_f16_to_f32(h[i]);
@@ -127,7 +127,7 @@ int main(void) {
   for (uint32_t rep = 0; rep < 200; rep++) {
     for (uint32_t i = 0; i < 65536; i++)
       f2[i] = tolk_bits_f32((uint32_t)(i * 65537u + rep * 2654435761u));
-    ew_f32_to_f16(f2, h2, 65536);
+    kern_f32_to_f16(f2, h2, 65536);
     for (uint32_t i = 0; i < 65536; i++)
       if (h2[i] != tolk_f32_to_f16(f2[i])) diff++;
   }
@@ -139,5 +139,5 @@ int main(void) {
   free(x);
   free(y);
   free(yp);
-  return tu_finish("test_ops_elementwise_vmath");
+  return tu_finish("test_kern_vmath");
 }
