@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "text/spm.h"
+#include "tokenizer/spm.h"
 #include "tolk.h"
 
 static double now(void) {

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "text/spm.h"
+#include "tokenizer/spm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -363,7 +363,7 @@ tolk_status tolk_session_run_kv(tolk_session *session, tolk_kv_cache *cache, siz
                                 tolk_run_stats *stats, tolk_error *err);
 
 /* ------------------------------------------------------------------ tokenizer
- * (src/text/: owned by the tokenizer) */
+ * (src/tokenizer/: owned by the tokenizer) */
 
 /* A Marian tokenizer as HuggingFace's MarianTokenizer (transformers 4.57):
  * source.spm encodes, target.spm decodes, vocab.json maps pieces to ids.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Differential check of tolk's tokenizer against the reference.
 
-Generates strings with a seeded generator that tests/test_text_diff.c
+Generates strings with a seeded generator that tests/test_tokenizer_diff.c
 reimplements exactly (splitmix64 + the category table below), encodes them with
 the reference (transformers' MarianTokenizer for the Marian fixture;
 sentencepiece for the models in tests/data/spm), decodes seeded random id

@@ -1,5 +1,5 @@
 /*
- * test_text_malformed.c — hostile and broken tokenizer inputs: a
+ * test_tokenizer_malformed.c — hostile and broken tokenizer inputs: a
  * SentencePiece model truncated at every byte offset and with corrupted
  * bytes, a charsmap whose trie points outside itself, missing files, broken
  * vocab.json, and text that is not UTF-8. Each must give a clear error or a
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "testutil.h"
-#include "text/spm.h"
+#include "tokenizer/spm.h"
 #include "tolk.h"
 
 
@@ -176,5 +176,5 @@ int main(void) {
   }
   hostile_charsmap();
   bad_folders(fixture);
-  return tu_finish("test_text_malformed");
+  return tu_finish("test_tokenizer_malformed");
 }

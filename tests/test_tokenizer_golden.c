@@ -1,5 +1,5 @@
 /*
- * test_text_golden.c — the tokenizer against MarianTokenizer and sentencepiece
+ * test_tokenizer_golden.c — the tokenizer against MarianTokenizer and sentencepiece
  * outputs recorded by tools/make_fixtures.py (tests/fixtures/golden/
  * tokenizer.json): for every sentence the normalised text, the sentencepiece
  * pieces and ids, the Marian ids (source and target side); for target ids the
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "text/spm.h"
+#include "tokenizer/spm.h"
 #include "tolk.h"
 
 
@@ -185,7 +185,7 @@ int main(void) {
   size_t len;
   char *json = tu_slurp(path, &len);
   CHECK_MSG(json != NULL, "cannot read %s", path);
-  if (!json) return tu_finish("test_text_golden");
+  if (!json) return tu_finish("test_tokenizer_golden");
   cJSON *root = cJSON_Parse(json);
   raw_json = json;
   CHECK(root != NULL);
@@ -220,5 +220,5 @@ int main(void) {
   tolk_tokenizer_free(tok);
   cJSON_Delete(root);
   free(json);
-  return tu_finish("test_text_golden");
+  return tu_finish("test_tokenizer_golden");
 }

@@ -1,6 +1,6 @@
 /*
  * tolk.c — the command-line entry point: finds the subcommand and runs it.
- * Each verb lives in tools/cmd_<verb>.c and has its own --help.
+ * Each verb lives in cli/cmd_<verb>.c and has its own --help.
  */
 #include <errno.h>
 #include <stdio.h>

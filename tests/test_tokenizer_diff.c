@@ -1,5 +1,5 @@
 /*
- * test_text_diff.c — the large differential check of the tokenizer: the
+ * test_tokenizer_diff.c — the large differential check of the tokenizer: the
  * strings and id sequences tools/tokenizer_diff.py generated (the same seeded
  * generator, reimplemented here) are encoded and decoded by tolk, and the
  * FNV-1a hashes of the results are compared block by block (1,000 items) with
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "text/spm.h"
+#include "tokenizer/spm.h"
 #include "tolk.h"
 
 #define SEED 0x70C42026ull
@@ -253,7 +253,7 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/tokenizer_diff.json", data);
   char *json = tu_slurp(path, NULL);
   CHECK_MSG(json != NULL, "cannot read %s", path);
-  if (!json) return tu_finish("test_text_diff");
+  if (!json) return tu_finish("test_tokenizer_diff");
   cJSON *root = cJSON_Parse(json);
   free(json);
   const cJSON *kinds = cJSON_GetObjectItem(root, "kinds");
@@ -283,5 +283,5 @@ int main(int argc, char **argv) {
     free(sc.s.p);
   }
   cJSON_Delete(root);
-  return tu_finish("test_text_diff");
+  return tu_finish("test_tokenizer_diff");
 }

@@ -1,6 +1,6 @@
 /*
  * cli.h — what the tolk subcommands share: each verb is one
- * tools/cmd_<verb>.c exporting `int cmd_<verb>(int argc, char **argv)`, where
+ * cli/cmd_<verb>.c exporting `int cmd_<verb>(int argc, char **argv)`, where
  * argv[0] is the verb. Exit codes: 0 success, 1 a check failed (invalid
  * model, output mismatch), 2 usage or runtime error.
  */

@@ -1,5 +1,5 @@
 /*
- * test_mt_text.c — long-text handling: the sentence splitter on the cases
+ * test_mt_document.c — long-text handling: the sentence splitter on the cases
  * that trip naive splitters (abbreviations, initials, decimals, URLs,
  * quotes, ellipses, CJK punctuation, line breaks), and
  * tolk_translator_translate_text on the fixture model: line structure kept,
@@ -113,5 +113,5 @@ static void translate_text(const char *fixtures) {
 int main(void) {
   splitter();
   translate_text(tu_fixtures());
-  return tu_finish("test_mt_text");
+  return tu_finish("test_mt_document");
 }

@@ -1,5 +1,5 @@
 /*
- * text.c — translating whole texts: lines and sentences are split out, each
+ * document.c — translating whole texts: lines and sentences are split out, each
  * sentence is tagged and tokenized (and split again at word boundaries if it
  * exceeds the model's positions), all are generated together in batches, and
  * the translations are joined back in order with the source's line breaks.
