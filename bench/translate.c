@@ -212,7 +212,7 @@ int main(int argc, char **argv) {
   if (tolk_translator_create(dir, tp, &tr, &e)) die(dir, &e);
   double load_ms = now_ms() - t0;
 
-  tolk_generate_params p = tolk_translator_generate_params(tr);
+  tolk_generate_params p = tolk_generate_default_params(tr);
   p.num_beams = beam;
   p.num_return_sequences = 1;
   p.do_sample = 0;

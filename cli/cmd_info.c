@@ -60,7 +60,7 @@ int cmd_info(int argc, char **argv) {
   printf("sizes: vocab %d, d_model %d, decoder layers %d, heads %d, max positions %d\n", in.vocab_size,
          in.d_model, in.decoder_layers, in.decoder_heads, in.max_positions);
   printf("ids: decoder start %d, eos %d, pad %d\n", (int)in.decoder_start, (int)in.eos, (int)in.pad);
-  tolk_generate_params g = tolk_translator_generate_params(tr);
+  tolk_generate_params g = tolk_generate_default_params(tr);
   printf("generation: num_beams %d, max_length %d, length_penalty %g\n", g.num_beams, g.max_length,
          (double)g.length_penalty);
   size_t n;

@@ -359,7 +359,7 @@ int cmd_translate(int argc, char **argv) {
   if (first < 0) return 2;
   tolk_translator *tr = open_translator(&o);
   if (!tr) return 2;
-  tolk_generate_params gp = tolk_translator_generate_params(tr);
+  tolk_generate_params gp = tolk_generate_default_params(tr);
   if (o.beam) gp.num_beams = o.beam;
   if (o.max_new_tokens) gp.max_new_tokens = o.max_new_tokens;
   if (o.batch_tokens) gp.batch_tokens = o.batch_tokens;

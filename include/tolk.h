@@ -3,7 +3,9 @@
  *
  * libtolk loads ONNX models (memory-mapped, zero-copy), checks and inspects
  * them, runs them on the CPU, and translates text with Marian models built on
- * top of that engine. It depends on nothing beyond libc, libm and pthreads.
+ * top of that engine. The ONNX engine (models, tensors, sessions, the
+ * key/value cache) depends on nothing beyond libc, libm and pthreads; the
+ * tokenizer and the translator also read their JSON files with cJSON.
  *
  * Conventions, true of every function below unless its comment says otherwise:
  *  - Handles are opaque. Whoever creates a handle destroys it with the matching
@@ -493,7 +495,9 @@ typedef struct tolk_generate_params {
   int batch_tokens;
 } tolk_generate_params;
 
-tolk_generate_params tolk_translator_generate_params(const tolk_translator *tr);
+/* The model's defaults: generation_config.json, then config.json, then
+ * transformers' own defaults. */
+tolk_generate_params tolk_generate_default_params(const tolk_translator *tr);
 
 /* One generated sequence. `ids` starts with the decoder start token, as
  * transformers returns it. `score` is the beam's sequence score (length

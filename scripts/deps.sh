@@ -3,7 +3,7 @@
 # As root it runs apt-get; otherwise it prints the exact command and fails, so
 # nothing is installed behind the user's back.
 set -euo pipefail
-pkgs=(cmake make gcc g++ clang libclang-rt-14-dev libfuzzer-14-dev libcjson-dev
+pkgs=(cmake make gcc g++ pkg-config clang libclang-rt-14-dev libfuzzer-14-dev libcjson-dev libmicrohttpd-dev
       libonnx-testdata python3)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -65,7 +65,7 @@ static void translate_text(const char *fixtures) {
   tp.threads = 1;
   CHECK_MSG(tolk_translator_create(path, tp, &tr, &err) == TOLK_OK, "%s", err.message);
   if (!tr) return;
-  tolk_generate_params gp = tolk_translator_generate_params(tr);
+  tolk_generate_params gp = tolk_generate_default_params(tr);
   gp.num_beams = 1;
   gp.max_new_tokens = 8;
   const char *text = ">>yue_Hant<< Open the file. Close it.\n\nSave as";

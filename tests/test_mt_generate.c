@@ -38,7 +38,7 @@ static size_t golden_len(const cJSON *seq, int32_t pad, int32_t eos) {
 static void run_case(const tolk_translator *tr, const cJSON *c, int *ok, int *total) {
   const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
   const cJSON *params = cJSON_GetObjectItem(c, "params");
-  tolk_generate_params p = tolk_translator_generate_params(tr);
+  tolk_generate_params p = tolk_generate_default_params(tr);
   p.num_beams = num(params, "num_beams", p.num_beams);
   p.max_new_tokens = num(params, "max_new_tokens", p.max_new_tokens);
   p.num_return_sequences = num(params, "num_return_sequences", p.num_return_sequences);

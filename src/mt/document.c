@@ -141,7 +141,7 @@ static size_t leading_tag(const char *text, size_t len) {
 
 static tolk_status translate_pieces(const tolk_translator *tr, const char *text, struct pieces *ps,
                                     const tolk_generate_params *p, tolk_text_translation *out, tolk_error *err) {
-  tolk_generate_params gp = p ? *p : tolk_translator_generate_params(tr);
+  tolk_generate_params gp = p ? *p : tolk_generate_default_params(tr);
   size_t R = gp.num_return_sequences > 0 ? (size_t)gp.num_return_sequences : 1;
   tolk_ids *src = malloc((ps->n ? ps->n : 1) * sizeof *src);
   size_t n_gen = ps->n * R;

@@ -68,7 +68,7 @@ tolk_translator_info tolk_translator_describe(const tolk_translator *t) {
   return i;
 }
 
-tolk_generate_params tolk_translator_generate_params(const tolk_translator *t) {
+tolk_generate_params tolk_generate_default_params(const tolk_translator *t) {
   tolk_generate_params p = t->cfg.gen;
   p.batch_tokens = 4096;
   return p;
@@ -126,7 +126,7 @@ static tolk_status run_batch(const tolk_translator *t, const struct order *order
 tolk_status tolk_translator_generate(const tolk_translator *t, const tolk_ids *sources, size_t n,
                                      const tolk_generate_params *params, tolk_generation *out,
                                      tolk_error *err) {
-  tolk_generate_params p = params ? *params : tolk_translator_generate_params(t);
+  tolk_generate_params p = params ? *params : tolk_generate_default_params(t);
   if (n == 0) return TOLK_OK;
   if (!sources || !out) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "generate: null argument");
   for (size_t i = 0; i < n; i++) {
@@ -175,7 +175,7 @@ static char *tagged(const char *text, const char *tag) {
 tolk_status tolk_translator_translate(const tolk_translator *t, const char *const *texts, size_t n,
                                       const char *tag, const tolk_generate_params *params, char **out,
                                       tolk_error *err) {
-  tolk_generate_params p = params ? *params : tolk_translator_generate_params(t);
+  tolk_generate_params p = params ? *params : tolk_generate_default_params(t);
   size_t R = (size_t)p.num_return_sequences;
   char **src = calloc(n ? n : 1, sizeof *src);
   tolk_ids *ids = calloc(n ? n : 1, sizeof *ids);
