@@ -1,0 +1,133 @@
+/*
+ * sched.h — the translation scheduler of `tolk serve`: texts in, translated
+ * sentences out, with continuous batching over one translator. It knows
+ * nothing of HTTP: the API handlers submit texts with a deadline and
+ * callbacks, and are called back from the scheduler's own thread, so the
+ * whole thing is tested without sockets.
+ *
+ * A submitted text is split into sentences exactly as
+ * tolk_translator_translate_text splits it (lines, sentences, over-long
+ * sentences at word boundaries); each sentence waits in one bounded queue.
+ * One thread runs the step loop: it admits queued sentences into the running
+ * batch (their encoder run and first decoder step happen between two steps
+ * of the batch), runs one decoder step for every live row, and retires each
+ * sentence the moment it is finished, cancelled or past its deadline. A
+ * sentence's ids do not depend on what else shares its batch: they are those
+ * of tolk translate on that sentence alone.
+ *
+ * Threads: every function may be called from any thread. Callbacks run on
+ * the scheduler thread and must not block (copy what they need, wake the
+ * connection, return).
+ */
+#ifndef TOLK_SERVE_SCHED_H
+#define TOLK_SERVE_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tolk.h"
+
+struct metrics;
+
+struct sched;
+struct sched_job;
+
+struct sched_params {
+  /* A batch's rows (beams count) × its padded source length stay at or
+   * under this; a sentence that alone exceeds it still runs, alone. */
+  int max_batch_tokens;
+  /* Sentences waiting for admission, all texts together; a text whose
+   * sentences do not all fit is refused whole (TOLK_ERR_LIMIT). */
+  int max_queue;
+  /* An idle scheduler that receives a sentence waits up to this long for
+   * more to batch with it (0: starts at once). Never applies while a batch
+   * is running: arrivals then join at the next step. */
+  int max_wait_ms;
+};
+
+struct sched_params sched_default_params(void);
+
+/* Per text. Zero fields take the model's defaults. */
+struct sched_text_params {
+  const char *tag;       /* target-language tag (">>cmn_Hans<<"), or NULL */
+  int num_beams;         /* 1: greedy */
+  int max_new_tokens;
+  int n_best;            /* hypotheses returned per sentence, ≤ num_beams */
+  int64_t deadline_ns;   /* CLOCK_MONOTONIC; 0: none. Past it: TOLK_ERR_CANCELLED */
+};
+
+/* One hypothesis: text, ids (decoder start first) and score. */
+struct sched_hyp {
+  char *text;
+  int32_t *ids;
+  size_t n_ids;
+  float score;
+};
+
+/* One translated sentence of a text. */
+struct sched_sentence {
+  size_t index;               /* its position among the text's sentences */
+  size_t begin, end, line;    /* source byte range and 0-based line */
+  struct sched_hyp *hyps;     /* n_hyps, best first: hyps[0] is the translation */
+  size_t n_hyps;
+  double queue_ms;            /* submitted → admitted */
+  double encode_ms;           /* its admission's encoder run and first step */
+  double decode_ms;           /* admitted → finished */
+};
+
+struct sched_result {
+  tolk_status status;         /* TOLK_OK, TOLK_ERR_CANCELLED (cancelled, deadline, shutdown), … */
+  char message[256];          /* what went wrong, "" on success */
+  bool deadline;              /* status CANCELLED because the deadline passed */
+  char *text;                 /* the whole translation, line breaks as in the source */
+  struct sched_sentence *sentences; /* in source order */
+  size_t n_sentences;
+  double queue_ms, encode_ms, decode_ms, total_ms; /* maxima over sentences; total: submit → done */
+};
+
+void sched_result_free(struct sched_result *r);
+
+struct sched_callbacks {
+  /* A sentence is done (in completion order, not source order). May be
+   * NULL. `s` is borrowed for the call only. */
+  void (*sentence)(void *user, const struct sched_sentence *s);
+  /* The text is done: called exactly once per submitted job, whatever
+   * happens. `r` is the callee's: free it with sched_result_free. */
+  void (*done)(void *user, struct sched_result *r);
+};
+
+/* Starts the scheduler thread on `tr`, which must outlive the scheduler.
+ * `metrics` (may be NULL) receives queue, batch and timing figures. */
+tolk_status sched_create(const tolk_translator *tr, const struct sched_params *p,
+                         struct metrics *metrics, struct sched **out, tolk_error *err);
+
+/* Stops the thread. Jobs still queued or running end with
+ * TOLK_ERR_CANCELLED ("shutting down") before it returns. */
+void sched_free(struct sched *s);
+
+/* Queues `text` (len bytes, valid UTF-8). On success *out is a reference to
+ * the job the caller drops with sched_job_release (before or after done()).
+ * Fails without calling any callback: TOLK_ERR_LIMIT when the queue cannot
+ * take all its sentences (answer 503), TOLK_ERR_INVALID_ARGUMENT for bad
+ * parameters (unknown tag, n_best > num_beams), and as the tokenizer and
+ * splitter fail (a word too long for the model: TOLK_ERR_LIMIT too; the
+ * message tells which). */
+tolk_status sched_submit(struct sched *s, const char *text, size_t len,
+                         const struct sched_text_params *p, const struct sched_callbacks *cb,
+                         void *user, struct sched_job **out, tolk_error *err);
+
+/* Asks for the job to stop (client gone): its sentences leave the queue or
+ * the batch at the next step and done() follows with TOLK_ERR_CANCELLED. No
+ * effect once done() was called. Safe from any thread while the caller
+ * holds its reference. */
+void sched_cancel(struct sched_job *j);
+void sched_job_release(struct sched_job *j);
+
+/* Sentences waiting for admission / rows decoding now. */
+size_t sched_queued(const struct sched *s);
+size_t sched_live_rows(const struct sched *s);
+/* Whether a one-sentence text would be refused now (for /ready). */
+bool sched_full(const struct sched *s);
+
+#endif /* TOLK_SERVE_SCHED_H */
