@@ -12,7 +12,11 @@
  * weights, packed at session creation). Both split the work over n (and over
  * m when n is narrow) on the pool; with m ≤ 6 (a decoder step, a small beam)
  * the packed form streams B exactly once, front to back. Results do not
- * depend on the thread count.
+ * depend on the thread count, nor on m: every path sums k in the same blocks
+ * with the same FMA chains, so a row of C comes out bit for bit the same
+ * computed alone or among other rows (a sentence translates the same in any
+ * batch), and zero columns appended to A (with any finite rows of B) leave C
+ * unchanged (a padded batch).
  */
 #ifndef TOLK_KERN_H
 #define TOLK_KERN_H

@@ -14,9 +14,11 @@
  * rows, for each panel, for each MR-row tile. A KC × NR piece of B then sits
  * in L1 while every tile of the row block uses it, and the MC × KC block of A
  * sits in L2 while the panels go by. When m ≤ MR (a decoder step) with B
- * prepacked, each panel is instead run over the whole k in one tile call:
- * the accumulators stay in registers and B streams once. With B as it lies
- * and m ≤ MR, B streams by rows in place (the `rows` kernel).
+ * prepacked, each panel is instead run down the whole k, block after block,
+ * so B streams once. With B as it lies and m ≤ MR, B streams by rows in
+ * place (the `rows` kernel). All paths sum k in the same KC blocks with the
+ * same chains, so results are the same whatever m and whichever path: a
+ * row of C never depends on the other rows.
  *
  * Threads take disjoint ranges of panels (and of row blocks when n is too
  * narrow to feed them), so they never write the same C element and results
@@ -214,14 +216,19 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
   const int64_t nr = u->nr, mr = u->mr, KC = u->kc, MC = u->mc;
   assert(KC <= SGEMM_MAX_KC && MC <= SGEMM_MAX_MC && nr <= SGEMM_MAX_NR &&
          SGEMM_NC % nr == 0 && SGEMM_ROWS_NC % nr == 0 && MC % mr == 0);
+  /* Every path sums k in the same KC blocks, each block one FMA chain
+   * added into C, so an element of C comes out the same whichever path and
+   * tile computed it: a row does not depend on the other rows (see the tile
+   * in sgemm_tmpl.h). */
   if (j->packed && i1 - i0 <= mr) {
-    /* A decoder step: one tile height, each panel run over all of k with
-     * the sums in registers, B read once from front to back. */
+    /* A decoder step: one tile height, each panel run down all of k block
+     * by block, B read once from front to back. */
     for (int64_t jp = jp0; jp < jp1; jp++) {
       int64_t nv = j->n - jp * nr < nr ? j->n - jp * nr : nr;
-      u->tile(i1 - i0, nv, j->k, j->a + i0 * j->rs_a, j->rs_a, j->cs_a,
-              j->packed + jp * j->k * nr, nr, j->c + i0 * j->ldc + jp * nr, j->ldc, j->alpha,
-              j->beta);
+      for (int64_t pc = 0; pc < j->k; pc += KC)
+        u->tile(i1 - i0, nv, j->k - pc < KC ? j->k - pc : KC, j->a + i0 * j->rs_a + pc * j->cs_a,
+                j->rs_a, j->cs_a, j->packed + jp * j->k * nr + pc * nr, nr,
+                j->c + i0 * j->ldc + jp * nr, j->ldc, j->alpha, pc == 0 ? j->beta : 1.0f);
     }
     return;
   }
@@ -231,9 +238,11 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
      * by row in place, a block of columns at a time. */
     const int64_t c0 = jp0 * nr, c1 = j->n < jp1 * nr ? j->n : jp1 * nr;
     for (int64_t x = c0; x < c1; x += SGEMM_ROWS_NC)
-      u->rows(i1 - i0, c1 - x < SGEMM_ROWS_NC ? c1 - x : SGEMM_ROWS_NC, j->k,
-              j->a + i0 * j->rs_a, j->rs_a, j->cs_a, j->b + x, j->ldb,
-              j->c + i0 * j->ldc + x, j->ldc, j->alpha, j->beta);
+      for (int64_t pc = 0; pc < j->k; pc += KC)
+        u->rows(i1 - i0, c1 - x < SGEMM_ROWS_NC ? c1 - x : SGEMM_ROWS_NC,
+                j->k - pc < KC ? j->k - pc : KC, j->a + i0 * j->rs_a + pc * j->cs_a, j->rs_a,
+                j->cs_a, j->b + pc * j->ldb + x, j->ldb, j->c + i0 * j->ldc + x, j->ldc,
+                j->alpha, pc == 0 ? j->beta : 1.0f);
     return;
   }
   float *buf = thread_buf();

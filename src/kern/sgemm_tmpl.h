@@ -54,54 +54,29 @@ static __attribute__((noinline)) void tmpl_store(int R, V (*out)[2], float *c, i
   for (int r = 0; r < R; r++) tmpl_row_store(c + r * ldc, out[r][0], out[r][1], nr, alpha, beta);
 }
 
-/* R rows (a compile-time constant after inlining). With few rows there are
- * too few independent FMA chains to cover the FMA latency, so U accumulator
- * sets take alternate k steps and are summed at the end — this is the path
- * a decoder step (m = 1) streams its weights through. */
-TMPL_AI void tmpl_tile_body(const int R, const int U, int64_t nr, int64_t kc, const float *a,
-                            int64_t rs_a, int64_t cs_a, const float *b, int64_t rs_b,
-                            float *c, int64_t ldc, float alpha, float beta) {
-  V acc[4][TMPL_MR][2];
-#pragma GCC unroll 4
-  for (int u = 0; u < U; u++) {
+/* R rows (a compile-time constant after inlining). Every element of C is
+ * one FMA chain over k, whatever R is: a row's result must not depend on how
+ * many rows share its tile, or a sentence would translate differently alone
+ * and in a batch (the translator and the service promise the same ids).
+ * Splitting the chain over several accumulator sets for small R (as this
+ * kernel did for a decoder step, m = 1) hides FMA latency, but m = 1 streams
+ * B from DRAM or L3, which bounds it before the FMAs do. */
+TMPL_AI void tmpl_tile_body(const int R, int64_t nr, int64_t kc, const float *a, int64_t rs_a,
+                            int64_t cs_a, const float *b, int64_t rs_b, float *c, int64_t ldc,
+                            float alpha, float beta) {
+  V acc[TMPL_MR][2];
 #pragma GCC unroll 16
-    for (int r = 0; r < R; r++) acc[u][r][0] = acc[u][r][1] = v_zero();
-  }
-  int64_t p = 0;
-  if (U > 1) {
-    for (; p + U <= kc; p += U) {
-#pragma GCC unroll 4
-      for (int u = 0; u < U; u++) {
-        V b0 = v_loadu(b + u * rs_b), b1 = v_loadu(b + u * rs_b + VL);
-#pragma GCC unroll 16
-        for (int r = 0; r < R; r++) {
-          V av = v_bcast(a + r * rs_a + u * cs_a);
-          acc[u][r][0] = v_fma(av, b0, acc[u][r][0]);
-          acc[u][r][1] = v_fma(av, b1, acc[u][r][1]);
-        }
-      }
-      b += U * rs_b;
-      a += U * cs_a;
-    }
-  }
-  for (; p < kc; p++) {
+  for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = v_zero();
+  for (int64_t p = 0; p < kc; p++) {
     V b0 = v_loadu(b), b1 = v_loadu(b + VL);
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++) {
       V av = v_bcast(a + r * rs_a);
-      acc[0][r][0] = v_fma(av, b0, acc[0][r][0]);
-      acc[0][r][1] = v_fma(av, b1, acc[0][r][1]);
+      acc[r][0] = v_fma(av, b0, acc[r][0]);
+      acc[r][1] = v_fma(av, b1, acc[r][1]);
     }
     b += rs_b;
     a += cs_a;
-  }
-#pragma GCC unroll 4
-  for (int u = 1; u < U; u++) {
-#pragma GCC unroll 16
-    for (int r = 0; r < R; r++) {
-      acc[0][r][0] = v_add(acc[0][r][0], acc[u][r][0]);
-      acc[0][r][1] = v_add(acc[0][r][1], acc[u][r][1]);
-    }
   }
   /* Park the sums in memory before the C update: with the update's values
    * live at the same time as 12 accumulators the compiler spilled one inside
@@ -109,24 +84,24 @@ TMPL_AI void tmpl_tile_body(const int R, const int U, int64_t nr, int64_t kc, co
   V out[TMPL_MR][2];
 #pragma GCC unroll 16
   for (int r = 0; r < R; r++) {
-    out[r][0] = acc[0][r][0];
-    out[r][1] = acc[0][r][1];
+    out[r][0] = acc[r][0];
+    out[r][1] = acc[r][1];
   }
   tmpl_store(R, out, c, ldc, nr, alpha, beta);
 }
 
-#define TMPL_TILE(R, U)                                                                 \
+#define TMPL_TILE(R)                                                                    \
   static void tmpl_tile_##R(int64_t nr, int64_t kc, const float *a, int64_t rs_a,       \
                             int64_t cs_a, const float *b, int64_t rs_b, float *c,       \
                             int64_t ldc, float alpha, float beta) {                     \
-    tmpl_tile_body(R, U, nr, kc, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta);          \
+    tmpl_tile_body(R, nr, kc, a, rs_a, cs_a, b, rs_b, c, ldc, alpha, beta);             \
   }
-TMPL_TILE(1, 4)
-TMPL_TILE(2, 2)
-TMPL_TILE(3, 1)
-TMPL_TILE(4, 1)
-TMPL_TILE(5, 1)
-TMPL_TILE(6, 1)
+TMPL_TILE(1)
+TMPL_TILE(2)
+TMPL_TILE(3)
+TMPL_TILE(4)
+TMPL_TILE(5)
+TMPL_TILE(6)
 #undef TMPL_TILE
 
 #if TMPL_MR != 6
