@@ -7,7 +7,7 @@
  *
  * Statistics stay in double (floats are widened four at a time), so the
  * results match the scalar kernels to float rounding; the affine step uses
- * FMA. exp is the Cephes-style polynomial: |rel. error| about 2e-7.
+ * FMA. Softmax takes exp from kern_vm_f32 (vmath.h: |rel. error| < 3e-7).
  */
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -108,27 +108,12 @@ void nn_rmsnorm_f32_avx2(const float *x, float *y, int64_t rows, int64_t n,
   }
 }
 
-/* exp(x) for 8 floats: x = n ln2 + r (Cody-Waite), a degree-6 polynomial for
- * exp(r), 2^n in the exponent field. x is clamped to [-87.3, 88.3] so 2^n
- * stays a normal float; the operand order of max/min lets NaN through. */
-static inline __m256 exp8(__m256 x) {
-  x = _mm256_max_ps(_mm256_set1_ps(-87.3f), x);
-  x = _mm256_min_ps(_mm256_set1_ps(88.3f), x);
-  __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
+/* Softmax of one row. A row must come out the same whatever padding
+ * follows it (a padded batch: masked positions, whose exp is 0): every
+ * element gets the same exp (kern_vm_f32, which underflows to exactly 0
+ * rather than stopping at FLT_MIN) and element j is always summed into lane
+ * j % 8, the tail through a masked load, so appended zeros leave every lane
+ * and the fixed reduction order unchanged. */
 void nn_softmax_row_f32_avx2(bool log_softmax, const float *x, float *y, int64_t n) {
   int64_t j = 0;
   float m = x[0];
@@ -143,19 +128,23 @@ void nn_softmax_row_f32_avx2(bool log_softmax, const float *x, float *y, int64_t
   for (; j < n; j++)
     if (x[j] > m) m = x[j];
   __m256 mv = _mm256_set1_ps(m);
+  for (j = 0; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, _mm256_sub_ps(_mm256_loadu_ps(x + j), mv));
+  for (; j < n; j++) y[j] = x[j] - m;
+  kern_vm_f32(KERN_VM_EXP, n, y, y);
   __m256d s0 = _mm256_setzero_pd(), s1 = s0;
   for (j = 0; j + 8 <= n; j += 8) {
-    __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), mv));
-    if (!log_softmax) _mm256_storeu_ps(y + j, e);
+    __m256 e = _mm256_loadu_ps(y + j);
+    s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  if (j < n) {
+    __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - j)), lane);
+    __m256 e = _mm256_maskload_ps(y + j, live); /* zeros past n */
     s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
     s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
   }
   double s = hsum_pd(_mm256_add_pd(s0, s1));
-  for (; j < n; j++) {
-    float e = expf(x[j] - m);
-    if (!log_softmax) y[j] = e;
-    s += e;
-  }
   if (!log_softmax) {
     __m256 iv = _mm256_set1_ps((float)(1.0 / s));
     for (j = 0; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, _mm256_mul_ps(_mm256_loadu_ps(y + j), iv));

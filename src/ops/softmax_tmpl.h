@@ -27,16 +27,19 @@ static void FN(sm_row)(enum nn_softmax op, const T *x, T *y, int64_t n) {
     return;
   }
   for (int64_t j = 0; j < n; j++) y[j] = EXP(x[j] - m);
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  /* Element j is summed into lane j % 4, the tail too, so zeros appended
+   * (masked padding) leave the sum unchanged: a padded row comes out the
+   * same as the row alone. */
+  double lane[4] = {0, 0, 0, 0};
   int64_t j = 0;
   for (; j + 4 <= n; j += 4) {
-    s0 += y[j];
-    s1 += y[j + 1];
-    s2 += y[j + 2];
-    s3 += y[j + 3];
+    lane[0] += y[j];
+    lane[1] += y[j + 1];
+    lane[2] += y[j + 2];
+    lane[3] += y[j + 3];
   }
-  for (; j < n; j++) s0 += y[j];
-  double s = (s0 + s1) + (s2 + s3);
+  for (; j < n; j++) lane[j % 4] += y[j];
+  double s = (lane[0] + lane[1]) + (lane[2] + lane[3]);
   if (op == NN_SOFTMAX) {
     T inv = (T)(1.0 / s);
     for (j = 0; j < n; j++) y[j] *= inv;
