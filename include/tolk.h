@@ -224,6 +224,17 @@ typedef struct tolk_session_params {
   /* 1: keep a decoder's key/value cache in place (tolk_kv_cache below);
    * the session is then run with tolk_session_run_kv. 0 by default. */
   int kv_cache;
+  /* 1: the DynamicQuantizeLinear nodes of a dynamically quantized graph
+   * (ONNX Runtime's quantize_dynamic: DynamicQuantizeLinear → MatMulInteger
+   * → Cast → Mul) quantize each row of their input (its last axis: a token)
+   * with its own scale and zero point, as CTranslate2 does, instead of the
+   * whole tensor with one. A row's result then does not depend on the other
+   * rows of the batch — the translator sets it so that a sentence translates
+   * the same in any batch — and rows keep their own range. Not ONNX's
+   * semantics (results differ from ONNX Runtime for inputs of more than one
+   * row); nodes whose outputs feed anything else stay per tensor. 0 by
+   * default. */
+  int quant_rows;
 } tolk_session_params;
 
 tolk_session_params tolk_session_default_params(void);

@@ -245,7 +245,21 @@ struct exec_kv_pair {
  * tolk.h) in xg before its value lifetimes are computed: fills s->kv, or
  * leaves it empty when the pattern is absent or not complete. Fails only
  * when memory runs out. */
+/* match.c: for the rewrites below. The readers of `slot` in xg, at most
+ * max of them; -1 when a subgraph reads it or there are more. */
+struct exec_reader {
+  uint32_t node, input; /* index in xg->nodes, and which of its inputs */
+};
+int exec_readers(const struct xgraph *xg, int32_t slot, struct exec_reader *out, int max);
+/* An ai.onnx node of that op type. */
+bool exec_is_op(const struct xnode *xn, const char *op);
+bool exec_is_graph_output(const struct ir_value *v);
+
 tolk_status exec_kv_rewrite(tolk_session *s, struct xgraph *xg, tolk_error *err);
+
+/* quant_rows.c: gives the DynamicQuantizeLinear nodes that feed only
+ * MatMulInteger chains the per-row kernel (tolk_session_params.quant_rows). */
+void exec_quant_rows_rewrite(struct xgraph *xg);
 /* Whether main-graph input i is the past input of a pair (its pair, else -1). */
 int exec_kv_pair_of_input(const tolk_session *s, size_t i);
 /* Binds the placeholder of pair p's past input: [rows, heads, len, head_dim]

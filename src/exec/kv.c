@@ -25,44 +25,6 @@ struct tolk_kv_cache {
 
 /* ------------------------------------------------------------ rewrite */
 
-/* One node reading a slot: which and as which input. */
-struct reader {
-  uint32_t node, input;
-};
-
-/* The readers of `slot` in xg (at most max); -1 if a subgraph reads it or
- * there are more than max. */
-static int readers_of(const struct xgraph *xg, int32_t slot, struct reader *out, int max) {
-  int n = 0;
-  for (uint32_t k = 0; k < xg->n_nodes; k++) {
-    const struct xnode *xn = &xg->nodes[k];
-    for (uint32_t i = 0; i < xn->n_in; i++)
-      if (xn->in[i].frame == (int32_t)xg->id && xn->in[i].slot == slot) {
-        if (n == max) return -1;
-        out[n].node = k;
-        out[n++].input = i;
-      }
-    for (uint32_t j = 0; j < xn->n_subs; j++)
-      for (uint32_t o = 0; o < xn->subs[j]->n_outer; o++) {
-        const struct ir_value *v = xn->subs[j]->outer[o];
-        if (v->graph == xg->g && v->index == slot) return -1;
-      }
-  }
-  return n;
-}
-
-static bool is_op(const struct xnode *xn, const char *op) {
-  const char *dom = xn->node->domain ? xn->node->domain : "";
-  return xn->def && !dom[0] && !strcmp(xn->node->op_type, op);
-}
-
-static bool is_output(const struct ir_value *v) {
-  const struct ir_graph *g = v->graph;
-  for (size_t i = 0; i < g->n_outputs; i++)
-    if (g->outputs[i] == v) return true;
-  return false;
-}
-
 static bool is_input(const struct ir_value *v, uint32_t *index) {
   const struct ir_graph *g = v->graph;
   for (size_t i = 0; i < g->n_inputs; i++)
@@ -128,24 +90,24 @@ static bool keys_chain(const struct xgraph *xg, uint32_t tnode, struct plan_kv *
   const struct ir_attr *perm = ir_node_attr(t->node, "perm");
   static const int64_t want[4] = {0, 1, 3, 2};
   if (!perm || perm->n != 4 || memcmp(perm->ints, want, sizeof want) || t->out[0] < 0 ||
-      is_output(t->node->outputs[0]))
+      exec_is_graph_output(t->node->outputs[0]))
     return false;
-  struct reader r[2];
-  if (readers_of(xg, t->out[0], r, 1) != 1) return false;
+  struct exec_reader r[2];
+  if (exec_readers(xg, t->out[0], r, 1) != 1) return false;
   struct op_kv_node st = {pair};
   uint32_t mm = r[0].node;
   const struct xnode *x = &xg->nodes[mm];
   float scale = 1.0f;
-  if (is_op(x, "Mul") && x->n_in == 2) {
+  if (exec_is_op(x, "Mul") && x->n_in == 2) {
     const struct ir_value *other = x->node->inputs[1 - r[0].input];
-    if (!other || !scalar_const(other, &scale) || x->out[0] < 0 || is_output(x->node->outputs[0]))
+    if (!other || !scalar_const(other, &scale) || x->out[0] < 0 || exec_is_graph_output(x->node->outputs[0]))
       return false;
     p->drop[mm] = true;
-    if (readers_of(xg, x->out[0], r, 1) != 1) return false;
+    if (exec_readers(xg, x->out[0], r, 1) != 1) return false;
     mm = r[0].node;
     x = &xg->nodes[mm];
   }
-  if (!is_op(x, "MatMul") || x->n_in != 2 || r[0].input != 1) return false;
+  if (!exec_is_op(x, "MatMul") || x->n_in != 2 || r[0].input != 1) return false;
   /* One cache per pair: every key chain of it must scale alike. */
   if (*seen && kp->scale != scale) return false;
   *seen = true;
@@ -163,10 +125,10 @@ static bool keys_chain(const struct xgraph *xg, uint32_t tnode, struct plan_kv *
  * does not fit (true for any other node). */
 static bool pair_at(const struct xgraph *xg, uint32_t k, struct plan_kv *p) {
   const struct xnode *c = &xg->nodes[k];
-  if (!is_op(c, "Concat") || c->n_in != 2 || c->n_out != 1 || c->out[0] < 0) return true;
+  if (!exec_is_op(c, "Concat") || c->n_in != 2 || c->n_out != 1 || c->out[0] < 0) return true;
   const struct ir_value *past = c->node->inputs[0], *present = c->node->outputs[0];
   uint32_t input;
-  if (!past || !c->node->inputs[1] || !is_input(past, &input) || !is_output(present)) return true;
+  if (!past || !c->node->inputs[1] || !is_input(past, &input) || !exec_is_graph_output(present)) return true;
   int64_t axis = ir_attr_int(c->node, "axis", 0);
   const struct ir_type *ty = &past->type;
   if ((axis != 2 && axis != -2) || ty->kind != IR_TYPE_TENSOR || ty->dtype != TOLK_FLOAT ||
@@ -178,27 +140,27 @@ static bool pair_at(const struct xgraph *xg, uint32_t k, struct plan_kv *p) {
   struct exec_kv_pair kp = {input, pref.slot, c->out[0], ty->dims[1].value, ty->dims[3].value, false, 1.0f};
   bool seen = false;
   enum { MAXR = 16 };
-  struct reader r[MAXR];
+  struct exec_reader r[MAXR];
   /* The past input: read for its shape only (positions), or by this Concat. */
-  int n = readers_of(xg, c->in[0].slot, r, MAXR);
+  int n = exec_readers(xg, c->in[0].slot, r, MAXR);
   if (n < 0) return false;
   for (int i = 0; i < n; i++)
-    if (r[i].node != k && !(is_op(&xg->nodes[r[i].node], "Shape") &&
+    if (r[i].node != k && !(exec_is_op(&xg->nodes[r[i].node], "Shape") &&
                             !ir_node_attr(xg->nodes[r[i].node].node, "start") &&
                             !ir_node_attr(xg->nodes[r[i].node].node, "end")))
       return false;
-  n = readers_of(xg, c->out[0], r, MAXR);
+  n = exec_readers(xg, c->out[0], r, MAXR);
   if (n < 0) return false;
   for (int i = 0; i < n; i++) {
     const struct xnode *x = &xg->nodes[r[i].node];
     struct op_kv_node st = {pair};
     struct edit *e;
-    if (is_op(x, "Shape") && !ir_node_attr(x->node, "start") && !ir_node_attr(x->node, "end")) {
+    if (exec_is_op(x, "Shape") && !ir_node_attr(x->node, "start") && !ir_node_attr(x->node, "end")) {
       if (!(e = add_edit(p))) return false;
       *e = (struct edit){r[i].node, &tolk_kv_shape_def, {pref, nref}, 2, st};
-    } else if (is_op(x, "Transpose")) {
+    } else if (exec_is_op(x, "Transpose")) {
       if (!keys_chain(xg, r[i].node, p, pref, nref, pair, &kp, &seen)) return false;
-    } else if (is_op(x, "MatMul") && x->n_in == 2 && r[i].input == 1) {
+    } else if (exec_is_op(x, "MatMul") && x->n_in == 2 && r[i].input == 1) {
       if (!(e = add_edit(p))) return false;
       *e = (struct edit){r[i].node, &tolk_kv_context_def, {x->in[0], pref, nref}, 3, st};
     } else {

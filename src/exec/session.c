@@ -415,6 +415,7 @@ static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
       return st;
   }
 
+  if (s->params.quant_rows) exec_quant_rows_rewrite(xg);
   if (!parent && s->params.kv_cache) {
     st = exec_kv_rewrite(s, xg, cp->err);
     if (st) return st;

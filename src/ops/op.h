@@ -131,6 +131,12 @@ float *op_kv_keys_t(struct op_ctx *c, uint32_t pair, float *scale);
 extern const struct op_def tolk_kv_append_def, tolk_kv_shape_def, tolk_kv_scores_def,
     tolk_kv_context_def;
 
+/* ---------------------------------------------------------- per-row quantization */
+
+/* DynamicQuantizeLinear per row of x (src/ops/quant.c): what a session made
+ * with quant_rows runs for the nodes src/exec/quant_rows.c picks. */
+extern const struct op_def tolk_dql_rows_def;
+
 /* ---------------------------------------------------------- shape helpers */
 
 /* Fills rank/dims/numel; false on a negative dim or numel overflow. */

@@ -359,6 +359,55 @@ static tolk_status run_dynamic_quantize(struct op_ctx *c) {
   return TOLK_OK;
 }
 
+/* The per-row form a session made with quant_rows gives the
+ * DynamicQuantizeLinear nodes that feed only MatMulInteger chains
+ * (src/exec/quant_rows.c): each row of x (its last axis) gets its own
+ * scale and zero point, as if it were quantized alone, and they come out
+ * shaped [..., 1] — the per-row zero point MatMulInteger takes, and a scale
+ * the chain's Muls broadcast. A row's codes then do not depend on the other
+ * rows of the batch. A rank-0 or rank-1 x is one row: per tensor. */
+struct dql_rows_job {
+  const float *x;
+  uint8_t *y, *zp;
+  float *scale;
+  int64_t k;
+};
+
+static void dql_rows(void *arg, int64_t begin, int64_t end) {
+  const struct dql_rows_job *j = arg;
+  for (int64_t r = begin; r < end; r++) {
+    int32_t zp;
+    quant_dynamic_params_u8(j->x + r * j->k, j->k, &j->scale[r], &zp);
+    j->zp[r] = (uint8_t)zp;
+    quant_linear_u8(j->x + r * j->k, j->y + r * j->k, j->k, j->scale[r], zp);
+  }
+}
+
+static tolk_status run_dynamic_quantize_rows(struct op_ctx *c) {
+  const struct tensor *x = op_in(c, 0);
+  if (x && x->dtype == TOLK_FLOAT && x->rank < 2) return run_dynamic_quantize(c);
+  if (!x) return op_fail(c, TOLK_ERR_INVALID_MODEL, "input x is required");
+  if (x->dtype != TOLK_FLOAT)
+    return op_fail(c, TOLK_ERR_TYPE, "input x: dtype %s, expected float",
+                   tolk_dtype_name((tolk_dtype)x->dtype));
+  int64_t dims[IR_MAX_RANK];
+  memcpy(dims, x->dims, (size_t)x->rank * sizeof *dims);
+  dims[x->rank - 1] = 1;
+  struct tensor *y = op_output(c, 0, TOLK_UINT8, x->rank, x->dims);
+  if (!y) return quant_err(c);
+  struct tensor *ys = op_output(c, 1, TOLK_FLOAT, x->rank, dims);
+  if (!ys) return quant_err(c);
+  struct tensor *yz = op_output(c, 2, TOLK_UINT8, x->rank, dims);
+  if (!yz) return quant_err(c);
+  int64_t k = x->dims[x->rank - 1];
+  struct dql_rows_job j = {x->data, y->data, yz->data, ys->data, k};
+  op_parallel_for(c, ys->numel, rows_grain(k), dql_rows, &j);
+  return TOLK_OK;
+}
+
+const struct op_def tolk_dql_rows_def = {"tolk.internal", "DynamicQuantizeLinearRows", 1, 0, NULL,
+                                         run_dynamic_quantize_rows, NULL};
+
 const struct op_def tolk_ops_quant[] = {
     {"", "QuantizeLinear", 10, 0, NULL, run_quantize, NULL},
     {"", "DequantizeLinear", 10, 0, NULL, run_dequantize, NULL},
