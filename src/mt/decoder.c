@@ -63,6 +63,9 @@ static tolk_status open_session(const char *path, int threads, bool kv, tolk_mod
   tolk_session_params sp = tolk_session_default_params();
   sp.threads = threads;
   sp.kv_cache = kv;
+  /* int8 graphs: each row (token) quantized on its own, so that a sentence
+   * translates the same in any batch (tolk.h, quant_rows). */
+  sp.quant_rows = 1;
   st = tolk_session_create(*model, sp, out, err);
   if (st) tolk_error_prefix(err, "%s", path);
   return st;
