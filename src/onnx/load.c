@@ -168,20 +168,51 @@ static const char *attr_what(int type) {
   return type >= 0 && type <= 14 ? names[type] : "unknown";
 }
 
-static tolk_status decode_attr(struct onnx_loader *l, struct gctx *c, struct ir_node *node,
-                               const uint8_t *p, size_t len, struct ir_attr *a) {
+/* What the first pass over an AttributeProto learns: which fields are there,
+ * how many elements each list field holds, and the declared type. */
+struct attr_scan {
+  size_t counts[24];
+  bool seen[24];
+  int64_t type;
+};
+
+/* Counts the elements of one floats or ints field, packed or not. */
+static tolk_status count_numbers(struct onnx_loader *l, const struct pb_field *f, struct attr_scan *s) {
+  if (f->number == AF_FLOATS) {
+    if (f->wire == PB_LEN) {
+      if (f->len % 4) return onnx_malformed(l, "AttributeProto.floats", f->offset, "packed floats not a multiple of 4");
+      s->counts[AF_FLOATS] += f->len / 4;
+    } else if (f->wire == PB_FIXED32) {
+      s->counts[AF_FLOATS]++;
+    } else {
+      return onnx_malformed(l, "AttributeProto.floats", f->offset, "wrong wire type");
+    }
+    return TOLK_OK;
+  }
+  if (f->wire == PB_LEN) {
+    size_t n;
+    if (!pb_count_varints(f->data, f->len, &n))
+      return onnx_malformed(l, "AttributeProto.ints", f->offset, "packed varints end mid-value");
+    s->counts[AF_INTS] += n;
+  } else if (f->wire == PB_VARINT) {
+    s->counts[AF_INTS]++;
+  } else {
+    return onnx_malformed(l, "AttributeProto.ints", f->offset, "wrong wire type");
+  }
+  return TOLK_OK;
+}
+
+/* Pass 1: the scalars and names, and the counts the lists are sized by. */
+static tolk_status scan_attr(struct onnx_loader *l, const uint8_t *p, size_t len, struct ir_attr *a,
+                             struct attr_scan *s) {
   struct pb r = reader(l, p, len);
   struct pb_field f;
   const char *why;
-  size_t counts[24] = {0};
-  bool seen[24] = {false};
-  int64_t type = 0;
   tolk_status st;
-  a->name = "";
   while (!pb_eof(&r)) {
     if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "AttributeProto", f.offset, why);
     if (f.number >= 24) continue;
-    seen[f.number] = true;
+    s->seen[f.number] = true;
     switch (f.number) {
     case AF_F:
       if (f.wire != PB_FIXED32) return onnx_malformed(l, "AttributeProto.f", f.offset, "not a fixed32");
@@ -191,35 +222,17 @@ static tolk_status decode_attr(struct onnx_loader *l, struct gctx *c, struct ir_
     case AF_TYPE:
       if (f.wire != PB_VARINT) return onnx_malformed(l, "AttributeProto", f.offset, "i/type is not a varint");
       if (f.number == AF_I) a->i = pb_i64(f.u64);
-      else type = pb_i64(f.u64);
+      else s->type = pb_i64(f.u64);
       break;
     case AF_FLOATS:
-      if (f.wire == PB_LEN) {
-        if (f.len % 4) return onnx_malformed(l, "AttributeProto.floats", f.offset, "packed floats not a multiple of 4");
-        counts[AF_FLOATS] += f.len / 4;
-      } else if (f.wire == PB_FIXED32) {
-        counts[AF_FLOATS]++;
-      } else {
-        return onnx_malformed(l, "AttributeProto.floats", f.offset, "wrong wire type");
-      }
-      break;
     case AF_INTS:
-      if (f.wire == PB_LEN) {
-        size_t n;
-        if (!pb_count_varints(f.data, f.len, &n))
-          return onnx_malformed(l, "AttributeProto.ints", f.offset, "packed varints end mid-value");
-        counts[AF_INTS] += n;
-      } else if (f.wire == PB_VARINT) {
-        counts[AF_INTS]++;
-      } else {
-        return onnx_malformed(l, "AttributeProto.ints", f.offset, "wrong wire type");
-      }
+      if ((st = count_numbers(l, &f, s))) return st;
       break;
     case AF_NAME: case AF_S: case AF_T: case AF_G: case AF_STRINGS: case AF_TENSORS: case AF_GRAPHS:
     case AF_DOC: case AF_TP: case AF_TPS: case AF_REF: case AF_SPARSE: case AF_SPARSES:
       if (f.wire != PB_LEN)
         return onnx_malformed(l, "AttributeProto", f.offset, "expected a length-delimited field");
-      counts[f.number]++;
+      s->counts[f.number]++;
       if (f.number == AF_NAME && !(a->name = onnx_str(l, &f))) return oom(l);
       if (f.number == AF_DOC && !(a->doc = onnx_str(l, &f))) return oom(l);
       if (f.number == AF_REF && !(a->ref_attr_name = onnx_str(l, &f))) return oom(l);
@@ -228,7 +241,13 @@ static tolk_status decode_attr(struct onnx_loader *l, struct gctx *c, struct ir_
       break;
     }
   }
-  /* IR version 1 files carry no type: infer it from the field that is set. */
+  return TOLK_OK;
+}
+
+/* Sets a->type from the scan; IR version 1 files carry no type, so it is
+ * inferred from the field that is set. */
+static tolk_status attr_type(struct onnx_loader *l, const struct attr_scan *s, struct ir_attr *a) {
+  int64_t type = s->type;
   if (!type) {
     static const struct { int field, type; } infer[] = {
         {AF_F, IR_ATTR_FLOAT}, {AF_I, IR_ATTR_INT}, {AF_S, IR_ATTR_STRING}, {AF_T, IR_ATTR_TENSOR},
@@ -237,7 +256,7 @@ static tolk_status decode_attr(struct onnx_loader *l, struct gctx *c, struct ir_
         {AF_TENSORS, IR_ATTR_TENSORS}, {AF_GRAPHS, IR_ATTR_GRAPHS}, {AF_SPARSES, IR_ATTR_SPARSE_TENSORS},
         {AF_TPS, IR_ATTR_TYPE_PROTOS}};
     for (size_t i = 0; i < sizeof infer / sizeof infer[0] && !type; i++)
-      if (seen[infer[i].field]) type = infer[i].type;
+      if (s->seen[infer[i].field]) type = infer[i].type;
   }
   if (type < 0 || type > IR_ATTR_TYPE_PROTOS) {
     a->type = IR_ATTR_UNDEFINED;
@@ -245,102 +264,144 @@ static tolk_status decode_attr(struct onnx_loader *l, struct gctx *c, struct ir_
                      (long long)type);
   }
   a->type = (enum ir_attr_type)type;
-  /* A reference to a function's attribute carries no value of its own. */
-  if (a->ref_attr_name) return TOLK_OK;
+  return TOLK_OK;
+}
 
-  int list = 0;
-  switch (a->type) {
-  case IR_ATTR_FLOATS: list = AF_FLOATS; break;
-  case IR_ATTR_INTS: list = AF_INTS; break;
-  case IR_ATTR_STRINGS: list = AF_STRINGS; break;
-  case IR_ATTR_TENSORS: list = AF_TENSORS; break;
-  case IR_ATTR_GRAPHS: list = AF_GRAPHS; break;
-  case IR_ATTR_SPARSE_TENSORS: list = AF_SPARSES; break;
-  case IR_ATTR_TYPE_PROTOS: list = AF_TPS; break;
-  default: break;
+/* The field that holds the elements of a list type; 0 for a singular type. */
+static int list_field(enum ir_attr_type type) {
+  switch (type) {
+  case IR_ATTR_FLOATS: return AF_FLOATS;
+  case IR_ATTR_INTS: return AF_INTS;
+  case IR_ATTR_STRINGS: return AF_STRINGS;
+  case IR_ATTR_TENSORS: return AF_TENSORS;
+  case IR_ATTR_GRAPHS: return AF_GRAPHS;
+  case IR_ATTR_SPARSE_TENSORS: return AF_SPARSES;
+  case IR_ATTR_TYPE_PROTOS: return AF_TPS;
+  default: return 0;
   }
-  size_t n = list ? counts[list] : 0;
+}
+
+/* Sizes the array of list field `list` for its n elements. */
+static tolk_status alloc_list(struct onnx_loader *l, struct ir_attr *a, int list, size_t n) {
   a->n = n;
-  if (n) {
-    void *arr = NULL;
-    switch (list) {
-    case AF_FLOATS: arr = a->floats = tolk_arena_array(l->arena, n, sizeof *a->floats); break;
-    case AF_INTS: arr = a->ints = tolk_arena_array(l->arena, n, sizeof *a->ints); break;
-    case AF_STRINGS: arr = a->strings = tolk_arena_array(l->arena, n, sizeof *a->strings); break;
-    case AF_TENSORS:
-    case AF_SPARSES: arr = a->tensors = tolk_arena_array(l->arena, n, sizeof *a->tensors); break;
-    case AF_GRAPHS: arr = a->graphs = tolk_arena_array(l->arena, n, sizeof *a->graphs); break;
-    case AF_TPS: arr = a->tps = tolk_arena_array(l->arena, n, sizeof *a->tps); break;
-    }
-    if (!arr) return oom(l);
+  if (!n) return TOLK_OK;
+  void *arr = NULL;
+  switch (list) {
+  case AF_FLOATS: arr = a->floats = tolk_arena_array(l->arena, n, sizeof *a->floats); break;
+  case AF_INTS: arr = a->ints = tolk_arena_array(l->arena, n, sizeof *a->ints); break;
+  case AF_STRINGS: arr = a->strings = tolk_arena_array(l->arena, n, sizeof *a->strings); break;
+  case AF_TENSORS:
+  case AF_SPARSES: arr = a->tensors = tolk_arena_array(l->arena, n, sizeof *a->tensors); break;
+  case AF_GRAPHS: arr = a->graphs = tolk_arena_array(l->arena, n, sizeof *a->graphs); break;
+  case AF_TPS: arr = a->tps = tolk_arena_array(l->arena, n, sizeof *a->tps); break;
   }
+  return arr ? TOLK_OK : oom(l);
+}
+
+/* Stores the floats or ints of one field from *k on; a packed field holds
+ * several. */
+static tolk_status read_numbers(struct onnx_loader *l, const struct pb_field *f, struct ir_attr *a,
+                                size_t *k) {
+  if (f->number == AF_FLOATS) {
+    if (f->wire != PB_LEN) {
+      a->floats[(*k)++] = pb_f32(f->u64);
+      return TOLK_OK;
+    }
+    for (size_t o = 0; o < f->len; o += 4)
+      a->floats[(*k)++] = pb_f32((uint64_t)f->data[o] | (uint64_t)f->data[o + 1] << 8 |
+                                 (uint64_t)f->data[o + 2] << 16 | (uint64_t)f->data[o + 3] << 24);
+    return TOLK_OK;
+  }
+  if (f->wire != PB_LEN) {
+    a->ints[(*k)++] = pb_i64(f->u64);
+    return TOLK_OK;
+  }
+  struct pb in = reader(l, f->data, f->len);
+  uint64_t v;
+  while (!pb_eof(&in)) {
+    if (!pb_varint(&in, &v)) return onnx_malformed(l, "AttributeProto.ints", pb_offset(&in), "bad varint");
+    a->ints[(*k)++] = pb_i64(v);
+  }
+  return TOLK_OK;
+}
+
+/* Stores element *k (and on) of list field f->number. */
+static tolk_status read_list_item(struct onnx_loader *l, struct gctx *c, struct ir_node *node,
+                                  const struct pb_field *f, struct ir_attr *a, size_t *k) {
+  switch (f->number) {
+  case AF_FLOATS:
+  case AF_INTS: return read_numbers(l, f, a, k);
+  case AF_STRINGS: {
+    char *s = tolk_arena_strndup(l->arena, (const char *)f->data, f->len);
+    if (!s) return oom(l);
+    a->strings[*k].data = (const uint8_t *)s;
+    a->strings[(*k)++].len = f->len;
+    return TOLK_OK;
+  }
+  case AF_TENSORS: return onnx_tensor_proto(l, f->data, f->len, &a->tensors[(*k)++]);
+  case AF_SPARSES: return onnx_sparse_tensor_proto(l, f->data, f->len, &a->tensors[(*k)++]);
+  case AF_GRAPHS: return subgraph(l, c, node, f, &a->graphs[(*k)++]);
+  case AF_TPS: return onnx_type_proto(l, f->data, f->len, &a->tps[(*k)++]);
+  default: return TOLK_OK;
+  }
+}
+
+/* Stores the value of a singular type from its field f, which is not
+ * a->type's field when the file sets others as well. */
+static tolk_status read_single(struct onnx_loader *l, struct gctx *c, struct ir_node *node,
+                               const struct pb_field *f, struct ir_attr *a) {
+  if (f->number == AF_S && a->type == IR_ATTR_STRING) {
+    /* Kept NUL-terminated so ir_attr_string can hand it out as a C string. */
+    char *s = tolk_arena_strndup(l->arena, (const char *)f->data, f->len);
+    if (!s) return oom(l);
+    a->s.data = (const uint8_t *)s;
+    a->s.len = f->len;
+  } else if (f->number == AF_T && a->type == IR_ATTR_TENSOR) {
+    return onnx_tensor_proto(l, f->data, f->len, &a->t);
+  } else if (f->number == AF_SPARSE && a->type == IR_ATTR_SPARSE_TENSOR) {
+    return onnx_sparse_tensor_proto(l, f->data, f->len, &a->t);
+  } else if (f->number == AF_TP && a->type == IR_ATTR_TYPE_PROTO) {
+    if (!(a->tp = tolk_arena_alloc(l->arena, sizeof *a->tp))) return oom(l);
+    return onnx_type_proto(l, f->data, f->len, a->tp);
+  } else if (f->number == AF_G && a->type == IR_ATTR_GRAPH) {
+    return subgraph(l, c, node, f, &a->g);
+  }
+  return TOLK_OK;
+}
+
+/* Pass 2: the value itself, into the arrays alloc_list sized. */
+static tolk_status read_attr_values(struct onnx_loader *l, struct gctx *c, struct ir_node *node,
+                                    const uint8_t *p, size_t len, struct ir_attr *a, int list) {
+  struct pb r = reader(l, p, len);
+  struct pb_field f;
+  const char *why;
+  tolk_status st;
   size_t k = 0;
-  r = reader(l, p, len);
   while (!pb_eof(&r)) {
     if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "AttributeProto", f.offset, why);
-    if (f.number == AF_S && a->type == IR_ATTR_STRING) {
-      /* Kept NUL-terminated so ir_attr_string can hand it out as a C string. */
-      char *s = tolk_arena_strndup(l->arena, (const char *)f.data, f.len);
-      if (!s) return oom(l);
-      a->s.data = (const uint8_t *)s;
-      a->s.len = f.len;
-    } else if (f.number == AF_T && a->type == IR_ATTR_TENSOR) {
-      if ((st = onnx_tensor_proto(l, f.data, f.len, &a->t))) return st;
-    } else if (f.number == AF_SPARSE && a->type == IR_ATTR_SPARSE_TENSOR) {
-      if ((st = onnx_sparse_tensor_proto(l, f.data, f.len, &a->t))) return st;
-    } else if (f.number == AF_TP && a->type == IR_ATTR_TYPE_PROTO) {
-      if (!(a->tp = tolk_arena_alloc(l->arena, sizeof *a->tp))) return oom(l);
-      if ((st = onnx_type_proto(l, f.data, f.len, a->tp))) return st;
-    } else if (f.number == AF_G && a->type == IR_ATTR_GRAPH) {
-      if ((st = subgraph(l, c, node, &f, &a->g))) return st;
-    } else if ((int)f.number == list) {
-      switch (list) {
-      case AF_FLOATS:
-        if (f.wire == PB_LEN) {
-          for (size_t o = 0; o < f.len; o += 4) a->floats[k++] = pb_f32((uint64_t)f.data[o] | (uint64_t)f.data[o + 1] << 8 |
-                                                                      (uint64_t)f.data[o + 2] << 16 | (uint64_t)f.data[o + 3] << 24);
-        } else {
-          a->floats[k++] = pb_f32(f.u64);
-        }
-        break;
-      case AF_INTS:
-        if (f.wire == PB_LEN) {
-          struct pb in = pb_sub(&r, &f);
-          uint64_t v;
-          while (!pb_eof(&in)) {
-            if (!pb_varint(&in, &v)) return onnx_malformed(l, "AttributeProto.ints", pb_offset(&in), "bad varint");
-            a->ints[k++] = pb_i64(v);
-          }
-        } else {
-          a->ints[k++] = pb_i64(f.u64);
-        }
-        break;
-      case AF_STRINGS: {
-        char *s = tolk_arena_strndup(l->arena, (const char *)f.data, f.len);
-        if (!s) return oom(l);
-        a->strings[k].data = (const uint8_t *)s;
-        a->strings[k++].len = f.len;
-        break;
-      }
-      case AF_TENSORS:
-        if ((st = onnx_tensor_proto(l, f.data, f.len, &a->tensors[k++]))) return st;
-        break;
-      case AF_SPARSES:
-        if ((st = onnx_sparse_tensor_proto(l, f.data, f.len, &a->tensors[k++]))) return st;
-        break;
-      case AF_GRAPHS:
-        if ((st = subgraph(l, c, node, &f, &a->graphs[k++]))) return st;
-        break;
-      case AF_TPS:
-        if ((st = onnx_type_proto(l, f.data, f.len, &a->tps[k++]))) return st;
-        break;
-      }
-    }
+    st = list && (int)f.number == list ? read_list_item(l, c, node, &f, a, &k)
+                                       : read_single(l, c, node, &f, a);
+    if (st) return st;
   }
+  return TOLK_OK;
+}
+
+static tolk_status decode_attr(struct onnx_loader *l, struct gctx *c, struct ir_node *node,
+                               const uint8_t *p, size_t len, struct ir_attr *a) {
+  struct attr_scan s = {{0}, {false}, 0};
+  a->name = "";
+  tolk_status st = scan_attr(l, p, len, a, &s);
+  if (!st) st = attr_type(l, &s, a);
+  if (st) return st;
+  /* A reference to a function's attribute carries no value of its own. */
+  if (a->ref_attr_name) return TOLK_OK;
+  int list = list_field(a->type);
+  if ((st = alloc_list(l, a, list, list ? s.counts[list] : 0))) return st;
+  if ((st = read_attr_values(l, c, node, p, len, a, list))) return st;
   /* The value field for a singular type must be there. */
   static const int single[] = {[IR_ATTR_TENSOR] = AF_T, [IR_ATTR_GRAPH] = AF_G,
                                [IR_ATTR_SPARSE_TENSOR] = AF_SPARSE, [IR_ATTR_TYPE_PROTO] = AF_TP};
-  if ((size_t)a->type < sizeof single / sizeof single[0] && single[a->type] && !seen[single[a->type]])
+  if ((size_t)a->type < sizeof single / sizeof single[0] && single[a->type] && !s.seen[single[a->type]])
     return tolk_fail(l->err, TOLK_ERR_INVALID_MODEL, "attribute '%s' of type %s has no value", a->name,
                      attr_what(a->type));
   return TOLK_OK;
