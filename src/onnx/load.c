@@ -39,6 +39,11 @@ struct gctx {
   const struct ir_opset *opsets;  /* imports that resolve node->opset */
   size_t n_opsets;
   int depth;
+  const uint8_t *p;               /* the message itself, read once per phase */
+  size_t len;
+  const struct graph_fields *gf;
+  struct ir_node *node_mem;       /* the nodes, and their windows for pass B */
+  struct pb_field *node_f;
 };
 
 static tolk_status oom(struct onnx_loader *l) {
@@ -498,187 +503,15 @@ struct graph_counts {
   size_t nodes, inputs, outputs, value_info, inits, sparse;
 };
 
-static tolk_status decode_graph(struct onnx_loader *l, const uint8_t *p, size_t len,
-                                const struct graph_fields *gf, struct gctx *parent,
-                                struct ir_node *owner, const struct ir_opset *opsets, size_t n_opsets,
-                                int depth, struct ir_graph **out) {
-  struct ir_graph *g = tolk_arena_alloc(l->arena, sizeof *g);
-  if (!g) return oom(l);
-  g->name = "";
-  g->parent = parent ? parent->g : NULL;
-  g->owner = owner;
-  g->depth = depth;
-  if (depth > l->m->max_depth_seen) l->m->max_depth_seen = depth;
-  struct gctx c = {.g = g, .parent = parent, .opsets = opsets, .n_opsets = n_opsets, .depth = depth};
-  *out = g;
-
-  struct graph_counts n = {0};
-  struct pb r = reader(l, p, len);
-  struct pb_field f;
-  const char *why;
-  while (!pb_eof(&r)) {
-    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
-    uint32_t k = f.number;
-    bool known = k == gf->node || k == gf->input || k == gf->output || k == gf->value_info ||
-                 (gf->initializer && (k == gf->initializer || k == gf->sparse_init)) || k == gf->name ||
-                 k == gf->doc;
-    if (!known) continue;
-    if (f.wire != PB_LEN) return onnx_malformed(l, "GraphProto", f.offset, "expected a length-delimited field");
-    if (k == gf->node) n.nodes++;
-    else if (k == gf->input) n.inputs++;
-    else if (k == gf->output) n.outputs++;
-    else if (k == gf->value_info) n.value_info++;
-    else if (k == gf->initializer) n.inits++;
-    else if (k == gf->sparse_init) n.sparse++;
-    else if (k == gf->name) { if (!(g->name = onnx_str(l, &f))) return oom(l); }
-    else if (!(g->doc = onnx_str(l, &f))) return oom(l);
-  }
-  size_t expect = n.inits + n.sparse + n.inputs + n.nodes;
-  if (!(g->names = ir_name_map_new(l->arena, expect))) return oom(l);
-  g->nodes = n.nodes ? tolk_arena_array(l->arena, n.nodes, sizeof *g->nodes) : NULL;
-  struct ir_node *node_mem = n.nodes ? tolk_arena_array(l->arena, n.nodes, sizeof *node_mem) : NULL;
-  g->inputs = n.inputs ? tolk_arena_array(l->arena, n.inputs, sizeof *g->inputs) : NULL;
-  g->outputs = n.outputs ? tolk_arena_array(l->arena, n.outputs, sizeof *g->outputs) : NULL;
-  g->value_info = n.value_info ? tolk_arena_array(l->arena, n.value_info, sizeof *g->value_info) : NULL;
-  size_t n_inits = n.inits + n.sparse;
-  g->initializers = n_inits ? tolk_arena_array(l->arena, n_inits, sizeof *g->initializers) : NULL;
-  if ((n.nodes && (!g->nodes || !node_mem)) || (n.inputs && !g->inputs) || (n.outputs && !g->outputs) ||
-      (n.value_info && !g->value_info) || (n_inits && !g->initializers))
-    return oom(l);
-  /* Node windows, kept for pass B. */
-  struct pb_field *node_f = n.nodes ? tolk_arena_array(l->arena, n.nodes, sizeof *node_f) : NULL;
-  if (n.nodes && !node_f) return oom(l);
-
-  tolk_status st = TOLK_OK;
-  const char *what = "graph";
-  size_t idx = 0;
-
-  /* Initializers. */
-  r = reader(l, p, len);
-  while (!pb_eof(&r)) {
-    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
-    if (!gf->initializer || (f.number != gf->initializer && f.number != gf->sparse_init)) continue;
-    struct ir_tensor *t;
-    /* Only plain initializers may stay misaligned: the executor aligns them
-     * where needed, while the densifier and other readers of attribute and
-     * sparse tensors read typed data. */
-    l->borrow_misaligned = f.number == gf->initializer;
-    st = f.number == gf->initializer ? onnx_tensor_proto(l, f.data, f.len, &t)
-                                     : onnx_sparse_tensor_proto(l, f.data, f.len, &t);
-    l->borrow_misaligned = false;
-    if (st) {
-      what = "initializer";
-      goto fail;
-    }
-    struct ir_value *v = new_value(l, &c, t->name);
-    if (!v) return oom(l);
-    v->init = t;
-    v->flags |= IR_VALUE_INITIALIZER;
-    v->type.kind = IR_TYPE_TENSOR;
-    v->type.dtype = t->dtype;
-    v->type.rank = t->rank;
-    if (t->rank) {
-      v->type.dims = tolk_arena_array(l->arena, (size_t)t->rank, sizeof *v->type.dims);
-      if (!v->type.dims) return oom(l);
-      for (int i = 0; i < t->rank; i++) v->type.dims[i].value = t->dims[i];
-    }
-    g->initializers[g->n_initializers++] = v;
-    if (!define(&c, v)) return oom(l);
-    idx++;
-  }
-
-  /* Graph inputs; in IR < 4 they also list the initializers. */
-  idx = 0;
-  r = reader(l, p, len);
-  while (!pb_eof(&r)) {
-    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
-    if (f.number != gf->input) continue;
-    const char *name = "";
-    struct ir_type type = {.rank = -1};
-    const char *doc = NULL;
-    if (gf->names_only) {
-      if (!(name = onnx_str(l, &f))) return oom(l);
-    } else if ((st = value_info(l, f.data, f.len, &name, &type, &doc))) {
-      what = "input";
-      goto fail;
-    }
-    struct ir_value *v = ir_name_map_get(g->names, name);
-    if (!(v && (v->flags & IR_VALUE_INITIALIZER) && !(v->flags & IR_VALUE_GRAPH_INPUT))) {
-      if (!(v = new_value(l, &c, name))) return oom(l);
-      v->type = type;
-      if (!define(&c, v)) return oom(l);
-    }
-    v->flags |= IR_VALUE_GRAPH_INPUT;
-    if (doc) v->doc = doc;
-    g->inputs[g->n_inputs++] = v;
-    idx++;
-  }
-
-  /* Nodes, pass A. */
-  idx = 0;
-  r = reader(l, p, len);
-  while (!pb_eof(&r)) {
-    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
-    if (f.number != gf->node) continue;
-    struct ir_node *nd = &node_mem[idx];
-    nd->graph = g;
-    nd->index = (int)idx;
-    g->nodes[idx] = nd;
-    node_f[idx] = f;
-    if ((st = node_head(l, &c, f.data, f.len, nd))) {
-      what = "node";
-      goto fail;
-    }
-    g->n_nodes = ++idx;
-  }
-
-  /* Graph outputs and value_info annotations. */
-  idx = 0;
-  r = reader(l, p, len);
-  while (!pb_eof(&r)) {
-    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
-    bool is_out = f.number == gf->output;
-    if (!is_out && f.number != gf->value_info) continue;
-    const char *name = "";
-    struct ir_type type = {.rank = -1};
-    const char *doc = NULL;
-    if (gf->names_only && is_out) {
-      if (!(name = onnx_str(l, &f))) return oom(l);
-    } else if ((st = value_info(l, f.data, f.len, &name, &type, &doc))) {
-      what = is_out ? "output" : "value_info";
-      goto fail;
-    }
-    if (is_out) {
-      struct ir_value *v = resolve(l, &c, name);
-      if (!v) return oom(l);
-      if (v->graph == g) {
-        v->flags |= IR_VALUE_GRAPH_OUTPUT;
-        if (v->type.kind == IR_TYPE_NONE) v->type = type;
-        if (doc && !v->doc) v->doc = doc;
-      }
-      g->outputs[g->n_outputs++] = v;
-    } else {
-      struct ir_value *v = ir_name_map_get(g->names, name);
-      if (!v) continue; /* annotates nothing in this graph */
-      if (v->type.kind == IR_TYPE_NONE) v->type = type;
-      g->value_info[g->n_value_info++] = v;
-    }
-  }
-
-  /* Nodes, pass B: attributes (subgraphs see every name above) and inputs. */
-  for (idx = 0; idx < g->n_nodes; idx++) {
-    if ((st = node_body(l, &c, node_f[idx].data, node_f[idx].len, g->nodes[idx]))) {
-      what = "node";
-      goto fail;
-    }
-  }
-  return TOLK_OK;
-
-fail:
-  /* Context for the message, outermost last. Past a few levels of nesting
-   * the path is elided so the reason itself stays within the message. */
-  if (depth > CONTEXT_DEPTH) return st;
-  if (depth == CONTEXT_DEPTH) {
+/* Prefixes a failure in part `idx` (a node, an input, ...) of graph c with
+ * where it happened; each enclosing graph adds its own, outermost last. Past
+ * a few levels of nesting the path is elided so the reason itself stays
+ * within the message. */
+static tolk_status part_failed(struct onnx_loader *l, const struct gctx *c, const char *what, size_t idx,
+                               tolk_status st) {
+  const struct ir_graph *g = c->g;
+  if (c->depth > CONTEXT_DEPTH) return st;
+  if (c->depth == CONTEXT_DEPTH) {
     tolk_error_prefix(l->err, "...");
     return st;
   }
@@ -691,6 +524,238 @@ fail:
                       nd->op_type && nd->op_type[0] ? nd->op_type : "?");
   } else {
     tolk_error_prefix(l->err, "%s%s %zu", gname, what, idx);
+  }
+  return st;
+}
+
+/* Steps r to the graph's next field numbered a or b (0 matches nothing):
+ * false at the end, and with *st set on a malformed field. Each phase below
+ * walks the graph's fields once this way. */
+static bool next_graph_field(struct onnx_loader *l, struct pb *r, uint32_t a, uint32_t b, struct pb_field *f,
+                             tolk_status *st) {
+  const char *why;
+  *st = TOLK_OK;
+  while (!pb_eof(r)) {
+    if (!pb_next(r, f, &why)) {
+      *st = onnx_malformed(l, "GraphProto", f->offset, why);
+      return false;
+    }
+    if ((a && f->number == a) || (b && f->number == b)) return true;
+  }
+  return false;
+}
+
+/* The name, type and doc of a graph input or output: a ValueInfoProto, or
+ * in a FunctionProto (bare) only a name. A NULL *name is out of memory,
+ * reported apart from a broken ValueInfoProto, which returns its status. */
+static tolk_status declared(struct onnx_loader *l, bool bare, const struct pb_field *f, const char **name,
+                            struct ir_type *type, const char **doc) {
+  *name = "";
+  *type = (struct ir_type){.rank = -1};
+  *doc = NULL;
+  if (!bare) return value_info(l, f->data, f->len, name, type, doc);
+  *name = onnx_str(l, f);
+  return TOLK_OK;
+}
+
+/* Counts every repeated field of the graph and reads its name and doc. */
+static tolk_status count_graph(struct onnx_loader *l, const struct gctx *c, struct graph_counts *n) {
+  const struct graph_fields *gf = c->gf;
+  struct ir_graph *g = c->g;
+  struct pb r = reader(l, c->p, c->len);
+  struct pb_field f;
+  const char *why;
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
+    uint32_t k = f.number;
+    bool known = k == gf->node || k == gf->input || k == gf->output || k == gf->value_info ||
+                 (gf->initializer && (k == gf->initializer || k == gf->sparse_init)) || k == gf->name ||
+                 k == gf->doc;
+    if (!known) continue;
+    if (f.wire != PB_LEN) return onnx_malformed(l, "GraphProto", f.offset, "expected a length-delimited field");
+    if (k == gf->node) n->nodes++;
+    else if (k == gf->input) n->inputs++;
+    else if (k == gf->output) n->outputs++;
+    else if (k == gf->value_info) n->value_info++;
+    else if (k == gf->initializer) n->inits++;
+    else if (k == gf->sparse_init) n->sparse++;
+    else if (k == gf->name) { if (!(g->name = onnx_str(l, &f))) return oom(l); }
+    else if (!(g->doc = onnx_str(l, &f))) return oom(l);
+  }
+  return TOLK_OK;
+}
+
+/* Sizes the graph's arrays and name map, and the nodes with their windows. */
+static tolk_status alloc_graph(struct onnx_loader *l, struct gctx *c, const struct graph_counts *n) {
+  struct ir_graph *g = c->g;
+  size_t expect = n->inits + n->sparse + n->inputs + n->nodes;
+  if (!(g->names = ir_name_map_new(l->arena, expect))) return oom(l);
+  g->nodes = n->nodes ? tolk_arena_array(l->arena, n->nodes, sizeof *g->nodes) : NULL;
+  c->node_mem = n->nodes ? tolk_arena_array(l->arena, n->nodes, sizeof *c->node_mem) : NULL;
+  g->inputs = n->inputs ? tolk_arena_array(l->arena, n->inputs, sizeof *g->inputs) : NULL;
+  g->outputs = n->outputs ? tolk_arena_array(l->arena, n->outputs, sizeof *g->outputs) : NULL;
+  g->value_info = n->value_info ? tolk_arena_array(l->arena, n->value_info, sizeof *g->value_info) : NULL;
+  size_t n_inits = n->inits + n->sparse;
+  g->initializers = n_inits ? tolk_arena_array(l->arena, n_inits, sizeof *g->initializers) : NULL;
+  if ((n->nodes && (!g->nodes || !c->node_mem)) || (n->inputs && !g->inputs) || (n->outputs && !g->outputs) ||
+      (n->value_info && !g->value_info) || (n_inits && !g->initializers))
+    return oom(l);
+  c->node_f = n->nodes ? tolk_arena_array(l->arena, n->nodes, sizeof *c->node_f) : NULL;
+  if (n->nodes && !c->node_f) return oom(l);
+  return TOLK_OK;
+}
+
+/* Defines the value of initializer t, typed by the tensor itself. */
+static bool add_initializer(struct onnx_loader *l, struct gctx *c, struct ir_tensor *t) {
+  struct ir_value *v = new_value(l, c, t->name);
+  if (!v) return false;
+  v->init = t;
+  v->flags |= IR_VALUE_INITIALIZER;
+  v->type.kind = IR_TYPE_TENSOR;
+  v->type.dtype = t->dtype;
+  v->type.rank = t->rank;
+  if (t->rank) {
+    v->type.dims = tolk_arena_array(l->arena, (size_t)t->rank, sizeof *v->type.dims);
+    if (!v->type.dims) return false;
+    for (int i = 0; i < t->rank; i++) v->type.dims[i].value = t->dims[i];
+  }
+  c->g->initializers[c->g->n_initializers++] = v;
+  return define(c, v);
+}
+
+static tolk_status read_initializers(struct onnx_loader *l, struct gctx *c) {
+  const struct graph_fields *gf = c->gf;
+  struct pb r = reader(l, c->p, c->len);
+  struct pb_field f;
+  tolk_status st;
+  while (next_graph_field(l, &r, gf->initializer, gf->sparse_init, &f, &st)) {
+    struct ir_tensor *t;
+    /* Only plain initializers may stay misaligned: the executor aligns them
+     * where needed, while the densifier and other readers of attribute and
+     * sparse tensors read typed data. */
+    l->borrow_misaligned = f.number == gf->initializer;
+    st = f.number == gf->initializer ? onnx_tensor_proto(l, f.data, f.len, &t)
+                                     : onnx_sparse_tensor_proto(l, f.data, f.len, &t);
+    l->borrow_misaligned = false;
+    if (st) return part_failed(l, c, "initializer", c->g->n_initializers, st);
+    if (!add_initializer(l, c, t)) return oom(l);
+  }
+  return st;
+}
+
+/* Graph inputs; in IR < 4 they also list the initializers. */
+static tolk_status read_inputs(struct onnx_loader *l, struct gctx *c) {
+  struct ir_graph *g = c->g;
+  struct pb r = reader(l, c->p, c->len);
+  struct pb_field f;
+  tolk_status st;
+  while (next_graph_field(l, &r, c->gf->input, 0, &f, &st)) {
+    const char *name, *doc;
+    struct ir_type type;
+    if ((st = declared(l, c->gf->names_only, &f, &name, &type, &doc)))
+      return part_failed(l, c, "input", g->n_inputs, st);
+    if (!name) return oom(l);
+    struct ir_value *v = ir_name_map_get(g->names, name);
+    if (!(v && (v->flags & IR_VALUE_INITIALIZER) && !(v->flags & IR_VALUE_GRAPH_INPUT))) {
+      if (!(v = new_value(l, c, name))) return oom(l);
+      v->type = type;
+      if (!define(c, v)) return oom(l);
+    }
+    v->flags |= IR_VALUE_GRAPH_INPUT;
+    if (doc) v->doc = doc;
+    g->inputs[g->n_inputs++] = v;
+  }
+  return st;
+}
+
+/* Nodes, pass A: identities and outputs, keeping each node's window. */
+static tolk_status read_node_heads(struct onnx_loader *l, struct gctx *c) {
+  struct ir_graph *g = c->g;
+  struct pb r = reader(l, c->p, c->len);
+  struct pb_field f;
+  tolk_status st;
+  while (next_graph_field(l, &r, c->gf->node, 0, &f, &st)) {
+    size_t idx = g->n_nodes;
+    struct ir_node *nd = &c->node_mem[idx];
+    nd->graph = g;
+    nd->index = (int)idx;
+    g->nodes[idx] = nd;
+    c->node_f[idx] = f;
+    if ((st = node_head(l, c, f.data, f.len, nd))) return part_failed(l, c, "node", idx, st);
+    g->n_nodes = idx + 1;
+  }
+  return st;
+}
+
+/* Marks the value a graph output names, which may be a value of an
+ * enclosing graph or an undefined one. */
+static bool add_output(struct onnx_loader *l, struct gctx *c, const char *name, const struct ir_type *type,
+                       const char *doc) {
+  struct ir_value *v = resolve(l, c, name);
+  if (!v) return false;
+  if (v->graph == c->g) {
+    v->flags |= IR_VALUE_GRAPH_OUTPUT;
+    if (v->type.kind == IR_TYPE_NONE) v->type = *type;
+    if (doc && !v->doc) v->doc = doc;
+  }
+  c->g->outputs[c->g->n_outputs++] = v;
+  return true;
+}
+
+/* Graph outputs and value_info annotations. A failure is named output 0 or
+ * value_info 0 whatever its place: the loader has always named it so. */
+static tolk_status read_outputs(struct onnx_loader *l, struct gctx *c) {
+  struct ir_graph *g = c->g;
+  struct pb r = reader(l, c->p, c->len);
+  struct pb_field f;
+  tolk_status st;
+  while (next_graph_field(l, &r, c->gf->output, c->gf->value_info, &f, &st)) {
+    bool is_out = f.number == c->gf->output;
+    const char *name, *doc;
+    struct ir_type type;
+    if ((st = declared(l, c->gf->names_only && is_out, &f, &name, &type, &doc)))
+      return part_failed(l, c, is_out ? "output" : "value_info", 0, st);
+    if (!name) return oom(l);
+    if (is_out) {
+      if (!add_output(l, c, name, &type, doc)) return oom(l);
+      continue;
+    }
+    struct ir_value *v = ir_name_map_get(g->names, name);
+    if (!v) continue; /* annotates nothing in this graph */
+    if (v->type.kind == IR_TYPE_NONE) v->type = type;
+    g->value_info[g->n_value_info++] = v;
+  }
+  return st;
+}
+
+/* Decodes a GraphProto, or a FunctionProto's body (gf says which), in the
+ * phases this file's opening comment lists. */
+static tolk_status decode_graph(struct onnx_loader *l, const uint8_t *p, size_t len,
+                                const struct graph_fields *gf, struct gctx *parent,
+                                struct ir_node *owner, const struct ir_opset *opsets, size_t n_opsets,
+                                int depth, struct ir_graph **out) {
+  struct ir_graph *g = tolk_arena_alloc(l->arena, sizeof *g);
+  if (!g) return oom(l);
+  g->name = "";
+  g->parent = parent ? parent->g : NULL;
+  g->owner = owner;
+  g->depth = depth;
+  if (depth > l->m->max_depth_seen) l->m->max_depth_seen = depth;
+  struct gctx c = {.g = g, .parent = parent, .opsets = opsets, .n_opsets = n_opsets, .depth = depth,
+                   .p = p, .len = len, .gf = gf};
+  *out = g;
+
+  struct graph_counts n = {0};
+  tolk_status st = count_graph(l, &c, &n);
+  if (!st) st = alloc_graph(l, &c, &n);
+  if (!st) st = read_initializers(l, &c);
+  if (!st) st = read_inputs(l, &c);
+  if (!st) st = read_node_heads(l, &c);
+  if (!st) st = read_outputs(l, &c);
+  /* Nodes, pass B: attributes (subgraphs see every name above) and inputs. */
+  for (size_t i = 0; !st && i < g->n_nodes; i++) {
+    const struct pb_field *f = &c.node_f[i];
+    if ((st = node_body(l, &c, f->data, f->len, g->nodes[i]))) st = part_failed(l, &c, "node", i, st);
   }
   return st;
 }
