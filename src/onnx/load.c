@@ -528,21 +528,23 @@ static tolk_status part_failed(struct onnx_loader *l, const struct gctx *c, cons
   return st;
 }
 
-/* Steps r to the graph's next field numbered a or b (0 matches nothing):
- * false at the end, and with *st set on a malformed field. Each phase below
- * walks the graph's fields once this way. */
-static bool next_graph_field(struct onnx_loader *l, struct pb *r, uint32_t a, uint32_t b, struct pb_field *f,
-                             tolk_status *st) {
+/* One phase's work on one field of the graph. */
+typedef tolk_status (*graph_field_fn)(struct onnx_loader *l, struct gctx *c, const struct pb_field *f);
+
+/* A phase: fn on each of graph c's fields numbered a or b (0 matches
+ * nothing), in file order, stopping at the first failure. */
+static tolk_status each_graph_field(struct onnx_loader *l, struct gctx *c, uint32_t a, uint32_t b,
+                                    graph_field_fn fn) {
+  struct pb r = reader(l, c->p, c->len);
+  struct pb_field f;
   const char *why;
-  *st = TOLK_OK;
-  while (!pb_eof(r)) {
-    if (!pb_next(r, f, &why)) {
-      *st = onnx_malformed(l, "GraphProto", f->offset, why);
-      return false;
-    }
-    if ((a && f->number == a) || (b && f->number == b)) return true;
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
+    if (!((a && f.number == a) || (b && f.number == b))) continue;
+    tolk_status st = fn(l, c, &f);
+    if (st) return st;
   }
-  return false;
+  return TOLK_OK;
 }
 
 /* The name, type and doc of a graph input or output: a ValueInfoProto, or
@@ -623,68 +625,56 @@ static bool add_initializer(struct onnx_loader *l, struct gctx *c, struct ir_ten
   return define(c, v);
 }
 
-static tolk_status read_initializers(struct onnx_loader *l, struct gctx *c) {
-  const struct graph_fields *gf = c->gf;
-  struct pb r = reader(l, c->p, c->len);
-  struct pb_field f;
-  tolk_status st;
-  while (next_graph_field(l, &r, gf->initializer, gf->sparse_init, &f, &st)) {
-    struct ir_tensor *t;
-    /* Only plain initializers may stay misaligned: the executor aligns them
-     * where needed, while the densifier and other readers of attribute and
-     * sparse tensors read typed data. */
-    l->borrow_misaligned = f.number == gf->initializer;
-    st = f.number == gf->initializer ? onnx_tensor_proto(l, f.data, f.len, &t)
-                                     : onnx_sparse_tensor_proto(l, f.data, f.len, &t);
-    l->borrow_misaligned = false;
-    if (st) return part_failed(l, c, "initializer", c->g->n_initializers, st);
-    if (!add_initializer(l, c, t)) return oom(l);
-  }
-  return st;
+/* Decodes an initializer or sparse initializer and defines its value. */
+static tolk_status read_initializer(struct onnx_loader *l, struct gctx *c, const struct pb_field *f) {
+  bool plain = f->number == c->gf->initializer;
+  struct ir_tensor *t;
+  /* Only plain initializers may stay misaligned: the executor aligns them
+   * where needed, while the densifier and other readers of attribute and
+   * sparse tensors read typed data. */
+  l->borrow_misaligned = plain;
+  tolk_status st = plain ? onnx_tensor_proto(l, f->data, f->len, &t)
+                         : onnx_sparse_tensor_proto(l, f->data, f->len, &t);
+  l->borrow_misaligned = false;
+  if (st) return part_failed(l, c, "initializer", c->g->n_initializers, st);
+  return add_initializer(l, c, t) ? TOLK_OK : oom(l);
 }
 
-/* Graph inputs; in IR < 4 they also list the initializers. */
-static tolk_status read_inputs(struct onnx_loader *l, struct gctx *c) {
+/* A graph input; in IR < 4 the inputs also list the initializers, whose
+ * values they then share. */
+static tolk_status read_input(struct onnx_loader *l, struct gctx *c, const struct pb_field *f) {
   struct ir_graph *g = c->g;
-  struct pb r = reader(l, c->p, c->len);
-  struct pb_field f;
-  tolk_status st;
-  while (next_graph_field(l, &r, c->gf->input, 0, &f, &st)) {
-    const char *name, *doc;
-    struct ir_type type;
-    if ((st = declared(l, c->gf->names_only, &f, &name, &type, &doc)))
-      return part_failed(l, c, "input", g->n_inputs, st);
-    if (!name) return oom(l);
-    struct ir_value *v = ir_name_map_get(g->names, name);
-    if (!(v && (v->flags & IR_VALUE_INITIALIZER) && !(v->flags & IR_VALUE_GRAPH_INPUT))) {
-      if (!(v = new_value(l, c, name))) return oom(l);
-      v->type = type;
-      if (!define(c, v)) return oom(l);
-    }
-    v->flags |= IR_VALUE_GRAPH_INPUT;
-    if (doc) v->doc = doc;
-    g->inputs[g->n_inputs++] = v;
+  const char *name, *doc;
+  struct ir_type type;
+  tolk_status st = declared(l, c->gf->names_only, f, &name, &type, &doc);
+  if (st) return part_failed(l, c, "input", g->n_inputs, st);
+  if (!name) return oom(l);
+  struct ir_value *v = ir_name_map_get(g->names, name);
+  if (!(v && (v->flags & IR_VALUE_INITIALIZER) && !(v->flags & IR_VALUE_GRAPH_INPUT))) {
+    if (!(v = new_value(l, c, name))) return oom(l);
+    v->type = type;
+    if (!define(c, v)) return oom(l);
   }
-  return st;
+  v->flags |= IR_VALUE_GRAPH_INPUT;
+  if (doc) v->doc = doc;
+  g->inputs[g->n_inputs++] = v;
+  return TOLK_OK;
 }
 
-/* Nodes, pass A: identities and outputs, keeping each node's window. */
-static tolk_status read_node_heads(struct onnx_loader *l, struct gctx *c) {
+/* Nodes, pass A: a node's identity and outputs; its window is kept for
+ * pass B. */
+static tolk_status read_node_head(struct onnx_loader *l, struct gctx *c, const struct pb_field *f) {
   struct ir_graph *g = c->g;
-  struct pb r = reader(l, c->p, c->len);
-  struct pb_field f;
-  tolk_status st;
-  while (next_graph_field(l, &r, c->gf->node, 0, &f, &st)) {
-    size_t idx = g->n_nodes;
-    struct ir_node *nd = &c->node_mem[idx];
-    nd->graph = g;
-    nd->index = (int)idx;
-    g->nodes[idx] = nd;
-    c->node_f[idx] = f;
-    if ((st = node_head(l, c, f.data, f.len, nd))) return part_failed(l, c, "node", idx, st);
-    g->n_nodes = idx + 1;
-  }
-  return st;
+  size_t idx = g->n_nodes;
+  struct ir_node *nd = &c->node_mem[idx];
+  nd->graph = g;
+  nd->index = (int)idx;
+  g->nodes[idx] = nd;
+  c->node_f[idx] = *f;
+  tolk_status st = node_head(l, c, f->data, f->len, nd);
+  if (st) return part_failed(l, c, "node", idx, st);
+  g->n_nodes = idx + 1;
+  return TOLK_OK;
 }
 
 /* Marks the value a graph output names, which may be a value of an
@@ -702,30 +692,22 @@ static bool add_output(struct onnx_loader *l, struct gctx *c, const char *name, 
   return true;
 }
 
-/* Graph outputs and value_info annotations. A failure is named output 0 or
- * value_info 0 whatever its place: the loader has always named it so. */
-static tolk_status read_outputs(struct onnx_loader *l, struct gctx *c) {
+/* A graph output or a value_info annotation. A failure is named output 0
+ * or value_info 0 whatever its place: the loader has always named it so. */
+static tolk_status read_output(struct onnx_loader *l, struct gctx *c, const struct pb_field *f) {
   struct ir_graph *g = c->g;
-  struct pb r = reader(l, c->p, c->len);
-  struct pb_field f;
-  tolk_status st;
-  while (next_graph_field(l, &r, c->gf->output, c->gf->value_info, &f, &st)) {
-    bool is_out = f.number == c->gf->output;
-    const char *name, *doc;
-    struct ir_type type;
-    if ((st = declared(l, c->gf->names_only && is_out, &f, &name, &type, &doc)))
-      return part_failed(l, c, is_out ? "output" : "value_info", 0, st);
-    if (!name) return oom(l);
-    if (is_out) {
-      if (!add_output(l, c, name, &type, doc)) return oom(l);
-      continue;
-    }
-    struct ir_value *v = ir_name_map_get(g->names, name);
-    if (!v) continue; /* annotates nothing in this graph */
-    if (v->type.kind == IR_TYPE_NONE) v->type = type;
-    g->value_info[g->n_value_info++] = v;
-  }
-  return st;
+  bool is_out = f->number == c->gf->output;
+  const char *name, *doc;
+  struct ir_type type;
+  tolk_status st = declared(l, c->gf->names_only && is_out, f, &name, &type, &doc);
+  if (st) return part_failed(l, c, is_out ? "output" : "value_info", 0, st);
+  if (!name) return oom(l);
+  if (is_out) return add_output(l, c, name, &type, doc) ? TOLK_OK : oom(l);
+  struct ir_value *v = ir_name_map_get(g->names, name);
+  if (!v) return TOLK_OK; /* annotates nothing in this graph */
+  if (v->type.kind == IR_TYPE_NONE) v->type = type;
+  g->value_info[g->n_value_info++] = v;
+  return TOLK_OK;
 }
 
 /* Decodes a GraphProto, or a FunctionProto's body (gf says which), in the
@@ -748,10 +730,10 @@ static tolk_status decode_graph(struct onnx_loader *l, const uint8_t *p, size_t 
   struct graph_counts n = {0};
   tolk_status st = count_graph(l, &c, &n);
   if (!st) st = alloc_graph(l, &c, &n);
-  if (!st) st = read_initializers(l, &c);
-  if (!st) st = read_inputs(l, &c);
-  if (!st) st = read_node_heads(l, &c);
-  if (!st) st = read_outputs(l, &c);
+  if (!st) st = each_graph_field(l, &c, gf->initializer, gf->sparse_init, read_initializer);
+  if (!st) st = each_graph_field(l, &c, gf->input, 0, read_input);
+  if (!st) st = each_graph_field(l, &c, gf->node, 0, read_node_head);
+  if (!st) st = each_graph_field(l, &c, gf->output, gf->value_info, read_output);
   /* Nodes, pass B: attributes (subgraphs see every name above) and inputs. */
   for (size_t i = 0; !st && i < g->n_nodes; i++) {
     const struct pb_field *f = &c.node_f[i];
