@@ -11,23 +11,17 @@ the bundled files (everything else in it — versions, the export's verification
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import sys
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the work tree
+from common import sha256_file  # tools/common.py
+
 FILES = ["config.json", "generation_config.json", "tokenizer_config.json", "special_tokens_map.json",
          "source.spm", "target.spm", "vocab.json", "encoder_model_quantized.onnx",
          "decoder_model_quantized.onnx", "decoder_with_past_model_quantized.onnx"]
-
-
-def sha256(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def main(argv: list[str]) -> int:
@@ -48,7 +42,7 @@ def main(argv: list[str]) -> int:
     for f in FILES:
         shutil.copyfile(src / f, dst / f)
         e = dict(by_path.get(f, {"path": f}))
-        e.update(size=(dst / f).stat().st_size, sha256=sha256(dst / f))
+        e.update(size=(dst / f).stat().st_size, sha256=sha256_file(dst / f))
         entries.append(e)
     manifest["files"] = entries
     manifest["bundled_by"] = "tools/bundle_demo.py (int8 graphs, configs and tokenizer only)"

@@ -49,6 +49,9 @@ import unicodedata
 from collections import Counter, defaultdict
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the work tree
+from common import logger  # tools/common.py
+
 SEED = 20261202
 DEFAULT_OUT = Path("/work/demo-data")
 SYSTEM_DIR = Path("/usr/share/locale/zh_CN/LC_MESSAGES")
@@ -72,8 +75,7 @@ CREDITS = {"translator-credits", "translator_credits", "Your names", "Your email
 CREDIT_CTXT = {"NAME OF TRANSLATORS", "EMAIL OF TRANSLATORS"}
 
 
-def log(*a):
-    print("[demo_data]", *a, file=sys.stderr, flush=True)
+log = logger("demo_data")
 
 
 # ----------------------------------------------------------------------------------------------------------

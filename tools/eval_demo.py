@@ -26,6 +26,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the work tree
+from common import read_lines  # tools/common.py
+
 TAG = ">>cmn_Hans<<"
 INTERFACE_STRINGS = [
     "Open file", "Save as…", "Permission denied", "No such file or directory", "Cancel", "Settings",
@@ -33,11 +36,6 @@ INTERFACE_STRINGS = [
     "Copy", "Paste", "Undo", "Close window", "Connection timed out", "Disk full", "Show hidden files",
     "Check for updates", "Quit", "Invalid password",
 ]
-
-
-def read_lines(p: Path):
-    with open(p, encoding="utf-8") as f:
-        return [l.rstrip("\n") for l in f]
 
 
 def torch_translate(hf: Path, texts, beam: int, max_new: int, threads: int, batch: int = 32):

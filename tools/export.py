@@ -21,7 +21,6 @@ cache, or a folder that does not exist, is a clear error.  Versions: tools/requi
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -30,6 +29,9 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the work tree
+from common import logger, sha256_file  # tools/common.py
 
 TOKENIZER_FILES = ["source.spm", "target.spm", "vocab.json", "tokenizer_config.json", "target_vocab.json"]
 CONFIG_FILES = ["config.json", "generation_config.json"]
@@ -54,16 +56,7 @@ class ExportError(Exception):
     pass
 
 
-def log(*a):
-    print("[export]", *a, file=sys.stderr, flush=True)
-
-
-def sha256_file(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+log = logger("export")
 
 
 def offline_requested(args) -> bool:

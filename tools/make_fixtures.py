@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import glob
 import gettext
-import hashlib
 import json
 import lzma
 import os
@@ -26,6 +25,9 @@ import sys
 import unicodedata
 from collections import Counter
 from pathlib import Path
+
+sys.dont_write_bytecode = True  # no tools/__pycache__ in the work tree
+from common import logger, sha256_file  # tools/common.py
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures"
@@ -55,16 +57,7 @@ TGT_VOCAB = 3000
 FULL_VOCAB = 65001
 
 
-def log(*a):
-    print("[make_fixtures]", *a, file=sys.stderr, flush=True)
-
-
-def sha256_file(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+log = logger("make_fixtures")
 
 
 def _finite(o):
@@ -604,7 +597,6 @@ def step_model(args):
 # ----------------------------------------------------------------------------------------------------------
 
 def _import_export():
-    sys.dont_write_bytecode = True  # no tools/__pycache__ in the work tree
     sys.path.insert(0, str(ROOT / "tools"))
     import export  # tools/export.py
     return export

@@ -55,6 +55,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.dont_write_bytecode = True  # no tools/__pycache__ in the work tree
 sys.path.insert(0, str(ROOT / "tools"))
+from common import read_lines  # tools/common.py
 
 SEED = 20261202
 TAG = ">>cmn_Hans<<"
@@ -88,11 +89,6 @@ class Log:
     def metric(self, **kw):
         self.m.write(json.dumps(kw, ensure_ascii=False) + "\n")
         self.m.flush()
-
-
-def read_lines(p: Path):
-    with open(p, encoding="utf-8") as f:
-        return [l.rstrip("\n") for l in f]
 
 
 def file_hash(*paths) -> str:

@@ -550,10 +550,11 @@ static tolk_status check_kv_output(const tolk_session *s, int32_t pos, tolk_erro
                    "value '%s' is not computed: the key/value cache replaced its node", v->name);
 }
 
-static tolk_status run_impl(tolk_session *s, struct tolk_kv_cache *kv, size_t n_inputs,
-                            const char *const *input_names, const tolk_tensor *const *inputs,
-                            size_t n_outputs, const char *const *output_names,
-                            tolk_tensor **outputs, tolk_run_stats *stats, tolk_error *err) {
+/* The caller's arguments, checked before any name is looked up. */
+static tolk_status check_args(const tolk_session *s, const struct tolk_kv_cache *kv, size_t n_inputs,
+                              const char *const *input_names, const tolk_tensor *const *inputs,
+                              size_t n_outputs, const char *const *output_names,
+                              tolk_tensor **outputs, tolk_error *err) {
   if (!s) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "session is NULL");
   if (s->n_kv && !kv)
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
@@ -565,110 +566,119 @@ static tolk_status run_impl(tolk_session *s, struct tolk_kv_cache *kv, size_t n_
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
                      "%zu outputs requested by position; the model has %zu", n_outputs,
                      s->n_outputs);
-  const struct ir_graph *g = s->m->graph;
-  struct xgraph *xg = s->graphs[0];
-  /* Resolve requested outputs first: a bad name fails before any work. */
-  enum { SMALL = 16 };
-  int32_t pos_small[SMALL];
-  int32_t *pos = n_outputs <= SMALL ? pos_small : malloc(n_outputs * sizeof *pos);
-  if (!pos) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "output table");
+  return TOLK_OK;
+}
+
+/* Finds `name` among the main graph's outputs, then among its values (pos
+ * as in run_impl); false if it names neither. */
+static bool find_output(const struct ir_graph *g, const char *name, int32_t *pos) {
+  size_t i = 0;
+  while (i < g->n_outputs && (!name || strcmp(g->outputs[i]->name, name))) i++;
+  *pos = (int32_t)i;
+  if (i < g->n_outputs) return true;
+  /* Not an output: an intermediate value of the main graph, kept alive
+   * for this run (debugging and parity checks). */
+  for (i = 0; name && i < g->n_values; i++)
+    if (g->values[i]->name && !strcmp(g->values[i]->name, name) &&
+        !(g->values[i]->flags & IR_VALUE_UNDEFINED))
+      break;
+  *pos = -1 - (int32_t)i;
+  return name && i < g->n_values;
+}
+
+/* Resolves the requested outputs into pos before any work, so that a bad
+ * name, or a value this session never computes, fails first. */
+static tolk_status resolve_outputs(const tolk_session *s, size_t n_outputs, const char *const *output_names,
+                                   int32_t *pos, tolk_error *err) {
   tolk_status st = TOLK_OK;
   for (size_t k = 0; k < n_outputs && !st; k++) {
-    if (!output_names) {
-      pos[k] = (int32_t)k;
-      continue;
-    }
-    size_t i = 0;
-    while (i < g->n_outputs && (!output_names[k] || strcmp(g->outputs[i]->name, output_names[k])))
-      i++;
-    pos[k] = (int32_t)i;
-    if (i < g->n_outputs) continue;
-    /* Not an output: an intermediate value of the main graph, kept alive
-     * for this run (debugging and parity checks). */
-    for (i = 0; output_names[k] && i < g->n_values; i++)
-      if (g->values[i]->name && !strcmp(g->values[i]->name, output_names[k]) &&
-          !(g->values[i]->flags & IR_VALUE_UNDEFINED))
-        break;
-    if (!output_names[k] || i == g->n_values)
+    if (!output_names) pos[k] = (int32_t)k;
+    else if (!find_output(s->m->graph, output_names[k], &pos[k]))
       st = tolk_fail(err, TOLK_ERR_NOT_FOUND, "the model has no output or value named '%s'",
                      output_names[k] ? output_names[k] : "(null)");
-    pos[k] = -1 - (int32_t)i;
   }
   for (size_t k = 0; k < n_outputs && !st; k++) st = check_kv_output(s, pos[k], err);
   for (size_t k = 0; k < n_outputs && !st; k++)
     if (pos[k] < 0) st = exec_fold_check_value(s, -1 - pos[k], err);
-  if (st) {
-    if (pos != pos_small) free(pos);
-    return st;
-  }
+  return st;
+}
 
+/* A run state from the session's pool, or a new one, reset for this run;
+ * NULL when out of memory. Without err the run reports into *local. */
+static struct exec_run *take_run(tolk_session *s, struct tolk_kv_cache *kv, tolk_error *err,
+                                 tolk_error *local) {
   pthread_mutex_lock(&s->mu);
   struct exec_run *r = s->free_runs;
   if (r) s->free_runs = r->next_free;
   pthread_mutex_unlock(&s->mu);
   if (!r) r = exec_run_new(s);
-  if (!r) {
-    if (pos != pos_small) free(pos);
-    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "run state");
-  }
+  if (!r) return NULL;
   r->next_free = NULL;
   r->kv = kv;
-  r->err = err;
-  tolk_error local;
-  if (!err) r->err = &local;
+  r->err = err ? err : local;
   r->err->status = TOLK_OK;
   r->err->message[0] = '\0';
   r->live = r->peak = r->heap_bytes = r->output_bytes = 0;
   r->nodes_run = 0;
   r->diverged = false;
   r->plan = NULL;
+  return r;
+}
 
-  struct tolk_tensor *res_small[SMALL];
-  struct tolk_tensor **res = n_outputs <= SMALL ? res_small : calloc(n_outputs, sizeof *res);
-  if (!res) st = tolk_fail(r->err, TOLK_ERR_NO_MEMORY, "output table");
-  if (!st) st = bind_inputs(r, n_inputs, input_names, inputs, r->err);
-  if (!st) {
-    r->n_pinned = 0;
-    for (size_t k = 0; k < n_outputs; k++) {
-      res[k] = NULL;
-      if (pos[k] < 0) {
-        r->pinned[-1 - pos[k]] = 1;
-        r->n_pinned++;
-        continue;
-      }
-      if (!outputs[k]) continue;
-      const struct ir_value *v = g->outputs[pos[k]];
-      if (v->graph == g) r->bound[v->index] = outputs[k];
+/* Pins the requested intermediate values, so the run keeps them, and binds
+ * the caller's own output buffers to their slots. */
+static void bind_outputs(struct exec_run *r, const int32_t *pos, size_t n_outputs, tolk_tensor **outputs) {
+  const struct ir_graph *g = r->s->m->graph;
+  r->n_pinned = 0;
+  for (size_t k = 0; k < n_outputs; k++) {
+    if (pos[k] < 0) {
+      r->pinned[-1 - pos[k]] = 1;
+      r->n_pinned++;
+      continue;
     }
-    exec_plan_begin(r);
-    if (r->n_pinned) r->mode = RUN_HEAP; /* lifetimes differ from the plan's */
-    st = exec_graph(r, xg, &r->frames[0]);
+    if (!outputs[k]) continue;
+    const struct ir_value *v = g->outputs[pos[k]];
+    if (v->graph == g) r->bound[v->index] = outputs[k];
   }
-  if (!st) {
-    for (size_t k = 0; k < n_outputs && !st; k++) {
-      const struct ir_value *v = pos[k] < 0 ? g->values[-1 - pos[k]] : g->outputs[pos[k]];
-      struct xref ref = {0, v->index};
-      if (pos[k] >= 0) ref = xg->out_refs[pos[k]];
-      struct xslot *sl = &r->frames[ref.frame].slots[ref.slot];
-      if (outputs[k]) {
-        st = copy_out(&sl->t, outputs[k], NULL, v->name, r->err);
-      } else if (sl->res) {
-        res[k] = sl->res;
-        sl->res = NULL;
-      } else {
-        st = copy_out(&sl->t, NULL, &res[k], v->name, r->err);
-        if (!st) r->output_bytes += sl->t.nbytes;
-      }
-    }
-    for (size_t k = 0; k < n_outputs; k++) {
-      if (st)
-        tolk_tensor_free(res[k]);
-      else if (res[k])
-        outputs[k] = res[k];
+}
+
+/* Hands the requested outputs over: into the caller's buffers, or as
+ * tensors in res (a slot's own result where the run made one). outputs[]
+ * is set only when every one succeeded; res starts all NULL. */
+static tolk_status collect_outputs(struct exec_run *r, const int32_t *pos, size_t n_outputs,
+                                   tolk_tensor **outputs, struct tolk_tensor **res) {
+  const struct ir_graph *g = r->s->m->graph;
+  const struct xgraph *xg = r->s->graphs[0];
+  tolk_status st = TOLK_OK;
+  for (size_t k = 0; k < n_outputs && !st; k++) {
+    const struct ir_value *v = pos[k] < 0 ? g->values[-1 - pos[k]] : g->outputs[pos[k]];
+    struct xref ref = {0, v->index};
+    if (pos[k] >= 0) ref = xg->out_refs[pos[k]];
+    struct xslot *sl = &r->frames[ref.frame].slots[ref.slot];
+    if (outputs[k]) {
+      st = copy_out(&sl->t, outputs[k], NULL, v->name, r->err);
+    } else if (sl->res) {
+      res[k] = sl->res;
+      sl->res = NULL;
+    } else {
+      st = copy_out(&sl->t, NULL, &res[k], v->name, r->err);
+      if (!st) r->output_bytes += sl->t.nbytes;
     }
   }
-  /* Outputs nobody asked for, and everything after a failure. */
-  for (uint32_t i = 0; i < g->n_outputs; i++) {
+  for (size_t k = 0; k < n_outputs; k++) {
+    if (st)
+      tolk_tensor_free(res[k]);
+    else if (res[k])
+      outputs[k] = res[k];
+  }
+  return st;
+}
+
+/* Frees the outputs nobody asked for (and everything after a failure),
+ * unbinds the caller's buffers and unpins the kept values. */
+static void release_outputs(struct exec_run *r) {
+  const struct xgraph *xg = r->s->graphs[0];
+  for (uint32_t i = 0; i < r->s->m->graph->n_outputs; i++) {
     struct xref ref = xg->out_refs[i];
     if (ref.frame != 0) continue;
     struct xslot *sl = &r->frames[0].slots[ref.slot];
@@ -686,8 +696,16 @@ static tolk_status run_impl(tolk_session *s, struct tolk_kv_cache *kv, size_t n_
       }
     r->n_pinned = 0;
   }
+}
+
+/* Ends a run that status st closes: what it still holds is freed, the
+ * cache keeps or drops the step, stats are filled and r goes back to the
+ * session's pool. */
+static void finish_run(struct exec_run *r, tolk_status st, tolk_run_stats *stats) {
+  tolk_session *s = r->s;
+  release_outputs(r);
   if (st) sweep_all(r);
-  if (kv) exec_kv_commit(kv, st == TOLK_OK);
+  if (r->kv) exec_kv_commit(r->kv, st == TOLK_OK);
   r->kv = NULL;
   exec_plan_end(r, st == TOLK_OK);
   if (stats) {
@@ -704,6 +722,41 @@ static tolk_status run_impl(tolk_session *s, struct tolk_kv_cache *kv, size_t n_
   r->next_free = s->free_runs;
   s->free_runs = r;
   pthread_mutex_unlock(&s->mu);
+}
+
+static tolk_status run_impl(tolk_session *s, struct tolk_kv_cache *kv, size_t n_inputs,
+                            const char *const *input_names, const tolk_tensor *const *inputs,
+                            size_t n_outputs, const char *const *output_names,
+                            tolk_tensor **outputs, tolk_run_stats *stats, tolk_error *err) {
+  tolk_status st = check_args(s, kv, n_inputs, input_names, inputs, n_outputs, output_names, outputs, err);
+  if (st) return st;
+  /* pos[k]: requested output k is graph output pos[k], or for -1 - i the
+   * main graph's value g->values[i]. */
+  enum { SMALL = 16 };
+  int32_t pos_small[SMALL];
+  int32_t *pos = n_outputs <= SMALL ? pos_small : malloc(n_outputs * sizeof *pos);
+  if (!pos) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "output table");
+  tolk_error local;
+  struct exec_run *r = NULL;
+  st = resolve_outputs(s, n_outputs, output_names, pos, err);
+  if (!st && !(r = take_run(s, kv, err, &local))) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "run state");
+  if (st) {
+    if (pos != pos_small) free(pos);
+    return st;
+  }
+
+  struct tolk_tensor *res_small[SMALL] = {NULL};
+  struct tolk_tensor **res = n_outputs <= SMALL ? res_small : calloc(n_outputs, sizeof *res);
+  if (!res) st = tolk_fail(r->err, TOLK_ERR_NO_MEMORY, "output table");
+  if (!st) st = bind_inputs(r, n_inputs, input_names, inputs, r->err);
+  if (!st) {
+    bind_outputs(r, pos, n_outputs, outputs);
+    exec_plan_begin(r);
+    if (r->n_pinned) r->mode = RUN_HEAP; /* lifetimes differ from the plan's */
+    st = exec_graph(r, s->graphs[0], &r->frames[0]);
+  }
+  if (!st) st = collect_outputs(r, pos, n_outputs, outputs, res);
+  finish_run(r, st, stats);
   if (pos != pos_small) free(pos);
   if (res && res != res_small) free(res);
   return st;

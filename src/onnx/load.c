@@ -39,6 +39,11 @@ struct gctx {
   const struct ir_opset *opsets;  /* imports that resolve node->opset */
   size_t n_opsets;
   int depth;
+  const uint8_t *p;               /* the message itself, read once per phase */
+  size_t len;
+  const struct graph_fields *gf;
+  struct ir_node *node_mem;       /* the nodes, and their windows for pass B */
+  struct pb_field *node_f;
 };
 
 static tolk_status oom(struct onnx_loader *l) {
@@ -168,20 +173,51 @@ static const char *attr_what(int type) {
   return type >= 0 && type <= 14 ? names[type] : "unknown";
 }
 
-static tolk_status decode_attr(struct onnx_loader *l, struct gctx *c, struct ir_node *node,
-                               const uint8_t *p, size_t len, struct ir_attr *a) {
+/* What the first pass over an AttributeProto learns: which fields are there,
+ * how many elements each list field holds, and the declared type. */
+struct attr_scan {
+  size_t counts[24];
+  bool seen[24];
+  int64_t type;
+};
+
+/* Counts the elements of one floats or ints field, packed or not. */
+static tolk_status count_numbers(struct onnx_loader *l, const struct pb_field *f, struct attr_scan *s) {
+  if (f->number == AF_FLOATS) {
+    if (f->wire == PB_LEN) {
+      if (f->len % 4) return onnx_malformed(l, "AttributeProto.floats", f->offset, "packed floats not a multiple of 4");
+      s->counts[AF_FLOATS] += f->len / 4;
+    } else if (f->wire == PB_FIXED32) {
+      s->counts[AF_FLOATS]++;
+    } else {
+      return onnx_malformed(l, "AttributeProto.floats", f->offset, "wrong wire type");
+    }
+    return TOLK_OK;
+  }
+  if (f->wire == PB_LEN) {
+    size_t n;
+    if (!pb_count_varints(f->data, f->len, &n))
+      return onnx_malformed(l, "AttributeProto.ints", f->offset, "packed varints end mid-value");
+    s->counts[AF_INTS] += n;
+  } else if (f->wire == PB_VARINT) {
+    s->counts[AF_INTS]++;
+  } else {
+    return onnx_malformed(l, "AttributeProto.ints", f->offset, "wrong wire type");
+  }
+  return TOLK_OK;
+}
+
+/* Pass 1: the scalars and names, and the counts the lists are sized by. */
+static tolk_status scan_attr(struct onnx_loader *l, const uint8_t *p, size_t len, struct ir_attr *a,
+                             struct attr_scan *s) {
   struct pb r = reader(l, p, len);
   struct pb_field f;
   const char *why;
-  size_t counts[24] = {0};
-  bool seen[24] = {false};
-  int64_t type = 0;
   tolk_status st;
-  a->name = "";
   while (!pb_eof(&r)) {
     if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "AttributeProto", f.offset, why);
     if (f.number >= 24) continue;
-    seen[f.number] = true;
+    s->seen[f.number] = true;
     switch (f.number) {
     case AF_F:
       if (f.wire != PB_FIXED32) return onnx_malformed(l, "AttributeProto.f", f.offset, "not a fixed32");
@@ -191,35 +227,17 @@ static tolk_status decode_attr(struct onnx_loader *l, struct gctx *c, struct ir_
     case AF_TYPE:
       if (f.wire != PB_VARINT) return onnx_malformed(l, "AttributeProto", f.offset, "i/type is not a varint");
       if (f.number == AF_I) a->i = pb_i64(f.u64);
-      else type = pb_i64(f.u64);
+      else s->type = pb_i64(f.u64);
       break;
     case AF_FLOATS:
-      if (f.wire == PB_LEN) {
-        if (f.len % 4) return onnx_malformed(l, "AttributeProto.floats", f.offset, "packed floats not a multiple of 4");
-        counts[AF_FLOATS] += f.len / 4;
-      } else if (f.wire == PB_FIXED32) {
-        counts[AF_FLOATS]++;
-      } else {
-        return onnx_malformed(l, "AttributeProto.floats", f.offset, "wrong wire type");
-      }
-      break;
     case AF_INTS:
-      if (f.wire == PB_LEN) {
-        size_t n;
-        if (!pb_count_varints(f.data, f.len, &n))
-          return onnx_malformed(l, "AttributeProto.ints", f.offset, "packed varints end mid-value");
-        counts[AF_INTS] += n;
-      } else if (f.wire == PB_VARINT) {
-        counts[AF_INTS]++;
-      } else {
-        return onnx_malformed(l, "AttributeProto.ints", f.offset, "wrong wire type");
-      }
+      if ((st = count_numbers(l, &f, s))) return st;
       break;
     case AF_NAME: case AF_S: case AF_T: case AF_G: case AF_STRINGS: case AF_TENSORS: case AF_GRAPHS:
     case AF_DOC: case AF_TP: case AF_TPS: case AF_REF: case AF_SPARSE: case AF_SPARSES:
       if (f.wire != PB_LEN)
         return onnx_malformed(l, "AttributeProto", f.offset, "expected a length-delimited field");
-      counts[f.number]++;
+      s->counts[f.number]++;
       if (f.number == AF_NAME && !(a->name = onnx_str(l, &f))) return oom(l);
       if (f.number == AF_DOC && !(a->doc = onnx_str(l, &f))) return oom(l);
       if (f.number == AF_REF && !(a->ref_attr_name = onnx_str(l, &f))) return oom(l);
@@ -228,7 +246,13 @@ static tolk_status decode_attr(struct onnx_loader *l, struct gctx *c, struct ir_
       break;
     }
   }
-  /* IR version 1 files carry no type: infer it from the field that is set. */
+  return TOLK_OK;
+}
+
+/* Sets a->type from the scan; IR version 1 files carry no type, so it is
+ * inferred from the field that is set. */
+static tolk_status attr_type(struct onnx_loader *l, const struct attr_scan *s, struct ir_attr *a) {
+  int64_t type = s->type;
   if (!type) {
     static const struct { int field, type; } infer[] = {
         {AF_F, IR_ATTR_FLOAT}, {AF_I, IR_ATTR_INT}, {AF_S, IR_ATTR_STRING}, {AF_T, IR_ATTR_TENSOR},
@@ -237,7 +261,7 @@ static tolk_status decode_attr(struct onnx_loader *l, struct gctx *c, struct ir_
         {AF_TENSORS, IR_ATTR_TENSORS}, {AF_GRAPHS, IR_ATTR_GRAPHS}, {AF_SPARSES, IR_ATTR_SPARSE_TENSORS},
         {AF_TPS, IR_ATTR_TYPE_PROTOS}};
     for (size_t i = 0; i < sizeof infer / sizeof infer[0] && !type; i++)
-      if (seen[infer[i].field]) type = infer[i].type;
+      if (s->seen[infer[i].field]) type = infer[i].type;
   }
   if (type < 0 || type > IR_ATTR_TYPE_PROTOS) {
     a->type = IR_ATTR_UNDEFINED;
@@ -245,102 +269,144 @@ static tolk_status decode_attr(struct onnx_loader *l, struct gctx *c, struct ir_
                      (long long)type);
   }
   a->type = (enum ir_attr_type)type;
-  /* A reference to a function's attribute carries no value of its own. */
-  if (a->ref_attr_name) return TOLK_OK;
+  return TOLK_OK;
+}
 
-  int list = 0;
-  switch (a->type) {
-  case IR_ATTR_FLOATS: list = AF_FLOATS; break;
-  case IR_ATTR_INTS: list = AF_INTS; break;
-  case IR_ATTR_STRINGS: list = AF_STRINGS; break;
-  case IR_ATTR_TENSORS: list = AF_TENSORS; break;
-  case IR_ATTR_GRAPHS: list = AF_GRAPHS; break;
-  case IR_ATTR_SPARSE_TENSORS: list = AF_SPARSES; break;
-  case IR_ATTR_TYPE_PROTOS: list = AF_TPS; break;
-  default: break;
+/* The field that holds the elements of a list type; 0 for a singular type. */
+static int list_field(enum ir_attr_type type) {
+  switch (type) {
+  case IR_ATTR_FLOATS: return AF_FLOATS;
+  case IR_ATTR_INTS: return AF_INTS;
+  case IR_ATTR_STRINGS: return AF_STRINGS;
+  case IR_ATTR_TENSORS: return AF_TENSORS;
+  case IR_ATTR_GRAPHS: return AF_GRAPHS;
+  case IR_ATTR_SPARSE_TENSORS: return AF_SPARSES;
+  case IR_ATTR_TYPE_PROTOS: return AF_TPS;
+  default: return 0;
   }
-  size_t n = list ? counts[list] : 0;
+}
+
+/* Sizes the array of list field `list` for its n elements. */
+static tolk_status alloc_list(struct onnx_loader *l, struct ir_attr *a, int list, size_t n) {
   a->n = n;
-  if (n) {
-    void *arr = NULL;
-    switch (list) {
-    case AF_FLOATS: arr = a->floats = tolk_arena_array(l->arena, n, sizeof *a->floats); break;
-    case AF_INTS: arr = a->ints = tolk_arena_array(l->arena, n, sizeof *a->ints); break;
-    case AF_STRINGS: arr = a->strings = tolk_arena_array(l->arena, n, sizeof *a->strings); break;
-    case AF_TENSORS:
-    case AF_SPARSES: arr = a->tensors = tolk_arena_array(l->arena, n, sizeof *a->tensors); break;
-    case AF_GRAPHS: arr = a->graphs = tolk_arena_array(l->arena, n, sizeof *a->graphs); break;
-    case AF_TPS: arr = a->tps = tolk_arena_array(l->arena, n, sizeof *a->tps); break;
-    }
-    if (!arr) return oom(l);
+  if (!n) return TOLK_OK;
+  void *arr = NULL;
+  switch (list) {
+  case AF_FLOATS: arr = a->floats = tolk_arena_array(l->arena, n, sizeof *a->floats); break;
+  case AF_INTS: arr = a->ints = tolk_arena_array(l->arena, n, sizeof *a->ints); break;
+  case AF_STRINGS: arr = a->strings = tolk_arena_array(l->arena, n, sizeof *a->strings); break;
+  case AF_TENSORS:
+  case AF_SPARSES: arr = a->tensors = tolk_arena_array(l->arena, n, sizeof *a->tensors); break;
+  case AF_GRAPHS: arr = a->graphs = tolk_arena_array(l->arena, n, sizeof *a->graphs); break;
+  case AF_TPS: arr = a->tps = tolk_arena_array(l->arena, n, sizeof *a->tps); break;
   }
+  return arr ? TOLK_OK : oom(l);
+}
+
+/* Stores the floats or ints of one field from *k on; a packed field holds
+ * several. */
+static tolk_status read_numbers(struct onnx_loader *l, const struct pb_field *f, struct ir_attr *a,
+                                size_t *k) {
+  if (f->number == AF_FLOATS) {
+    if (f->wire != PB_LEN) {
+      a->floats[(*k)++] = pb_f32(f->u64);
+      return TOLK_OK;
+    }
+    for (size_t o = 0; o < f->len; o += 4)
+      a->floats[(*k)++] = pb_f32((uint64_t)f->data[o] | (uint64_t)f->data[o + 1] << 8 |
+                                 (uint64_t)f->data[o + 2] << 16 | (uint64_t)f->data[o + 3] << 24);
+    return TOLK_OK;
+  }
+  if (f->wire != PB_LEN) {
+    a->ints[(*k)++] = pb_i64(f->u64);
+    return TOLK_OK;
+  }
+  struct pb in = reader(l, f->data, f->len);
+  uint64_t v;
+  while (!pb_eof(&in)) {
+    if (!pb_varint(&in, &v)) return onnx_malformed(l, "AttributeProto.ints", pb_offset(&in), "bad varint");
+    a->ints[(*k)++] = pb_i64(v);
+  }
+  return TOLK_OK;
+}
+
+/* Stores element *k (and on) of list field f->number. */
+static tolk_status read_list_item(struct onnx_loader *l, struct gctx *c, struct ir_node *node,
+                                  const struct pb_field *f, struct ir_attr *a, size_t *k) {
+  switch (f->number) {
+  case AF_FLOATS:
+  case AF_INTS: return read_numbers(l, f, a, k);
+  case AF_STRINGS: {
+    char *s = tolk_arena_strndup(l->arena, (const char *)f->data, f->len);
+    if (!s) return oom(l);
+    a->strings[*k].data = (const uint8_t *)s;
+    a->strings[(*k)++].len = f->len;
+    return TOLK_OK;
+  }
+  case AF_TENSORS: return onnx_tensor_proto(l, f->data, f->len, &a->tensors[(*k)++]);
+  case AF_SPARSES: return onnx_sparse_tensor_proto(l, f->data, f->len, &a->tensors[(*k)++]);
+  case AF_GRAPHS: return subgraph(l, c, node, f, &a->graphs[(*k)++]);
+  case AF_TPS: return onnx_type_proto(l, f->data, f->len, &a->tps[(*k)++]);
+  default: return TOLK_OK;
+  }
+}
+
+/* Stores the value of a singular type from its field f, which is not
+ * a->type's field when the file sets others as well. */
+static tolk_status read_single(struct onnx_loader *l, struct gctx *c, struct ir_node *node,
+                               const struct pb_field *f, struct ir_attr *a) {
+  if (f->number == AF_S && a->type == IR_ATTR_STRING) {
+    /* Kept NUL-terminated so ir_attr_string can hand it out as a C string. */
+    char *s = tolk_arena_strndup(l->arena, (const char *)f->data, f->len);
+    if (!s) return oom(l);
+    a->s.data = (const uint8_t *)s;
+    a->s.len = f->len;
+  } else if (f->number == AF_T && a->type == IR_ATTR_TENSOR) {
+    return onnx_tensor_proto(l, f->data, f->len, &a->t);
+  } else if (f->number == AF_SPARSE && a->type == IR_ATTR_SPARSE_TENSOR) {
+    return onnx_sparse_tensor_proto(l, f->data, f->len, &a->t);
+  } else if (f->number == AF_TP && a->type == IR_ATTR_TYPE_PROTO) {
+    if (!(a->tp = tolk_arena_alloc(l->arena, sizeof *a->tp))) return oom(l);
+    return onnx_type_proto(l, f->data, f->len, a->tp);
+  } else if (f->number == AF_G && a->type == IR_ATTR_GRAPH) {
+    return subgraph(l, c, node, f, &a->g);
+  }
+  return TOLK_OK;
+}
+
+/* Pass 2: the value itself, into the arrays alloc_list sized. */
+static tolk_status read_attr_values(struct onnx_loader *l, struct gctx *c, struct ir_node *node,
+                                    const uint8_t *p, size_t len, struct ir_attr *a, int list) {
+  struct pb r = reader(l, p, len);
+  struct pb_field f;
+  const char *why;
+  tolk_status st;
   size_t k = 0;
-  r = reader(l, p, len);
   while (!pb_eof(&r)) {
     if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "AttributeProto", f.offset, why);
-    if (f.number == AF_S && a->type == IR_ATTR_STRING) {
-      /* Kept NUL-terminated so ir_attr_string can hand it out as a C string. */
-      char *s = tolk_arena_strndup(l->arena, (const char *)f.data, f.len);
-      if (!s) return oom(l);
-      a->s.data = (const uint8_t *)s;
-      a->s.len = f.len;
-    } else if (f.number == AF_T && a->type == IR_ATTR_TENSOR) {
-      if ((st = onnx_tensor_proto(l, f.data, f.len, &a->t))) return st;
-    } else if (f.number == AF_SPARSE && a->type == IR_ATTR_SPARSE_TENSOR) {
-      if ((st = onnx_sparse_tensor_proto(l, f.data, f.len, &a->t))) return st;
-    } else if (f.number == AF_TP && a->type == IR_ATTR_TYPE_PROTO) {
-      if (!(a->tp = tolk_arena_alloc(l->arena, sizeof *a->tp))) return oom(l);
-      if ((st = onnx_type_proto(l, f.data, f.len, a->tp))) return st;
-    } else if (f.number == AF_G && a->type == IR_ATTR_GRAPH) {
-      if ((st = subgraph(l, c, node, &f, &a->g))) return st;
-    } else if ((int)f.number == list) {
-      switch (list) {
-      case AF_FLOATS:
-        if (f.wire == PB_LEN) {
-          for (size_t o = 0; o < f.len; o += 4) a->floats[k++] = pb_f32((uint64_t)f.data[o] | (uint64_t)f.data[o + 1] << 8 |
-                                                                      (uint64_t)f.data[o + 2] << 16 | (uint64_t)f.data[o + 3] << 24);
-        } else {
-          a->floats[k++] = pb_f32(f.u64);
-        }
-        break;
-      case AF_INTS:
-        if (f.wire == PB_LEN) {
-          struct pb in = pb_sub(&r, &f);
-          uint64_t v;
-          while (!pb_eof(&in)) {
-            if (!pb_varint(&in, &v)) return onnx_malformed(l, "AttributeProto.ints", pb_offset(&in), "bad varint");
-            a->ints[k++] = pb_i64(v);
-          }
-        } else {
-          a->ints[k++] = pb_i64(f.u64);
-        }
-        break;
-      case AF_STRINGS: {
-        char *s = tolk_arena_strndup(l->arena, (const char *)f.data, f.len);
-        if (!s) return oom(l);
-        a->strings[k].data = (const uint8_t *)s;
-        a->strings[k++].len = f.len;
-        break;
-      }
-      case AF_TENSORS:
-        if ((st = onnx_tensor_proto(l, f.data, f.len, &a->tensors[k++]))) return st;
-        break;
-      case AF_SPARSES:
-        if ((st = onnx_sparse_tensor_proto(l, f.data, f.len, &a->tensors[k++]))) return st;
-        break;
-      case AF_GRAPHS:
-        if ((st = subgraph(l, c, node, &f, &a->graphs[k++]))) return st;
-        break;
-      case AF_TPS:
-        if ((st = onnx_type_proto(l, f.data, f.len, &a->tps[k++]))) return st;
-        break;
-      }
-    }
+    st = list && (int)f.number == list ? read_list_item(l, c, node, &f, a, &k)
+                                       : read_single(l, c, node, &f, a);
+    if (st) return st;
   }
+  return TOLK_OK;
+}
+
+static tolk_status decode_attr(struct onnx_loader *l, struct gctx *c, struct ir_node *node,
+                               const uint8_t *p, size_t len, struct ir_attr *a) {
+  struct attr_scan s = {{0}, {false}, 0};
+  a->name = "";
+  tolk_status st = scan_attr(l, p, len, a, &s);
+  if (!st) st = attr_type(l, &s, a);
+  if (st) return st;
+  /* A reference to a function's attribute carries no value of its own. */
+  if (a->ref_attr_name) return TOLK_OK;
+  int list = list_field(a->type);
+  if ((st = alloc_list(l, a, list, list ? s.counts[list] : 0))) return st;
+  if ((st = read_attr_values(l, c, node, p, len, a, list))) return st;
   /* The value field for a singular type must be there. */
   static const int single[] = {[IR_ATTR_TENSOR] = AF_T, [IR_ATTR_GRAPH] = AF_G,
                                [IR_ATTR_SPARSE_TENSOR] = AF_SPARSE, [IR_ATTR_TYPE_PROTO] = AF_TP};
-  if ((size_t)a->type < sizeof single / sizeof single[0] && single[a->type] && !seen[single[a->type]])
+  if ((size_t)a->type < sizeof single / sizeof single[0] && single[a->type] && !s.seen[single[a->type]])
     return tolk_fail(l->err, TOLK_ERR_INVALID_MODEL, "attribute '%s' of type %s has no value", a->name,
                      attr_what(a->type));
   return TOLK_OK;
@@ -437,187 +503,15 @@ struct graph_counts {
   size_t nodes, inputs, outputs, value_info, inits, sparse;
 };
 
-static tolk_status decode_graph(struct onnx_loader *l, const uint8_t *p, size_t len,
-                                const struct graph_fields *gf, struct gctx *parent,
-                                struct ir_node *owner, const struct ir_opset *opsets, size_t n_opsets,
-                                int depth, struct ir_graph **out) {
-  struct ir_graph *g = tolk_arena_alloc(l->arena, sizeof *g);
-  if (!g) return oom(l);
-  g->name = "";
-  g->parent = parent ? parent->g : NULL;
-  g->owner = owner;
-  g->depth = depth;
-  if (depth > l->m->max_depth_seen) l->m->max_depth_seen = depth;
-  struct gctx c = {.g = g, .parent = parent, .opsets = opsets, .n_opsets = n_opsets, .depth = depth};
-  *out = g;
-
-  struct graph_counts n = {0};
-  struct pb r = reader(l, p, len);
-  struct pb_field f;
-  const char *why;
-  while (!pb_eof(&r)) {
-    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
-    uint32_t k = f.number;
-    bool known = k == gf->node || k == gf->input || k == gf->output || k == gf->value_info ||
-                 (gf->initializer && (k == gf->initializer || k == gf->sparse_init)) || k == gf->name ||
-                 k == gf->doc;
-    if (!known) continue;
-    if (f.wire != PB_LEN) return onnx_malformed(l, "GraphProto", f.offset, "expected a length-delimited field");
-    if (k == gf->node) n.nodes++;
-    else if (k == gf->input) n.inputs++;
-    else if (k == gf->output) n.outputs++;
-    else if (k == gf->value_info) n.value_info++;
-    else if (k == gf->initializer) n.inits++;
-    else if (k == gf->sparse_init) n.sparse++;
-    else if (k == gf->name) { if (!(g->name = onnx_str(l, &f))) return oom(l); }
-    else if (!(g->doc = onnx_str(l, &f))) return oom(l);
-  }
-  size_t expect = n.inits + n.sparse + n.inputs + n.nodes;
-  if (!(g->names = ir_name_map_new(l->arena, expect))) return oom(l);
-  g->nodes = n.nodes ? tolk_arena_array(l->arena, n.nodes, sizeof *g->nodes) : NULL;
-  struct ir_node *node_mem = n.nodes ? tolk_arena_array(l->arena, n.nodes, sizeof *node_mem) : NULL;
-  g->inputs = n.inputs ? tolk_arena_array(l->arena, n.inputs, sizeof *g->inputs) : NULL;
-  g->outputs = n.outputs ? tolk_arena_array(l->arena, n.outputs, sizeof *g->outputs) : NULL;
-  g->value_info = n.value_info ? tolk_arena_array(l->arena, n.value_info, sizeof *g->value_info) : NULL;
-  size_t n_inits = n.inits + n.sparse;
-  g->initializers = n_inits ? tolk_arena_array(l->arena, n_inits, sizeof *g->initializers) : NULL;
-  if ((n.nodes && (!g->nodes || !node_mem)) || (n.inputs && !g->inputs) || (n.outputs && !g->outputs) ||
-      (n.value_info && !g->value_info) || (n_inits && !g->initializers))
-    return oom(l);
-  /* Node windows, kept for pass B. */
-  struct pb_field *node_f = n.nodes ? tolk_arena_array(l->arena, n.nodes, sizeof *node_f) : NULL;
-  if (n.nodes && !node_f) return oom(l);
-
-  tolk_status st = TOLK_OK;
-  const char *what = "graph";
-  size_t idx = 0;
-
-  /* Initializers. */
-  r = reader(l, p, len);
-  while (!pb_eof(&r)) {
-    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
-    if (!gf->initializer || (f.number != gf->initializer && f.number != gf->sparse_init)) continue;
-    struct ir_tensor *t;
-    /* Only plain initializers may stay misaligned: the executor aligns them
-     * where needed, while the densifier and other readers of attribute and
-     * sparse tensors read typed data. */
-    l->borrow_misaligned = f.number == gf->initializer;
-    st = f.number == gf->initializer ? onnx_tensor_proto(l, f.data, f.len, &t)
-                                     : onnx_sparse_tensor_proto(l, f.data, f.len, &t);
-    l->borrow_misaligned = false;
-    if (st) {
-      what = "initializer";
-      goto fail;
-    }
-    struct ir_value *v = new_value(l, &c, t->name);
-    if (!v) return oom(l);
-    v->init = t;
-    v->flags |= IR_VALUE_INITIALIZER;
-    v->type.kind = IR_TYPE_TENSOR;
-    v->type.dtype = t->dtype;
-    v->type.rank = t->rank;
-    if (t->rank) {
-      v->type.dims = tolk_arena_array(l->arena, (size_t)t->rank, sizeof *v->type.dims);
-      if (!v->type.dims) return oom(l);
-      for (int i = 0; i < t->rank; i++) v->type.dims[i].value = t->dims[i];
-    }
-    g->initializers[g->n_initializers++] = v;
-    if (!define(&c, v)) return oom(l);
-    idx++;
-  }
-
-  /* Graph inputs; in IR < 4 they also list the initializers. */
-  idx = 0;
-  r = reader(l, p, len);
-  while (!pb_eof(&r)) {
-    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
-    if (f.number != gf->input) continue;
-    const char *name = "";
-    struct ir_type type = {.rank = -1};
-    const char *doc = NULL;
-    if (gf->names_only) {
-      if (!(name = onnx_str(l, &f))) return oom(l);
-    } else if ((st = value_info(l, f.data, f.len, &name, &type, &doc))) {
-      what = "input";
-      goto fail;
-    }
-    struct ir_value *v = ir_name_map_get(g->names, name);
-    if (!(v && (v->flags & IR_VALUE_INITIALIZER) && !(v->flags & IR_VALUE_GRAPH_INPUT))) {
-      if (!(v = new_value(l, &c, name))) return oom(l);
-      v->type = type;
-      if (!define(&c, v)) return oom(l);
-    }
-    v->flags |= IR_VALUE_GRAPH_INPUT;
-    if (doc) v->doc = doc;
-    g->inputs[g->n_inputs++] = v;
-    idx++;
-  }
-
-  /* Nodes, pass A. */
-  idx = 0;
-  r = reader(l, p, len);
-  while (!pb_eof(&r)) {
-    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
-    if (f.number != gf->node) continue;
-    struct ir_node *nd = &node_mem[idx];
-    nd->graph = g;
-    nd->index = (int)idx;
-    g->nodes[idx] = nd;
-    node_f[idx] = f;
-    if ((st = node_head(l, &c, f.data, f.len, nd))) {
-      what = "node";
-      goto fail;
-    }
-    g->n_nodes = ++idx;
-  }
-
-  /* Graph outputs and value_info annotations. */
-  idx = 0;
-  r = reader(l, p, len);
-  while (!pb_eof(&r)) {
-    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
-    bool is_out = f.number == gf->output;
-    if (!is_out && f.number != gf->value_info) continue;
-    const char *name = "";
-    struct ir_type type = {.rank = -1};
-    const char *doc = NULL;
-    if (gf->names_only && is_out) {
-      if (!(name = onnx_str(l, &f))) return oom(l);
-    } else if ((st = value_info(l, f.data, f.len, &name, &type, &doc))) {
-      what = is_out ? "output" : "value_info";
-      goto fail;
-    }
-    if (is_out) {
-      struct ir_value *v = resolve(l, &c, name);
-      if (!v) return oom(l);
-      if (v->graph == g) {
-        v->flags |= IR_VALUE_GRAPH_OUTPUT;
-        if (v->type.kind == IR_TYPE_NONE) v->type = type;
-        if (doc && !v->doc) v->doc = doc;
-      }
-      g->outputs[g->n_outputs++] = v;
-    } else {
-      struct ir_value *v = ir_name_map_get(g->names, name);
-      if (!v) continue; /* annotates nothing in this graph */
-      if (v->type.kind == IR_TYPE_NONE) v->type = type;
-      g->value_info[g->n_value_info++] = v;
-    }
-  }
-
-  /* Nodes, pass B: attributes (subgraphs see every name above) and inputs. */
-  for (idx = 0; idx < g->n_nodes; idx++) {
-    if ((st = node_body(l, &c, node_f[idx].data, node_f[idx].len, g->nodes[idx]))) {
-      what = "node";
-      goto fail;
-    }
-  }
-  return TOLK_OK;
-
-fail:
-  /* Context for the message, outermost last. Past a few levels of nesting
-   * the path is elided so the reason itself stays within the message. */
-  if (depth > CONTEXT_DEPTH) return st;
-  if (depth == CONTEXT_DEPTH) {
+/* Prefixes a failure in part `idx` (a node, an input, ...) of graph c with
+ * where it happened; each enclosing graph adds its own, outermost last. Past
+ * a few levels of nesting the path is elided so the reason itself stays
+ * within the message. */
+static tolk_status part_failed(struct onnx_loader *l, const struct gctx *c, const char *what, size_t idx,
+                               tolk_status st) {
+  const struct ir_graph *g = c->g;
+  if (c->depth > CONTEXT_DEPTH) return st;
+  if (c->depth == CONTEXT_DEPTH) {
     tolk_error_prefix(l->err, "...");
     return st;
   }
@@ -630,6 +524,220 @@ fail:
                       nd->op_type && nd->op_type[0] ? nd->op_type : "?");
   } else {
     tolk_error_prefix(l->err, "%s%s %zu", gname, what, idx);
+  }
+  return st;
+}
+
+/* One phase's work on one field of the graph. */
+typedef tolk_status (*graph_field_fn)(struct onnx_loader *l, struct gctx *c, const struct pb_field *f);
+
+/* A phase: fn on each of graph c's fields numbered a or b (0 matches
+ * nothing), in file order, stopping at the first failure. */
+static tolk_status each_graph_field(struct onnx_loader *l, struct gctx *c, uint32_t a, uint32_t b,
+                                    graph_field_fn fn) {
+  struct pb r = reader(l, c->p, c->len);
+  struct pb_field f;
+  const char *why;
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
+    if (!((a && f.number == a) || (b && f.number == b))) continue;
+    tolk_status st = fn(l, c, &f);
+    if (st) return st;
+  }
+  return TOLK_OK;
+}
+
+/* The name, type and doc of a graph input or output: a ValueInfoProto, or
+ * in a FunctionProto (bare) only a name. A NULL *name is out of memory,
+ * reported apart from a broken ValueInfoProto, which returns its status. */
+static tolk_status declared(struct onnx_loader *l, bool bare, const struct pb_field *f, const char **name,
+                            struct ir_type *type, const char **doc) {
+  *name = "";
+  *type = (struct ir_type){.rank = -1};
+  *doc = NULL;
+  if (!bare) return value_info(l, f->data, f->len, name, type, doc);
+  *name = onnx_str(l, f);
+  return TOLK_OK;
+}
+
+/* Counts every repeated field of the graph and reads its name and doc. */
+static tolk_status count_graph(struct onnx_loader *l, const struct gctx *c, struct graph_counts *n) {
+  const struct graph_fields *gf = c->gf;
+  struct ir_graph *g = c->g;
+  struct pb r = reader(l, c->p, c->len);
+  struct pb_field f;
+  const char *why;
+  while (!pb_eof(&r)) {
+    if (!pb_next(&r, &f, &why)) return onnx_malformed(l, "GraphProto", f.offset, why);
+    uint32_t k = f.number;
+    bool known = k == gf->node || k == gf->input || k == gf->output || k == gf->value_info ||
+                 (gf->initializer && (k == gf->initializer || k == gf->sparse_init)) || k == gf->name ||
+                 k == gf->doc;
+    if (!known) continue;
+    if (f.wire != PB_LEN) return onnx_malformed(l, "GraphProto", f.offset, "expected a length-delimited field");
+    if (k == gf->node) n->nodes++;
+    else if (k == gf->input) n->inputs++;
+    else if (k == gf->output) n->outputs++;
+    else if (k == gf->value_info) n->value_info++;
+    else if (k == gf->initializer) n->inits++;
+    else if (k == gf->sparse_init) n->sparse++;
+    else if (k == gf->name) { if (!(g->name = onnx_str(l, &f))) return oom(l); }
+    else if (!(g->doc = onnx_str(l, &f))) return oom(l);
+  }
+  return TOLK_OK;
+}
+
+/* Sizes the graph's arrays and name map, and the nodes with their windows. */
+static tolk_status alloc_graph(struct onnx_loader *l, struct gctx *c, const struct graph_counts *n) {
+  struct ir_graph *g = c->g;
+  size_t expect = n->inits + n->sparse + n->inputs + n->nodes;
+  if (!(g->names = ir_name_map_new(l->arena, expect))) return oom(l);
+  g->nodes = n->nodes ? tolk_arena_array(l->arena, n->nodes, sizeof *g->nodes) : NULL;
+  c->node_mem = n->nodes ? tolk_arena_array(l->arena, n->nodes, sizeof *c->node_mem) : NULL;
+  g->inputs = n->inputs ? tolk_arena_array(l->arena, n->inputs, sizeof *g->inputs) : NULL;
+  g->outputs = n->outputs ? tolk_arena_array(l->arena, n->outputs, sizeof *g->outputs) : NULL;
+  g->value_info = n->value_info ? tolk_arena_array(l->arena, n->value_info, sizeof *g->value_info) : NULL;
+  size_t n_inits = n->inits + n->sparse;
+  g->initializers = n_inits ? tolk_arena_array(l->arena, n_inits, sizeof *g->initializers) : NULL;
+  if ((n->nodes && (!g->nodes || !c->node_mem)) || (n->inputs && !g->inputs) || (n->outputs && !g->outputs) ||
+      (n->value_info && !g->value_info) || (n_inits && !g->initializers))
+    return oom(l);
+  c->node_f = n->nodes ? tolk_arena_array(l->arena, n->nodes, sizeof *c->node_f) : NULL;
+  if (n->nodes && !c->node_f) return oom(l);
+  return TOLK_OK;
+}
+
+/* Defines the value of initializer t, typed by the tensor itself. */
+static bool add_initializer(struct onnx_loader *l, struct gctx *c, struct ir_tensor *t) {
+  struct ir_value *v = new_value(l, c, t->name);
+  if (!v) return false;
+  v->init = t;
+  v->flags |= IR_VALUE_INITIALIZER;
+  v->type.kind = IR_TYPE_TENSOR;
+  v->type.dtype = t->dtype;
+  v->type.rank = t->rank;
+  if (t->rank) {
+    v->type.dims = tolk_arena_array(l->arena, (size_t)t->rank, sizeof *v->type.dims);
+    if (!v->type.dims) return false;
+    for (int i = 0; i < t->rank; i++) v->type.dims[i].value = t->dims[i];
+  }
+  c->g->initializers[c->g->n_initializers++] = v;
+  return define(c, v);
+}
+
+/* Decodes an initializer or sparse initializer and defines its value. */
+static tolk_status read_initializer(struct onnx_loader *l, struct gctx *c, const struct pb_field *f) {
+  bool plain = f->number == c->gf->initializer;
+  struct ir_tensor *t;
+  /* Only plain initializers may stay misaligned: the executor aligns them
+   * where needed, while the densifier and other readers of attribute and
+   * sparse tensors read typed data. */
+  l->borrow_misaligned = plain;
+  tolk_status st = plain ? onnx_tensor_proto(l, f->data, f->len, &t)
+                         : onnx_sparse_tensor_proto(l, f->data, f->len, &t);
+  l->borrow_misaligned = false;
+  if (st) return part_failed(l, c, "initializer", c->g->n_initializers, st);
+  return add_initializer(l, c, t) ? TOLK_OK : oom(l);
+}
+
+/* A graph input; in IR < 4 the inputs also list the initializers, whose
+ * values they then share. */
+static tolk_status read_input(struct onnx_loader *l, struct gctx *c, const struct pb_field *f) {
+  struct ir_graph *g = c->g;
+  const char *name, *doc;
+  struct ir_type type;
+  tolk_status st = declared(l, c->gf->names_only, f, &name, &type, &doc);
+  if (st) return part_failed(l, c, "input", g->n_inputs, st);
+  if (!name) return oom(l);
+  struct ir_value *v = ir_name_map_get(g->names, name);
+  if (!(v && (v->flags & IR_VALUE_INITIALIZER) && !(v->flags & IR_VALUE_GRAPH_INPUT))) {
+    if (!(v = new_value(l, c, name))) return oom(l);
+    v->type = type;
+    if (!define(c, v)) return oom(l);
+  }
+  v->flags |= IR_VALUE_GRAPH_INPUT;
+  if (doc) v->doc = doc;
+  g->inputs[g->n_inputs++] = v;
+  return TOLK_OK;
+}
+
+/* Nodes, pass A: a node's identity and outputs; its window is kept for
+ * pass B. */
+static tolk_status read_node_head(struct onnx_loader *l, struct gctx *c, const struct pb_field *f) {
+  struct ir_graph *g = c->g;
+  size_t idx = g->n_nodes;
+  struct ir_node *nd = &c->node_mem[idx];
+  nd->graph = g;
+  nd->index = (int)idx;
+  g->nodes[idx] = nd;
+  c->node_f[idx] = *f;
+  tolk_status st = node_head(l, c, f->data, f->len, nd);
+  if (st) return part_failed(l, c, "node", idx, st);
+  g->n_nodes = idx + 1;
+  return TOLK_OK;
+}
+
+/* Marks the value a graph output names, which may be a value of an
+ * enclosing graph or an undefined one. */
+static bool add_output(struct onnx_loader *l, struct gctx *c, const char *name, const struct ir_type *type,
+                       const char *doc) {
+  struct ir_value *v = resolve(l, c, name);
+  if (!v) return false;
+  if (v->graph == c->g) {
+    v->flags |= IR_VALUE_GRAPH_OUTPUT;
+    if (v->type.kind == IR_TYPE_NONE) v->type = *type;
+    if (doc && !v->doc) v->doc = doc;
+  }
+  c->g->outputs[c->g->n_outputs++] = v;
+  return true;
+}
+
+/* A graph output or a value_info annotation. A failure is named output 0
+ * or value_info 0 whatever its place: the loader has always named it so. */
+static tolk_status read_output(struct onnx_loader *l, struct gctx *c, const struct pb_field *f) {
+  struct ir_graph *g = c->g;
+  bool is_out = f->number == c->gf->output;
+  const char *name, *doc;
+  struct ir_type type;
+  tolk_status st = declared(l, c->gf->names_only && is_out, f, &name, &type, &doc);
+  if (st) return part_failed(l, c, is_out ? "output" : "value_info", 0, st);
+  if (!name) return oom(l);
+  if (is_out) return add_output(l, c, name, &type, doc) ? TOLK_OK : oom(l);
+  struct ir_value *v = ir_name_map_get(g->names, name);
+  if (!v) return TOLK_OK; /* annotates nothing in this graph */
+  if (v->type.kind == IR_TYPE_NONE) v->type = type;
+  g->value_info[g->n_value_info++] = v;
+  return TOLK_OK;
+}
+
+/* Decodes a GraphProto, or a FunctionProto's body (gf says which), in the
+ * phases this file's opening comment lists. */
+static tolk_status decode_graph(struct onnx_loader *l, const uint8_t *p, size_t len,
+                                const struct graph_fields *gf, struct gctx *parent,
+                                struct ir_node *owner, const struct ir_opset *opsets, size_t n_opsets,
+                                int depth, struct ir_graph **out) {
+  struct ir_graph *g = tolk_arena_alloc(l->arena, sizeof *g);
+  if (!g) return oom(l);
+  g->name = "";
+  g->parent = parent ? parent->g : NULL;
+  g->owner = owner;
+  g->depth = depth;
+  if (depth > l->m->max_depth_seen) l->m->max_depth_seen = depth;
+  struct gctx c = {.g = g, .parent = parent, .opsets = opsets, .n_opsets = n_opsets, .depth = depth,
+                   .p = p, .len = len, .gf = gf};
+  *out = g;
+
+  struct graph_counts n = {0};
+  tolk_status st = count_graph(l, &c, &n);
+  if (!st) st = alloc_graph(l, &c, &n);
+  if (!st) st = each_graph_field(l, &c, gf->initializer, gf->sparse_init, read_initializer);
+  if (!st) st = each_graph_field(l, &c, gf->input, 0, read_input);
+  if (!st) st = each_graph_field(l, &c, gf->node, 0, read_node_head);
+  if (!st) st = each_graph_field(l, &c, gf->output, gf->value_info, read_output);
+  /* Nodes, pass B: attributes (subgraphs see every name above) and inputs. */
+  for (size_t i = 0; !st && i < g->n_nodes; i++) {
+    const struct pb_field *f = &c.node_f[i];
+    if ((st = node_body(l, &c, f->data, f->len, g->nodes[i]))) st = part_failed(l, &c, "node", i, st);
   }
   return st;
 }
