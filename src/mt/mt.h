@@ -79,8 +79,43 @@ size_t mt_state_rows(const struct mt_state *s);
 
 /* ---------------------------------------------------------------- search */
 
+/* One sentence's search — greedy, sampling or beam, with transformers'
+ * processors — driven one decoder step at a time over the rows it owns in a
+ * batch (mt_search_rows: num_beams, else 1). It sees only its own rows'
+ * logits, so it runs the same alone and among other sentences. */
+struct mt_search;
+/* Scratch for the steps of any number of searches, run one at a time. */
+struct mt_scratch;
+
+/* Checks p as generate() would and gives the length limit it implies
+ * (ids, the decoder start included). */
+tolk_status mt_search_check(const tolk_generate_params *p, int *max_length, tolk_error *err);
+
+tolk_status mt_search_new(const struct mt_config *cfg, const tolk_generate_params *p,
+                          struct mt_search **out, tolk_error *err);
+void mt_search_free(struct mt_search *s);
+int mt_search_rows(const struct mt_search *s);
+/* What its rows are fed at the next step (mt_search_rows entries). */
+const int32_t *mt_search_tokens(const struct mt_search *s);
+bool mt_search_done(const struct mt_search *s);
+/* Ids so far, the decoder start included. */
+int mt_search_length(const struct mt_search *s);
+
+/* Consumes the step's logits of its rows (rows × vocab). parents[k]
+ * receives the row (of its own, 0-based) that row k continues from, so the
+ * caller can reorder the rows' decoder state. Then done() may be true. */
+tolk_status mt_search_step(struct mt_search *s, struct mt_scratch *sc, const float *logits,
+                           int32_t *parents, tolk_error *err);
+/* num_return_sequences results (1 for greedy and each sample), which the
+ * caller frees with tolk_generation_free. Valid once done (or at any time:
+ * the best so far for beams). */
+tolk_status mt_search_result(const struct mt_search *s, tolk_generation *out, tolk_error *err);
+
+struct mt_scratch *mt_scratch_new(size_t vocab);
+void mt_scratch_free(struct mt_scratch *sc);
+
 /* Generates for `n` sources (already encoded into `s`, one row each) and
- * writes n × num_return_sequences results to out. */
+ * writes n × num_return_sequences results to out (zeroed by the caller). */
 tolk_status mt_generate(const struct mt_config *cfg, const tolk_generate_params *p,
                         struct mt_state *s, size_t n, tolk_generation *out, tolk_error *err);
 

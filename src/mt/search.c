@@ -6,7 +6,12 @@
  * the same beam bookkeeping — 2 × num_beams candidates per step, finished
  * hypotheses kept in a top-num_beams set with the length penalty applied when
  * they finish, and the early-stopping heuristic deciding when a sentence can
- * no longer improve. A sentence whose result is settled leaves the batch.
+ * no longer improve. Each sentence is searched on its own, one step at a
+ * time (struct mt_search): generate.c runs a batch of them, the service's
+ * scheduler a batch whose sentences come and go. Where transformers decides
+ * for the whole batch — it stops when every candidate of every sentence hit
+ * EOS or the length limit — a sentence here stops when all of its own did;
+ * its result is settled by then either way.
  */
 #include <float.h>
 #include <math.h>
@@ -184,69 +189,6 @@ static tolk_status set_result(tolk_generation *out, const int32_t *seq, size_t n
   return TOLK_OK;
 }
 
-/* ---------------------------------------------------------- greedy / sample */
-
-static tolk_status greedy(struct gen *g, struct mt_state *s, size_t n, tolk_generation *out,
-                          tolk_error *err) {
-  size_t L = (size_t)g->max_length, V = g->vocab;
-  int32_t *seq = malloc(n * L * sizeof *seq);
-  float *scores = malloc(n * L * sizeof *scores);
-  int32_t *active = malloc(n * sizeof *active), *tokens = malloc(n * sizeof *tokens);
-  int32_t *next_tok = malloc(n * sizeof *next_tok);
-  uint64_t rng = g->p->seed;
-  tolk_status st = seq && scores && active && tokens && next_tok ? TOLK_OK
-                                                     : tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
-  size_t n_active = n;
-  for (size_t i = 0; i < n && !st; i++) {
-    seq[i * L] = g->cfg->decoder_start;
-    active[i] = (int32_t)i;
-    tokens[i] = g->cfg->decoder_start;
-  }
-  int len = 1;
-  while (!st && n_active && len < g->max_length) {
-    const float *logits;
-    if ((st = mt_state_step(s, tokens, &logits, err))) break;
-    size_t keep = 0;
-    int32_t *keep_rows = tokens; /* reused: rows to keep for the next step */
-    for (size_t r = 0; r < n_active; r++) {
-      size_t i = (size_t)active[r];
-      float *x = g->row + V;
-      memcpy(x, logits + r * V, V * sizeof *x);
-      process(g, seq + i * L, len, x);
-      if (g->p->do_sample) warp(g, x);
-      if (g->p->renormalize_logits) log_softmax(x, V);
-      int32_t t = g->p->do_sample ? sample(x, V, &rng) : argmax(x, V);
-      seq[i * L + (size_t)len] = t;
-      scores[i * L + (size_t)len - 1] = x[t];
-      next_tok[r] = t;
-    }
-    len++;
-    /* Finished sentences (EOS, or the length limit) leave the batch. */
-    for (size_t r = 0; r < n_active; r++) {
-      size_t i = (size_t)active[r];
-      bool done = next_tok[r] == g->cfg->eos || len >= g->max_length;
-      if (done) {
-        float total = 0;
-        for (int k = 0; k < len - 1; k++) total += scores[i * L + (size_t)k];
-        if (!st) st = set_result(&out[i], seq + i * L, (size_t)len, total, scores + i * L, err);
-      } else {
-        active[keep] = (int32_t)i;
-        keep_rows[keep] = (int32_t)r;
-        next_tok[keep++] = next_tok[r];
-      }
-    }
-    if (!st && keep && keep < n_active) st = mt_state_select(s, keep_rows, keep, err);
-    memcpy(tokens, next_tok, keep * sizeof *tokens);
-    n_active = keep;
-  }
-  free(seq);
-  free(scores);
-  free(active);
-  free(tokens);
-  free(next_tok);
-  return st;
-}
-
 /* ---------------------------------------------------------- beam search */
 
 /* One sentence's beam search state; sequences are rows of max_length ids. */
@@ -421,114 +363,34 @@ static void update_heuristic(const struct gen *g, struct beams *bm, int K, int c
   bm->unsatisfied = bm->unsatisfied && any;
 }
 
-static tolk_status beam_search(struct gen *g, struct mt_state *s, size_t n, tolk_generation *out,
-                               tolk_error *err) {
-  int K = g->p->num_beams;
-  size_t L = (size_t)g->max_length, V = g->vocab;
-  struct beams *bm = calloc(n, sizeof *bm);
-  float *acc = malloc((size_t)K * V * sizeof *acc);
-  struct beam_scratch w = {
-      malloc((size_t)2 * K * sizeof *w.cand), malloc((size_t)3 * K * sizeof *w.merged),
-      malloc((size_t)2 * K * sizeof *w.run),  malloc((size_t)2 * K * sizeof *w.hits),
-      malloc((size_t)K * sizeof *w.score),    malloc((size_t)K * sizeof *w.len),
-      malloc((size_t)K * sizeof *w.fin),      malloc((size_t)K * sizeof *w.parents),
-      malloc((size_t)K * L * sizeof *w.seq),  malloc((size_t)K * L * sizeof *w.tok)};
-  int32_t *active = malloc(n * sizeof *active);
-  int32_t *rows = calloc(n * (size_t)K, sizeof *rows), *tokens = calloc(n * (size_t)K, sizeof *tokens);
-  bool scratch_ok = w.cand && w.merged && w.run && w.hits && w.score && w.len && w.fin && w.parents &&
-                    w.seq && w.tok;
-  tolk_status st = bm && acc && scratch_ok && active && rows && tokens
-                       ? TOLK_OK
-                       : tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
-  for (size_t i = 0; i < n && !st; i++) {
-    struct beams *b = &bm[i];
-    b->run_seq = calloc((size_t)K * L, sizeof *b->run_seq);
-    b->fin_seq = calloc((size_t)K * L, sizeof *b->fin_seq);
-    b->run_tok = calloc((size_t)K * L, sizeof *b->run_tok);
-    b->fin_tok = calloc((size_t)K * L, sizeof *b->fin_tok);
-    b->run_score = calloc((size_t)K, sizeof *b->run_score);
-    b->fin_score = calloc((size_t)K, sizeof *b->fin_score);
-    b->fin_len = calloc((size_t)K, sizeof *b->fin_len);
-    b->fin = calloc((size_t)K, sizeof *b->fin);
-    if (!b->run_seq || !b->fin_seq || !b->run_tok || !b->fin_tok || !b->run_score || !b->fin_score ||
-        !b->fin_len || !b->fin) {
-      st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
-      break;
-    }
-    for (int k = 0; k < K; k++) {
-      b->run_seq[(size_t)k * L] = b->fin_seq[(size_t)k * L] = g->cfg->decoder_start;
-      b->run_score[k] = k ? -kBig : 0.0f;
-      b->fin_score[k] = -kBig;
-      b->fin_len[k] = 1;
-    }
-    b->unsatisfied = true;
-    active[i] = (int32_t)i;
-    for (int k = 0; k < K; k++) rows[i * (size_t)K + (size_t)k] = (int32_t)i;
-  }
-  /* Every source row becomes K beam rows. */
-  if (!st) st = mt_state_select(s, rows, n * (size_t)K, err);
-  for (size_t r = 0; r < n * (size_t)K && !st; r++) tokens[r] = g->cfg->decoder_start;
-  size_t n_active = n;
-  int len = 1;
-  while (!st && n_active) {
-    const float *logits;
-    if ((st = mt_state_step(s, tokens, &logits, err))) break;
-    bool all_hit = true;
-    size_t keep = 0;
-    for (size_t a = 0; a < n_active && !st; a++) {
-      struct beams *b = &bm[active[a]];
-      const float *lg = logits + a * (size_t)K * V;
-      beam_step(g, b, lg, K, len, &w, acc);
-      for (int j = 0; j < 2 * K; j++) all_hit &= w.hits[j];
-      next_running(g, b, K, len, acc, &w);
-      update_heuristic(g, b, K, len + 1);
-      bool all_fin = true;
-      for (int k = 0; k < K; k++) all_fin &= b->fin[k];
-      b->settled = !b->unsatisfied || (all_fin && g->p->early_stopping == 1);
-      if (b->settled) continue;
-      for (int k = 0; k < K; k++) {
-        rows[keep * (size_t)K + (size_t)k] = (int32_t)(a * (size_t)K + (size_t)w.parents[k]);
-        tokens[keep * (size_t)K + (size_t)k] = b->run_seq[(size_t)k * L + (size_t)len];
-      }
-      active[keep++] = active[a];
-    }
-    len++;
-    if (st || all_hit || keep == 0) break;
-    st = mt_state_select(s, rows, keep * (size_t)K, err);
-    n_active = keep;
-  }
-  int R = g->p->num_return_sequences;
-  for (size_t i = 0; i < n && !st; i++)
-    for (int k = 0; k < R && !st; k++) {
-      struct beams *b = &bm[i];
-      st = set_result(&out[i * (size_t)R + (size_t)k], b->fin_seq + (size_t)k * L, (size_t)b->fin_len[k],
-                      b->fin_score[k], b->fin_tok + (size_t)k * L, err);
-    }
-  for (size_t i = 0; bm && i < n; i++) {
-    free(bm[i].run_seq);
-    free(bm[i].fin_seq);
-    free(bm[i].run_tok);
-    free(bm[i].fin_tok);
-    free(bm[i].run_score);
-    free(bm[i].fin_score);
-    free(bm[i].fin_len);
-    free(bm[i].fin);
-  }
-  free(bm);
-  free(acc);
-  free(w.cand), free(w.merged), free(w.run), free(w.hits), free(w.score);
-  free(w.len), free(w.fin), free(w.parents), free(w.seq), free(w.tok);
-  free(active);
-  free(rows);
-  free(tokens);
-  return st;
-}
+/* ---------------------------------------------------------- one sentence */
 
-tolk_status mt_generate(const struct mt_config *cfg, const tolk_generate_params *p, struct mt_state *s,
-                        size_t n, tolk_generation *out, tolk_error *err) {
-  struct gen g = {cfg, p, p->max_length, (size_t)cfg->vocab_size, NULL};
-  if (p->max_new_tokens > 0) g.max_length = 1 + p->max_new_tokens;
-  if (g.max_length < 2) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "generate: max_length must allow one new token");
+struct mt_search {
+  struct gen g;
+  tolk_generate_params p; /* g.p points here */
+  int K;                  /* rows in the batch: num_beams; 1 for greedy and sampling */
+  int len;                /* ids so far, the decoder start included */
+  bool done;
+  uint64_t rng;           /* sampling: seeded per sentence, so alone == in a batch */
+  int32_t *tokens;        /* K: what the rows are fed at the next step */
+  int32_t *seq;           /* greedy / sampling: max_length ids */
+  float *scores;          /* and the score of each generated one */
+  struct beams bm;        /* beam search */
+};
+
+/* Step scratch shared by every sentence of one step loop, grown to the
+ * largest beam and max_length seen. */
+struct mt_scratch {
+  size_t vocab;
+  int K, L;
+  float *row; /* 2 × vocab */
+  float *acc; /* K × vocab */
+  struct beam_scratch w;
+};
+
+tolk_status mt_search_check(const tolk_generate_params *p, int *max_length, tolk_error *err) {
+  *max_length = p->max_new_tokens > 0 ? 1 + p->max_new_tokens : p->max_length;
+  if (*max_length < 2) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "generate: max_length must allow one new token");
   if (p->num_beams < 1 || p->num_return_sequences < 1 ||
       (p->num_beams > 1 && p->num_return_sequences > p->num_beams) ||
       (p->num_beams == 1 && p->num_return_sequences != 1 && !p->do_sample))
@@ -537,9 +399,207 @@ tolk_status mt_generate(const struct mt_config *cfg, const tolk_generate_params 
                      p->num_beams);
   if (p->num_beams > 1 && p->do_sample)
     return tolk_fail(err, TOLK_ERR_UNSUPPORTED, "generate: beam sampling is not supported; use num_beams 1 with do_sample");
-  g.row = malloc(2 * g.vocab * sizeof *g.row);
-  if (!g.row) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
-  tolk_status st = p->num_beams > 1 ? beam_search(&g, s, n, out, err) : greedy(&g, s, n, out, err);
-  free(g.row);
+  return TOLK_OK;
+}
+
+static void free_beams(struct beams *b) {
+  free(b->run_seq);
+  free(b->fin_seq);
+  free(b->run_tok);
+  free(b->fin_tok);
+  free(b->run_score);
+  free(b->fin_score);
+  free(b->fin_len);
+  free(b->fin);
+}
+
+/* The state before the first step: K running beams of the decoder start,
+ * all but the first out of the race, and K empty finished slots. */
+static bool init_beams(struct beams *b, int K, size_t L, int32_t start) {
+  b->run_seq = calloc((size_t)K * L, sizeof *b->run_seq);
+  b->fin_seq = calloc((size_t)K * L, sizeof *b->fin_seq);
+  b->run_tok = calloc((size_t)K * L, sizeof *b->run_tok);
+  b->fin_tok = calloc((size_t)K * L, sizeof *b->fin_tok);
+  b->run_score = calloc((size_t)K, sizeof *b->run_score);
+  b->fin_score = calloc((size_t)K, sizeof *b->fin_score);
+  b->fin_len = calloc((size_t)K, sizeof *b->fin_len);
+  b->fin = calloc((size_t)K, sizeof *b->fin);
+  if (!b->run_seq || !b->fin_seq || !b->run_tok || !b->fin_tok || !b->run_score || !b->fin_score ||
+      !b->fin_len || !b->fin)
+    return false;
+  for (int k = 0; k < K; k++) {
+    b->run_seq[(size_t)k * L] = b->fin_seq[(size_t)k * L] = start;
+    b->run_score[k] = k ? -kBig : 0.0f;
+    b->fin_score[k] = -kBig;
+    b->fin_len[k] = 1;
+  }
+  b->unsatisfied = true;
+  return true;
+}
+
+tolk_status mt_search_new(const struct mt_config *cfg, const tolk_generate_params *p,
+                          struct mt_search **out, tolk_error *err) {
+  *out = NULL;
+  int max_length;
+  tolk_status st = mt_search_check(p, &max_length, err);
+  if (st) return st;
+  struct mt_search *s = calloc(1, sizeof *s);
+  if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
+  s->p = *p;
+  s->g = (struct gen){cfg, &s->p, max_length, (size_t)cfg->vocab_size, NULL};
+  s->K = p->num_beams > 1 ? p->num_beams : 1;
+  s->len = 1;
+  s->rng = p->seed;
+  size_t L = (size_t)max_length;
+  s->tokens = malloc((size_t)s->K * sizeof *s->tokens);
+  bool ok = s->tokens != NULL;
+  if (ok && s->K > 1) {
+    ok = init_beams(&s->bm, s->K, L, cfg->decoder_start);
+  } else if (ok) {
+    s->seq = malloc(L * sizeof *s->seq);
+    s->scores = malloc(L * sizeof *s->scores);
+    ok = s->seq && s->scores;
+    if (ok) s->seq[0] = cfg->decoder_start;
+  }
+  if (!ok) {
+    mt_search_free(s);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
+  }
+  for (int k = 0; k < s->K; k++) s->tokens[k] = cfg->decoder_start;
+  *out = s;
+  return TOLK_OK;
+}
+
+void mt_search_free(struct mt_search *s) {
+  if (!s) return;
+  free_beams(&s->bm);
+  free(s->tokens);
+  free(s->seq);
+  free(s->scores);
+  free(s);
+}
+
+int mt_search_rows(const struct mt_search *s) { return s->K; }
+const int32_t *mt_search_tokens(const struct mt_search *s) { return s->tokens; }
+bool mt_search_done(const struct mt_search *s) { return s->done; }
+int mt_search_length(const struct mt_search *s) { return s->len; }
+
+static void free_beam_scratch(struct beam_scratch *w) {
+  free(w->cand), free(w->merged), free(w->run), free(w->hits), free(w->score);
+  free(w->len), free(w->fin), free(w->parents), free(w->seq), free(w->tok);
+  memset(w, 0, sizeof *w);
+}
+
+struct mt_scratch *mt_scratch_new(size_t vocab) {
+  struct mt_scratch *w = calloc(1, sizeof *w);
+  if (!w) return NULL;
+  w->vocab = vocab;
+  w->row = malloc(2 * vocab * sizeof *w->row);
+  if (!w->row) {
+    free(w);
+    return NULL;
+  }
+  return w;
+}
+
+void mt_scratch_free(struct mt_scratch *w) {
+  if (!w) return;
+  free(w->row);
+  free(w->acc);
+  free_beam_scratch(&w->w);
+  free(w);
+}
+
+/* Makes room for a beam of K over sequences of L ids. */
+static bool scratch_reserve(struct mt_scratch *sc, int K, int L) {
+  if (K <= sc->K && L <= sc->L) return true;
+  int nk = K > sc->K ? K : sc->K, nl = L > sc->L ? L : sc->L;
+  free(sc->acc);
+  free_beam_scratch(&sc->w);
+  struct beam_scratch *w = &sc->w;
+  sc->acc = malloc((size_t)nk * sc->vocab * sizeof *sc->acc);
+  *w = (struct beam_scratch){
+      malloc((size_t)2 * nk * sizeof *w->cand), malloc((size_t)3 * nk * sizeof *w->merged),
+      malloc((size_t)2 * nk * sizeof *w->run),  malloc((size_t)2 * nk * sizeof *w->hits),
+      malloc((size_t)nk * sizeof *w->score),    malloc((size_t)nk * sizeof *w->len),
+      malloc((size_t)nk * sizeof *w->fin),      malloc((size_t)nk * sizeof *w->parents),
+      malloc((size_t)nk * nl * sizeof *w->seq), malloc((size_t)nk * nl * sizeof *w->tok)};
+  bool ok = sc->acc && w->cand && w->merged && w->run && w->hits && w->score && w->len && w->fin &&
+            w->parents && w->seq && w->tok;
+  sc->K = ok ? nk : 0;
+  sc->L = ok ? nl : 0;
+  return ok;
+}
+
+/* Greedy or sampling: the next token of the one row; finished at EOS or
+ * the length limit. */
+static void greedy_step(struct mt_search *s, struct mt_scratch *sc, const float *logits) {
+  struct gen *g = &s->g;
+  size_t V = g->vocab;
+  g->row = sc->row;
+  float *x = sc->row + V;
+  memcpy(x, logits, V * sizeof *x);
+  process(g, s->seq, s->len, x);
+  if (s->p.do_sample) warp(g, x);
+  if (s->p.renormalize_logits) log_softmax(x, V);
+  int32_t t = s->p.do_sample ? sample(x, V, &s->rng) : argmax(x, V);
+  s->seq[s->len] = t;
+  s->scores[s->len - 1] = x[t];
+  s->tokens[0] = t;
+  s->len++;
+  s->done = t == g->cfg->eos || s->len >= g->max_length;
+}
+
+/* Beam search: transformers' step for one sentence. Finished when the
+ * result can no longer change — settled by the early-stopping heuristic,
+ * or every candidate hit EOS or the length limit. */
+static void beam_step_all(struct mt_search *s, struct mt_scratch *sc, const float *logits,
+                          int32_t *parents) {
+  struct gen *g = &s->g;
+  int K = s->K;
+  size_t L = (size_t)g->max_length;
+  g->row = sc->row;
+  beam_step(g, &s->bm, logits, K, s->len, &sc->w, sc->acc);
+  bool all_hit = true;
+  for (int j = 0; j < 2 * K; j++) all_hit &= sc->w.hits[j];
+  next_running(g, &s->bm, K, s->len, sc->acc, &sc->w);
+  update_heuristic(g, &s->bm, K, s->len + 1);
+  bool all_fin = true;
+  for (int k = 0; k < K; k++) all_fin &= s->bm.fin[k];
+  s->bm.settled = !s->bm.unsatisfied || (all_fin && s->p.early_stopping == 1);
+  for (int k = 0; k < K; k++) {
+    parents[k] = sc->w.parents[k];
+    s->tokens[k] = s->bm.run_seq[(size_t)k * L + (size_t)s->len];
+  }
+  s->len++;
+  s->done = s->bm.settled || all_hit;
+}
+
+tolk_status mt_search_step(struct mt_search *s, struct mt_scratch *sc, const float *logits,
+                           int32_t *parents, tolk_error *err) {
+  if (s->done) return tolk_fail(err, TOLK_ERR_INTERNAL, "generate: step after the sentence finished");
+  if (!scratch_reserve(sc, s->K, s->g.max_length))
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
+  if (s->K > 1) {
+    beam_step_all(s, sc, logits, parents);
+  } else {
+    greedy_step(s, sc, logits);
+    parents[0] = 0;
+  }
+  return TOLK_OK;
+}
+
+tolk_status mt_search_result(const struct mt_search *s, tolk_generation *out, tolk_error *err) {
+  size_t L = (size_t)s->g.max_length;
+  if (s->K == 1) {
+    float total = 0;
+    for (int k = 0; k < s->len - 1; k++) total += s->scores[k];
+    return set_result(out, s->seq, (size_t)s->len, total, s->scores, err);
+  }
+  tolk_status st = TOLK_OK;
+  for (int k = 0; k < s->p.num_return_sequences && !st; k++)
+    st = set_result(&out[k], s->bm.fin_seq + (size_t)k * L, (size_t)s->bm.fin_len[k], s->bm.fin_score[k],
+                    s->bm.fin_tok + (size_t)k * L, err);
+  if (st) tolk_generation_free(out, (size_t)s->p.num_return_sequences);
   return st;
 }
