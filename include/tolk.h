@@ -346,7 +346,8 @@ const char *tolk_session_kv_input(const tolk_session *session, size_t i);
 tolk_status tolk_kv_cache_create(const tolk_session *session, int64_t rows, tolk_kv_cache **out,
                                  tolk_error *err);
 void tolk_kv_cache_free(tolk_kv_cache *cache);
-/* Positions held (the past length of the next run) and rows. */
+/* Positions held (the past length of the next run; with rows of
+ * different lengths, the longest) and rows. */
 int64_t tolk_kv_cache_length(const tolk_kv_cache *cache);
 int64_t tolk_kv_cache_rows(const tolk_kv_cache *cache);
 
@@ -361,6 +362,27 @@ tolk_status tolk_kv_cache_set(tolk_kv_cache *cache, size_t n, const char *const 
  * not copied. */
 tolk_status tolk_kv_cache_select(tolk_kv_cache *cache, const int32_t *keep, size_t n,
                                  tolk_error *err);
+
+/* Rows of different lengths in one cache — sequences that started at
+ * different steps sharing a batch (continuous batching) — need each row's
+ * position embedding looked up from its own length. A session finds that
+ * lookup too (the exporters' Gather(table, Range(past_len, …)) with past_len
+ * read from a past input's shape) and then says 1 here: such a cache is run
+ * one new position per step, each row attends to its own positions only,
+ * and every row's outputs are bit for bit those it would have alone. The
+ * causal mask the graph builds from the common length masks nothing for one
+ * new position. 0: rows must keep one length. */
+int tolk_session_kv_ragged(const tolk_session *session);
+
+/* Moves the rows of `src` to the end of `dst` (both for one session; src is
+ * left with 0 rows). Their lengths may differ when the session is ragged;
+ * otherwise that fails with TOLK_ERR_UNSUPPORTED. On failure both are
+ * unchanged. */
+tolk_status tolk_kv_cache_append(tolk_kv_cache *dst, tolk_kv_cache *src, tolk_error *err);
+
+/* Positions held by row `row` (≤ tolk_kv_cache_length, which is the
+ * longest row's); -1 for a row out of range. */
+int64_t tolk_kv_cache_row_length(const tolk_kv_cache *cache, int64_t row);
 
 /* A new tensor [rows, heads, len, head_dim] with the content of the pair
  * whose past input is `past_name` (caller frees). */

@@ -227,6 +227,9 @@ struct tolk_session {
   /* kv.c: the (past input, present output) pairs kept in place */
   struct exec_kv_pair *kv;
   uint32_t n_kv;
+  /* kv.c: the position lookup was found too, so rows of different lengths
+   * may share a cache (tolk_session_kv_ragged) */
+  bool kv_ragged;
 };
 
 /* A Concat(past, new) → present the session rewired (kv.c). */
@@ -241,10 +244,6 @@ struct exec_kv_pair {
   float scale;
 };
 
-/* kv.c: with params.kv_cache, rewires the main graph's cache pattern (see
- * tolk.h) in xg before its value lifetimes are computed: fills s->kv, or
- * leaves it empty when the pattern is absent or not complete. Fails only
- * when memory runs out. */
 /* match.c: for the rewrites below. The readers of `slot` in xg, at most
  * max of them; -1 when a subgraph reads it or there are more. */
 struct exec_reader {
@@ -254,7 +253,16 @@ int exec_readers(const struct xgraph *xg, int32_t slot, struct exec_reader *out,
 /* An ai.onnx node of that op type. */
 bool exec_is_op(const struct xnode *xn, const char *op);
 bool exec_is_graph_output(const struct ir_value *v);
+/* The node of xg producing `slot`, or -1 (an input or initializer). */
+int64_t exec_producer(const struct xgraph *xg, int32_t slot);
+/* The rank of a constant value (initializer or Constant node), -1 if v is
+ * not one. */
+int exec_const_rank(const struct ir_value *v);
 
+/* kv.c: with params.kv_cache, rewires the main graph's cache pattern (see
+ * tolk.h) in xg before its value lifetimes are computed: fills s->kv, or
+ * leaves it empty when the pattern is absent or not complete. Fails only
+ * when memory runs out. */
 tolk_status exec_kv_rewrite(tolk_session *s, struct xgraph *xg, tolk_error *err);
 
 /* quant_rows.c: gives the DynamicQuantizeLinear nodes that feed only

@@ -17,10 +17,11 @@
 
 struct tolk_kv_cache {
   const tolk_session *s;
-  int64_t rows, cap, len;
-  int64_t pending; /* length after the run in progress, -1: none */
-  float **buf;     /* per pair: [rows, heads, cap, head_dim] */
-  float **tbuf;    /* pairs with keys_t: keys × scale as [rows, heads, head_dim, cap]; else NULL */
+  int64_t rows, cap, len; /* len: the longest row, what the graph sees as the past length */
+  int64_t *row_len;       /* rows entries when rows differ (a ragged session), else NULL */
+  int64_t pending;        /* length after the run in progress, -1: none */
+  float **buf;            /* per pair: [rows, heads, cap, head_dim] */
+  float **tbuf;           /* pairs with keys_t: keys × scale as [rows, heads, head_dim, cap]; else NULL */
 };
 
 /* ------------------------------------------------------------ rewrite */
@@ -181,6 +182,65 @@ static bool pair_at(const struct xgraph *xg, uint32_t k, struct plan_kv *p) {
   return true;
 }
 
+/* ------------------------------------------------------------ positions
+ * A decoder's position embedding is looked up from the past length —
+ * Gather(table, Range(past_len, past_len + n)) with past_len =
+ * Gather(Shape(past), 2) — so every row of a batch gets the same position.
+ * Rows of different lengths can share a cache only if each gets its own:
+ * that lookup becomes KvPositions, which offsets each row's positions by
+ * its own length. Found, the session is ragged (tolk_session_kv_ragged);
+ * not found, rows must keep one length. (The causal mask built from the
+ * same length masks nothing for one new token: KvScores hides a shorter
+ * row's unused positions itself.) */
+
+/* Whether `slot` holds the past length: Gather(Shape(past), 2) (or -2) of
+ * a pair's past input, through at most one Cast. */
+static bool past_length(const struct xgraph *xg, int32_t slot, const struct plan_kv *p) {
+  int64_t k = exec_producer(xg, slot);
+  if (k >= 0 && exec_is_op(&xg->nodes[k], "Cast")) k = exec_producer(xg, xg->nodes[k].in[0].slot);
+  if (k < 0 || !exec_is_op(&xg->nodes[k], "Gather") || xg->nodes[k].n_in != 2) return false;
+  const struct xnode *g = &xg->nodes[k];
+  const struct ir_value *idx = g->node->inputs[1];
+  const struct ir_tensor *t = idx ? idx->init : NULL;
+  if (!t && idx && idx->producer && !strcmp(idx->producer->op_type, "Constant")) {
+    const struct ir_attr *a = ir_node_attr(idx->producer, "value");
+    t = a && a->type == IR_ATTR_TENSOR ? a->t : NULL;
+  }
+  int64_t axis = 0;
+  if (!t || t->numel != 1 || !t->data || t->dtype != TOLK_INT64) return false;
+  memcpy(&axis, t->data, sizeof axis);
+  if (axis != 2 && axis != -2) return false;
+  int64_t sh = exec_producer(xg, g->in[0].slot);
+  if (sh < 0 || !exec_is_op(&xg->nodes[sh], "Shape")) return false;
+  for (size_t i = 0; i < p->n_pairs; i++)
+    if (xg->nodes[sh].in[0].slot == p->pairs[i].past_slot) return true;
+  return false;
+}
+
+/* Rewires every Gather(constant table, Range(past length, …)) on axis 0
+ * into KvPositions; true when there was one. */
+static bool positions(const struct xgraph *xg, struct plan_kv *p) {
+  bool found = false;
+  for (uint32_t k = 0; k < xg->n_nodes; k++) {
+    const struct xnode *r = &xg->nodes[k];
+    if (!exec_is_op(r, "Range") || r->n_in != 3 || r->out[0] < 0 || !past_length(xg, r->in[0].slot, p))
+      continue;
+    struct exec_reader rd[16];
+    int n = exec_readers(xg, r->out[0], rd, 16);
+    for (int i = 0; i < n; i++) {
+      const struct xnode *g = &xg->nodes[rd[i].node];
+      if (!exec_is_op(g, "Gather") || rd[i].input != 1 || exec_const_rank(g->node->inputs[0]) != 2 ||
+          ir_attr_int(g->node, "axis", 0) != 0)
+        continue;
+      struct edit *e = add_edit(p);
+      if (!e) return false;
+      *e = (struct edit){rd[i].node, &tolk_kv_positions_def, {g->in[0], g->in[1]}, 2, {0}};
+      found = true;
+    }
+  }
+  return found;
+}
+
 /* Applies the edits: new defs, inputs and state; dropped nodes go. */
 static tolk_status apply(tolk_session *s, struct xgraph *xg, const struct plan_kv *p,
                          tolk_error *err) {
@@ -218,7 +278,10 @@ tolk_status exec_kv_rewrite(tolk_session *s, struct xgraph *xg, tolk_error *err)
   bool ok = true;
   for (uint32_t k = 0; k < xg->n_nodes && ok; k++) ok = pair_at(xg, k, &p);
   tolk_status st = TOLK_OK;
-  if (ok && p.n_pairs) st = apply(s, xg, &p, err);
+  if (ok && p.n_pairs) {
+    s->kv_ragged = positions(xg, &p);
+    st = apply(s, xg, &p, err);
+  }
   free(p.edits);
   free(p.drop);
   free(p.pairs);
@@ -275,31 +338,69 @@ void tolk_kv_cache_free(tolk_kv_cache *c) {
   }
   free(c->buf);
   free(c->tbuf);
+  free(c->row_len);
   free(c);
 }
+
+int tolk_session_kv_ragged(const tolk_session *s) { return s && s->n_kv && s->kv_ragged; }
 
 int64_t tolk_kv_cache_length(const tolk_kv_cache *c) { return c ? c->len : 0; }
 int64_t tolk_kv_cache_rows(const tolk_kv_cache *c) { return c ? c->rows : 0; }
 
-/* A buffer of `rows` × cap positions holding the first `keep_len`
- * positions of rows src_row[i] (NULL: the same row) of old (cap old_cap);
- * `trans`: blocks are [head_dim, cap] instead of [cap, head_dim]. */
-static float *moved(const struct exec_kv_pair *kp, const float *old, int64_t old_cap, int64_t rows,
-                    int64_t cap, const int32_t *src_row, int64_t keep_len, bool trans) {
-  size_t n;
-  if (!tolk_mul_size(block(kp, cap), (size_t)rows, &n) || !tolk_mul_size(n, sizeof(float), &n)) return NULL;
-  float *nb = malloc(n ? n : 1);
-  /* Per block: `lines` runs of `run` floats, one every cap (old_cap). */
+int64_t tolk_kv_cache_row_length(const tolk_kv_cache *c, int64_t row) {
+  if (!c || row < 0 || row >= c->rows) return -1;
+  return c->row_len ? c->row_len[row] : c->len;
+}
+
+/* After rows changed: the longest row is the cache's length, and rows that
+ * all have it need no per-row lengths. */
+static void settle_lengths(tolk_kv_cache *c) {
+  if (!c->row_len) return;
+  int64_t mx = 0, mn = INT64_MAX;
+  for (int64_t r = 0; r < c->rows; r++) {
+    mx = c->row_len[r] > mx ? c->row_len[r] : mx;
+    mn = c->row_len[r] < mn ? c->row_len[r] : mn;
+  }
+  c->len = mx;
+  if (c->rows == 0 || mn == mx) {
+    free(c->row_len);
+    c->row_len = NULL;
+  }
+}
+
+/* Copies the first `keep` positions of n rows of src (capacity src_cap;
+ * row i is src_row[i], NULL: row i) into rows [at, at + n) of dst
+ * (capacity dst_cap). `trans`: blocks are [head_dim, cap] instead of
+ * [cap, head_dim]. */
+static void copy_rows(const struct exec_kv_pair *kp, float *dst, int64_t dst_cap, int64_t at,
+                      const float *src, int64_t src_cap, const int32_t *src_row, int64_t n,
+                      int64_t keep, bool trans) {
+  /* Per block: `lines` runs of `run` floats, one every cap. */
   int64_t lines = trans ? kp->head_dim : 1;
-  size_t run = (size_t)(trans ? keep_len : keep_len * kp->head_dim) * sizeof(float);
-  for (int64_t r = 0; nb && r < rows && run; r++) {
+  size_t run = (size_t)(trans ? keep : keep * kp->head_dim) * sizeof(float);
+  for (int64_t r = 0; r < n && run; r++) {
     int64_t from = src_row ? src_row[r] : r;
     for (int64_t h = 0; h < kp->heads; h++) {
-      float *dst = nb + ((size_t)r * (size_t)kp->heads + (size_t)h) * (size_t)(cap * kp->head_dim);
-      const float *src = old + ((size_t)from * (size_t)kp->heads + (size_t)h) * (size_t)(old_cap * kp->head_dim);
-      for (int64_t l = 0; l < lines; l++) memcpy(dst + l * cap, src + l * old_cap, run);
+      float *d = dst + ((size_t)(at + r) * (size_t)kp->heads + (size_t)h) * (size_t)(dst_cap * kp->head_dim);
+      const float *x = src + ((size_t)from * (size_t)kp->heads + (size_t)h) * (size_t)(src_cap * kp->head_dim);
+      for (int64_t l = 0; l < lines; l++) memcpy(d + l * dst_cap, x + l * src_cap, run);
     }
   }
+}
+
+/* A buffer for `rows` × cap positions of pair kp, or NULL. */
+static float *new_buffer(const struct exec_kv_pair *kp, int64_t rows, int64_t cap) {
+  size_t n;
+  if (!tolk_mul_size(block(kp, cap), (size_t)rows, &n) || !tolk_mul_size(n, sizeof(float), &n)) return NULL;
+  return malloc(n ? n : 1);
+}
+
+/* A buffer of `rows` × cap positions holding the first `keep_len`
+ * positions of rows src_row[i] (NULL: the same row) of old (cap old_cap). */
+static float *moved(const struct exec_kv_pair *kp, const float *old, int64_t old_cap, int64_t rows,
+                    int64_t cap, const int32_t *src_row, int64_t keep_len, bool trans) {
+  float *nb = new_buffer(kp, rows, cap);
+  if (nb) copy_rows(kp, nb, cap, 0, old, old_cap, src_row, rows, keep_len, trans);
   return nb;
 }
 
@@ -388,7 +489,11 @@ tolk_status tolk_kv_cache_set(tolk_kv_cache *c, size_t n, const char *const *nam
           c->tbuf[p][at + (size_t)(d * c->cap + t)] = src[t * kp->head_dim + d] * kp->scale;
     }
   }
-  if (!st) c->len = len;
+  if (!st) {
+    c->len = len;
+    free(c->row_len);
+    c->row_len = NULL;
+  }
   free(by_pair);
   return st;
 }
@@ -402,11 +507,100 @@ tolk_status tolk_kv_cache_select(tolk_kv_cache *c, const int32_t *keep, size_t n
                        (long long)c->rows);
     identity &= keep[i] == (int32_t)i;
   }
-  if (identity) { /* dropping trailing rows: nothing moves */
-    c->rows = (int64_t)n;
-    return TOLK_OK;
+  int64_t *rl = NULL;
+  if (c->row_len) {
+    rl = malloc((n ? n : 1) * sizeof *rl);
+    if (!rl) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
+    for (size_t i = 0; i < n; i++) rl[i] = c->row_len[keep[i]];
   }
-  return relayout(c, (int64_t)n, c->cap, keep, c->len, err);
+  tolk_status st = TOLK_OK;
+  if (identity) /* dropping trailing rows: nothing moves */
+    c->rows = (int64_t)n;
+  else
+    st = relayout(c, (int64_t)n, c->cap, keep, c->len, err);
+  if (st) {
+    free(rl);
+    return st;
+  }
+  free(c->row_len);
+  c->row_len = rl;
+  settle_lengths(c);
+  return TOLK_OK;
+}
+
+/* The length of row r of c. */
+static int64_t row_length(const tolk_kv_cache *c, int64_t r) { return c->row_len ? c->row_len[r] : c->len; }
+
+/* dst's rows then src's, in new buffers of capacity cap; all or nothing. */
+static tolk_status concat_rows(tolk_kv_cache *dst, const tolk_kv_cache *src, int64_t cap, tolk_error *err) {
+  const tolk_session *s = dst->s;
+  int64_t rows = dst->rows + src->rows;
+  float **nb = calloc(2 * (size_t)s->n_kv, sizeof *nb);
+  bool ok = nb != NULL;
+  for (uint32_t p = 0; ok && p < s->n_kv; p++) {
+    const struct exec_kv_pair *kp = &s->kv[p];
+    for (int t = 0; ok && t < (kp->keys_t ? 2 : 1); t++) {
+      float *b = nb[t * s->n_kv + p] = new_buffer(kp, rows, cap);
+      ok = b != NULL;
+      if (!ok) break;
+      float *const *from = t ? dst->tbuf : dst->buf, *const *more = t ? src->tbuf : src->buf;
+      if (dst->cap) copy_rows(kp, b, cap, 0, from[p], dst->cap, NULL, dst->rows, dst->len, t);
+      if (src->cap) copy_rows(kp, b, cap, dst->rows, more[p], src->cap, NULL, src->rows, src->len, t);
+    }
+  }
+  if (!ok) {
+    for (size_t i = 0; nb && i < 2 * (size_t)s->n_kv; i++) free(nb[i]);
+    free(nb);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache of %lld rows × %lld positions",
+                     (long long)rows, (long long)cap);
+  }
+  for (uint32_t p = 0; p < s->n_kv; p++) {
+    free(dst->buf[p]);
+    free(dst->tbuf[p]);
+    dst->buf[p] = nb[p];
+    dst->tbuf[p] = nb[s->n_kv + p];
+  }
+  free(nb);
+  dst->rows = rows;
+  dst->cap = cap;
+  return TOLK_OK;
+}
+
+tolk_status tolk_kv_cache_append(tolk_kv_cache *dst, tolk_kv_cache *src, tolk_error *err) {
+  if (!dst || !src || dst == src) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "NULL or identical caches");
+  if (dst->s != src->s) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "the caches belong to different sessions");
+  if (dst->pending >= 0 || src->pending >= 0)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "a cache is in use by a run");
+  if (!src->rows) return TOLK_OK;
+  int64_t rows = dst->rows + src->rows, first = src->rows ? row_length(src, 0) : 0;
+  bool differ = false;
+  for (int64_t r = 0; r < rows && !differ; r++)
+    differ = (r < dst->rows ? row_length(dst, r) : row_length(src, r - dst->rows)) != first;
+  if (differ && !dst->s->kv_ragged)
+    return tolk_fail(err, TOLK_ERR_UNSUPPORTED,
+                     "rows of %lld and %lld positions cannot share this cache: the graph's position "
+                     "lookup was not recognised (tolk_session_kv_ragged is 0)",
+                     (long long)dst->len, (long long)src->len);
+  int64_t *rl = differ ? malloc((size_t)rows * sizeof *rl) : NULL;
+  if (differ && !rl) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
+  for (int64_t r = 0; rl && r < rows; r++)
+    rl[r] = r < dst->rows ? row_length(dst, r) : row_length(src, r - dst->rows);
+  int64_t len = dst->len > src->len ? dst->len : src->len;
+  int64_t cap = dst->cap > src->cap ? dst->cap : src->cap;
+  tolk_status st = concat_rows(dst, src, cap > len ? cap : len, err);
+  if (st) {
+    free(rl);
+    return st;
+  }
+  free(dst->row_len);
+  dst->row_len = rl;
+  dst->len = len;
+  settle_lengths(dst);
+  src->rows = 0;
+  free(src->row_len);
+  src->row_len = NULL;
+  src->len = 0;
+  return TOLK_OK;
 }
 
 tolk_status tolk_kv_cache_get(const tolk_kv_cache *c, const char *name, tolk_tensor **out,
@@ -423,9 +617,12 @@ tolk_status tolk_kv_cache_get(const tolk_kv_cache *c, const char *name, tolk_ten
   if (!x) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "%zu bytes", t.nbytes);
   const struct exec_kv_pair *kp = &c->s->kv[p];
   size_t run = (size_t)(c->len * kp->head_dim);
-  for (int64_t bh = 0; bh < c->rows * kp->heads && run; bh++)
-    memcpy((float *)x->t.data + (size_t)bh * run, c->buf[p] + (size_t)bh * (size_t)(c->cap * kp->head_dim),
-           run * sizeof(float));
+  for (int64_t bh = 0; bh < c->rows * kp->heads && run; bh++) {
+    float *d = (float *)x->t.data + (size_t)bh * run;
+    size_t own = (size_t)(row_length(c, bh / kp->heads) * kp->head_dim); /* a shorter row: zeros after it */
+    memcpy(d, c->buf[p] + (size_t)bh * (size_t)(c->cap * kp->head_dim), own * sizeof(float));
+    memset(d + own, 0, (run - own) * sizeof(float));
+  }
   *out = x;
   return TOLK_OK;
 }
@@ -449,8 +646,22 @@ tolk_status exec_kv_check(const tolk_session *s, const struct tolk_kv_cache *c, 
 }
 
 void exec_kv_commit(struct tolk_kv_cache *c, bool ok) {
-  if (ok && c->pending >= 0) c->len = c->pending;
+  if (ok && c->pending >= 0) {
+    for (int64_t r = 0; c->row_len && r < c->rows; r++) c->row_len[r] += c->pending - c->len;
+    c->len = c->pending;
+  }
   c->pending = -1;
+}
+
+tolk_status op_kv_rows(struct op_ctx *ctx, int64_t *rows, int64_t *len, const int64_t **row_len) {
+  struct tolk_kv_cache *c = ctx->run->kv;
+  if (!c)
+    return op_fail(ctx, TOLK_ERR_INVALID_ARGUMENT,
+                   "this session keeps its key/value cache in place: run it with tolk_session_run_kv");
+  *rows = c->rows;
+  *len = c->len;
+  *row_len = c->row_len;
+  return TOLK_OK;
 }
 
 float *op_kv_write(struct op_ctx *ctx, uint32_t pair, int64_t need, int64_t *cap) {

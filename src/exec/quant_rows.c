@@ -22,27 +22,6 @@
 
 enum { MAX_READERS = 16 };
 
-/* The node producing `slot` in xg, or -1 (graph input, initializer). */
-static int64_t producer(const struct xgraph *xg, int32_t slot) {
-  for (uint32_t k = 0; k < xg->n_nodes; k++)
-    for (uint32_t o = 0; o < xg->nodes[k].n_out; o++)
-      if (xg->nodes[k].out[o] == slot) return k;
-  return -1;
-}
-
-/* The rank of a constant value (initializer or Constant node), -1 if v is
- * not one. */
-static int const_rank(const struct ir_value *v) {
-  if (!v) return -1;
-  if (v->init) return v->init->rank;
-  if (v->producer && !strcmp(v->producer->op_type, "Constant")) {
-    const struct ir_attr *a = ir_node_attr(v->producer, "value");
-    if (a && a->type == IR_ATTR_TENSOR) return a->t->rank;
-    if (ir_node_attr(v->producer, "value_float")) return 0;
-  }
-  return -1;
-}
-
 /* Whether node k is in mm[0..n). */
 static bool among(uint32_t k, const uint32_t *mm, int n) {
   for (int i = 0; i < n; i++)
@@ -55,9 +34,9 @@ static bool cast_of_product(const struct xgraph *xg, uint32_t k, uint32_t i, con
                             int n) {
   const struct xnode *x = &xg->nodes[k];
   if (x->in[i].frame != (int32_t)xg->id) return false;
-  int64_t c = producer(xg, x->in[i].slot);
+  int64_t c = exec_producer(xg, x->in[i].slot);
   if (c < 0 || !exec_is_op(&xg->nodes[c], "Cast") || xg->nodes[c].n_in != 1) return false;
-  int64_t q = producer(xg, xg->nodes[c].in[0].slot);
+  int64_t q = exec_producer(xg, xg->nodes[c].in[0].slot);
   return q >= 0 && among((uint32_t)q, mm, n) && xg->nodes[q].out[0] == xg->nodes[c].in[0].slot;
 }
 
@@ -84,7 +63,7 @@ static bool scale_fits(const struct xgraph *xg, int32_t slot, const uint32_t *mm
     const struct xnode *x = &xg->nodes[r[i].node];
     if (!exec_is_op(x, "Mul") || x->n_in != 2) return false;
     uint32_t other = 1 - r[i].input;
-    int rank = const_rank(x->node->inputs[other]);
+    int rank = exec_const_rank(x->node->inputs[other]);
     if (rank >= 0 && rank <= 1) {
       if (x->out[0] < 0 || exec_is_graph_output(x->node->outputs[0]) ||
           !read_by_output_muls(xg, x->out[0], mm, n))

@@ -18,7 +18,18 @@
  * is read ([rows, heads, len, head_dim]); `new` gives n. KvAppend also
  * keeps the keys transposed and scaled (once per position, as the graph's
  * Transpose and Mul computed them) for KvScores.
+ *
+ * Rows of different lengths (a ragged cache: sentences that joined the
+ * batch at different steps) each use their own: row r of len_r ≤ len
+ * positions appends at len_r, scores its len_r + 1 positions — the ones
+ * past them come out -inf, so the softmax gives them exactly 0 and the
+ * row's probabilities are those it has alone — and reads len_r + 1 values;
+ * KvPositions(table, positions) is the position lookup Gather(table,
+ * Range(len, len + n)) with each row's positions offset to start at len_r.
+ * Every per-row product is the one the row makes alone, so a row's results
+ * are bit for bit those of the row alone.
  */
+#include <math.h>
 #include <string.h>
 
 #include "../core/pool.h"
@@ -37,22 +48,39 @@ static tolk_status check_pair(struct op_ctx *c, const struct tensor *past,
   return TOLK_OK;
 }
 
+/* Each row's own length: row_len[r], or len for every row. */
+static int64_t own_len(const int64_t *row_len, int64_t r, int64_t len) { return row_len ? row_len[r] : len; }
+
+/* The run's per-row lengths, checking that a ragged run adds one position. */
+static tolk_status ragged_lengths(struct op_ctx *c, int64_t n, const int64_t **row_len) {
+  int64_t rows, len;
+  tolk_status st = op_kv_rows(c, &rows, &len, row_len);
+  if (st) return st;
+  if (*row_len && n != 1)
+    return op_fail(c, TOLK_ERR_UNSUPPORTED, "a cache whose rows differ in length takes one new position per step, not %lld",
+                   (long long)n);
+  return TOLK_OK;
+}
+
 static tolk_status kv_append_run(struct op_ctx *c) {
   const struct op_kv_node *k = c->state;
   const struct tensor *past = op_in(c, 0), *nw = op_in(c, 1);
   tolk_status st = check_pair(c, past, nw);
+  const int64_t *row_len = NULL;
+  if (!st) st = ragged_lengths(c, nw->dims[2], &row_len);
   if (st) return st;
-  int64_t len = past->dims[2], n = nw->dims[2], hd = nw->dims[3], cap;
+  int64_t len = past->dims[2], n = nw->dims[2], heads = nw->dims[1], hd = nw->dims[3], cap;
   float *buf = op_kv_write(c, k->pair, len + n, &cap);
   if (!buf) return c->err->status;
   const float *src = nw->data;
-  int64_t blocks = nw->dims[0] * nw->dims[1];
+  int64_t blocks = nw->dims[0] * heads;
   for (int64_t bh = 0; bh < blocks; bh++)
-    memcpy(buf + (bh * cap + len) * hd, src + bh * n * hd, (size_t)(n * hd) * sizeof *buf);
+    memcpy(buf + (bh * cap + own_len(row_len, bh / heads, len)) * hd, src + bh * n * hd,
+           (size_t)(n * hd) * sizeof *buf);
   float scale;
   float *kt = op_kv_keys_t(c, k->pair, &scale);
   for (int64_t bh = 0; kt && bh < blocks; bh++) {
-    float *d = kt + bh * hd * cap + len;
+    float *d = kt + bh * hd * cap + own_len(row_len, bh / heads, len);
     const float *x = src + bh * n * hd;
     for (int64_t t = 0; t < n; t++)
       for (int64_t i = 0; i < hd; i++) d[i * cap + t] = x[t * hd + i] * scale; /* as the Mul did */
@@ -85,7 +113,8 @@ struct kv_job {
   const float *x;     /* queries [m, hd] or weights [m, len] per block */
   const float *cache; /* keys [hd, cap] or values [cap, hd] per block */
   float *out;
-  int64_t m, len, hd, cap;
+  int64_t m, len, hd, cap, heads, n;
+  const int64_t *row_len; /* ragged: each row's past length, else NULL */
   bool scores;
   struct tolk_pool *inner;
 };
@@ -94,12 +123,18 @@ static void kv_range(void *arg, int64_t begin, int64_t end) {
   const struct kv_job *j = arg;
   for (int64_t bh = begin; bh < end; bh++) {
     const float *kv = j->cache + bh * j->cap * j->hd;
-    if (j->scores)
-      kern_sgemm(false, false, j->m, j->len, j->hd, 1.0f, j->x + bh * j->m * j->hd, j->hd, kv,
-                 j->cap, 0.0f, j->out + bh * j->m * j->len, j->len, j->inner);
-    else
-      kern_sgemm(false, false, j->m, j->hd, j->len, 1.0f, j->x + bh * j->m * j->len, j->len, kv,
-                 j->hd, 0.0f, j->out + bh * j->m * j->hd, j->hd, j->inner);
+    /* The positions this row holds: all len, or its own + the new ones. */
+    int64_t used = j->row_len ? j->row_len[bh / j->heads] + j->n : j->len;
+    if (j->scores) {
+      float *o = j->out + bh * j->m * j->len;
+      kern_sgemm(false, false, j->m, used, j->hd, 1.0f, j->x + bh * j->m * j->hd, j->hd, kv, j->cap,
+                 0.0f, o, j->len, j->inner);
+      for (int64_t i = 0; i < j->m; i++)
+        for (int64_t t = used; t < j->len; t++) o[i * j->len + t] = -INFINITY;
+    } else {
+      kern_sgemm(false, false, j->m, j->hd, used, 1.0f, j->x + bh * j->m * j->len, j->len, kv, j->hd,
+                 0.0f, j->out + bh * j->m * j->hd, j->hd, j->inner);
+    }
   }
 }
 
@@ -118,13 +153,17 @@ static tolk_status attend(struct op_ctx *c, bool scores) {
     return op_fail(c, TOLK_ERR_SHAPE, "%s %s does not match the cached %s of %lld positions",
                    scores ? "queries" : "attention weights", shape_str(x, a, sizeof a),
                    scores ? "keys" : "values", (long long)len);
+  const int64_t *row_len = NULL;
+  tolk_status rs = ragged_lengths(c, nw->dims[2], &row_len);
+  if (rs) return rs;
   int64_t cap;
   const float *cache = op_kv_read(c, k->pair, scores, len, &cap);
   if (!cache) return c->err->status;
   int64_t dims[4] = {x->dims[0], x->dims[1], x->dims[2], scores ? len : hd};
   struct tensor *o = op_output(c, 0, TOLK_FLOAT, 4, dims);
   if (!o) return c->err->status;
-  struct kv_job j = {x->data, cache, o->data, x->dims[2], len, hd, cap, scores, c->pool};
+  struct kv_job j = {x->data, cache, o->data, x->dims[2], len, hd, cap, x->dims[1], nw->dims[2],
+                     row_len, scores, c->pool};
   int64_t blocks = x->dims[0] * x->dims[1];
   if (blocks <= 0 || x->dims[2] <= 0) return TOLK_OK;
   mm_split(c, blocks, 2.0 * (double)x->dims[2] * (double)len * (double)hd, kv_range, &j, &j.inner);
@@ -134,9 +173,40 @@ static tolk_status attend(struct op_ctx *c, bool scores) {
 static tolk_status kv_scores_run(struct op_ctx *c) { return attend(c, true); }
 static tolk_status kv_context_run(struct op_ctx *c) { return attend(c, false); }
 
+/* KvPositions(table, positions): rows of table [P, d] for positions [n]
+ * (Range(len, len + n)) as [rows, n, d], row r's shifted to start at its
+ * own length — the graph's Gather gave [n, d] for every row alike. */
+static tolk_status kv_positions_run(struct op_ctx *c) {
+  const struct tensor *table = op_in(c, 0), *pos = op_in(c, 1);
+  char a[96], b[96];
+  if (!table || !pos || table->rank != 2 || pos->rank != 1 || pos->dtype != TOLK_INT64)
+    return op_fail(c, TOLK_ERR_SHAPE, "position lookup: table %s and positions %s, expected [P, d] and int64 [n]",
+                   table ? shape_str(table, a, sizeof a) : "missing", pos ? shape_str(pos, b, sizeof b) : "missing");
+  int64_t rows, len;
+  const int64_t *row_len;
+  tolk_status st = op_kv_rows(c, &rows, &len, &row_len);
+  if (st) return st;
+  int64_t n = pos->dims[0], d = table->dims[1];
+  size_t es = op_dtype_size(table->dtype), line = (size_t)d * es;
+  int64_t dims[3] = {rows, n, d};
+  struct tensor *o = op_output(c, 0, table->dtype, 3, dims);
+  if (!o) return c->err->status;
+  const int64_t *p = pos->data;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t t = 0; t < n; t++) {
+      int64_t at = p[t] - len + own_len(row_len, r, len);
+      if (at < 0 || at >= table->dims[0])
+        return op_fail(c, TOLK_ERR_INVALID_ARGUMENT, "position %lld of row %lld is outside the table's %lld positions",
+                       (long long)at, (long long)r, (long long)table->dims[0]);
+      memcpy((char *)o->data + (size_t)(r * n + t) * line, (const char *)table->data + (size_t)at * line, line);
+    }
+  return TOLK_OK;
+}
+
 /* Not in the registry: a model cannot name them; src/exec/kv.c sets them
  * on the nodes it rewires. */
 const struct op_def tolk_kv_append_def = {"tolk.internal", "KvAppend", 1, 0, NULL, kv_append_run, NULL};
 const struct op_def tolk_kv_shape_def = {"tolk.internal", "KvShape", 1, 0, NULL, kv_shape_run, NULL};
 const struct op_def tolk_kv_scores_def = {"tolk.internal", "KvScores", 1, 0, NULL, kv_scores_run, NULL};
 const struct op_def tolk_kv_context_def = {"tolk.internal", "KvContext", 1, 0, NULL, kv_context_run, NULL};
+const struct op_def tolk_kv_positions_def = {"tolk.internal", "KvPositions", 1, 0, NULL, kv_positions_run, NULL};

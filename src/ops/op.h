@@ -128,8 +128,13 @@ const float *op_kv_read(struct op_ctx *c, uint32_t pair, bool keys_t, int64_t ne
  * by KvAppend beside the keys; NULL when the pair keeps none. */
 float *op_kv_keys_t(struct op_ctx *c, uint32_t pair, float *scale);
 
+/* The cache's rows and length (its longest row) in this run, and in
+ * *row_len each row's own length when they differ (rows entries), else
+ * NULL: every row holds len. Fails when the run has no cache. */
+tolk_status op_kv_rows(struct op_ctx *c, int64_t *rows, int64_t *len, const int64_t **row_len);
+
 extern const struct op_def tolk_kv_append_def, tolk_kv_shape_def, tolk_kv_scores_def,
-    tolk_kv_context_def;
+    tolk_kv_context_def, tolk_kv_positions_def;
 
 /* ---------------------------------------------------------- per-row quantization */
 
