@@ -77,7 +77,7 @@ struct xgraph {
     int32_t slot;
     struct tensor t; /* data NULL when unread */
     /* Not held: every remaining reader multiplies by its own packed copy
-     * (op_packed_input), or none is left, so fold.c keeps only the shape. */
+     * (op_def.packed_input), or none is left, so fold.c keeps only the shape. */
     bool unread;
   } *consts;
   uint32_t n_consts;

@@ -13,8 +13,8 @@
  * as usual.
  *
  * A folded value is not held when no remaining node reads its data: every
- * reader multiplies by a copy it packed at prepare (op_packed_input — the
- * MatMul/Gemm B behind a Transpose or Cast of an initializer), or no node
+ * reader multiplies by a copy it packed at prepare (op_def.packed_input —
+ * the MatMul/Gemm B behind a Transpose or Cast of an initializer), or no node
  * reads it at all any more (its readers were folded too). Optimum's Marian
  * decoders compute logits as MatMul(h, Transpose(shared.weight)); MatMul
  * packs the embedding itself, so keeping the transposed copy would hold a
@@ -88,7 +88,7 @@ struct readers {
 static void count_one(struct readers *r, const struct xnode *xn, uint32_t input) {
   struct tensor sh;
   r->all++;
-  if (!op_packed_input(xn->def, xn->state, input, &sh)) return;
+  if (!xn->def->packed_input || !xn->def->packed_input(xn->state, input, &sh)) return;
   if (r->packed &&
       (sh.dtype != r->shape.dtype || sh.rank != r->shape.rank ||
        memcmp(sh.dims, r->shape.dims, (size_t)sh.rank * sizeof sh.dims[0]) != 0))

@@ -53,6 +53,19 @@ struct op_def {
                          tolk_error *err);
   tolk_status (*run)(struct op_ctx *ctx);
   void (*release)(void *state);
+
+  /* What the executor must know about run() to bind and fold its inputs,
+   * declared here by the operator rather than guessed by the executor. All
+   * optional: a def that leaves them zero has its inputs bound aligned and
+   * read as computed. */
+
+  /* Whether run(), given the state its prepare() made, reads only its own
+   * packed copy of input `input`, never the input's data, whenever the
+   * input has the dtype and shape this writes to *shape (data NULL): a B
+   * that MatMul/Gemm packed at prepare from an initializer, seen directly or
+   * through a Transpose or Cast. Constant folding uses it to neither compute
+   * nor keep a folded value only such readers take (src/exec/fold.c). */
+  bool (*packed_input)(const void *state, size_t input, struct tensor *shape);
 };
 
 struct op_ctx {
@@ -148,15 +161,6 @@ const char *shape_str(const struct tensor *t, char *buf, size_t size);
  * packed at prepare). The executor binds misaligned constants as they are
  * for such inputs, and an aligned copy otherwise (src/ops/unaligned.c). */
 bool op_unaligned_ok(const struct op_def *def, const void *state, size_t input);
-
-/* Whether def's run(), given the state its prepare() made, reads only its
- * own packed copy of input `input`, never the input's data, whenever the
- * input has the dtype and shape this writes to *shape (data NULL): a B that
- * MatMul/Gemm packed at prepare from an initializer, seen directly or
- * through a Transpose or Cast (src/ops/matmul.c). Constant folding uses it
- * to neither compute nor keep a folded value only such readers take. */
-bool op_packed_input(const struct op_def *def, const void *state, size_t input,
-                     struct tensor *shape);
 
 /* The packed copies of constant MatMul/Gemm inputs alive now, across all
  * sessions (shared by content, src/ops/matmul.c): how many, and their bytes.
