@@ -449,11 +449,10 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
  * *state NULL otherwise (run() then takes B as it comes); fails only for
  * lack of memory. */
 /* run() reads B from *state whenever prepare set it, never from the input
- * tensor: op_unaligned_ok (src/ops/unaligned.c) relies on this to leave a
- * misaligned constant B unaligned, and mm_packed_input (op_def.packed_input,
- * below) to let constant folding drop a folded B such as
- * Transpose(embedding) — the tied LM head — instead of keeping it beside the
- * packed copy. */
+ * tensor: mm_packed_input (op_def.packed_input, below) says so, which lets
+ * the session leave a misaligned constant B unaligned and constant folding
+ * drop a folded B such as Transpose(embedding) — the tied LM head — instead
+ * of keeping it beside the packed copy. */
 static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void **state,
                                 tolk_error *err) {
   *state = NULL;

@@ -59,12 +59,20 @@ struct op_def {
    * optional: a def that leaves them zero has its inputs bound aligned and
    * read as computed. */
 
+  /* Inputs run() reads only bytewise (memcpy), bit i for input i (i < 32):
+   * the session may bind a constant the loader left misaligned there as it
+   * is, where other inputs get an aligned copy (src/exec/align.c). Gather's
+   * data, the embedding tables. */
+  uint32_t unaligned_inputs;
+
   /* Whether run(), given the state its prepare() made, reads only its own
    * packed copy of input `input`, never the input's data, whenever the
    * input has the dtype and shape this writes to *shape (data NULL): a B
    * that MatMul/Gemm packed at prepare from an initializer, seen directly or
    * through a Transpose or Cast. Constant folding uses it to neither compute
-   * nor keep a folded value only such readers take (src/exec/fold.c). */
+   * nor keep a folded value only such readers take (src/exec/fold.c), and
+   * the session binds a misaligned constant of that dtype and shape there
+   * as it is (src/exec/align.c). */
   bool (*packed_input)(const void *state, size_t input, struct tensor *shape);
 };
 
@@ -154,13 +162,6 @@ size_t op_dtype_size(int32_t dtype);
 
 /* Writes "[2, 3, 4]" into buf (always NUL-terminated) and returns buf. */
 const char *shape_str(const struct tensor *t, char *buf, size_t size);
-
-/* Whether def's run() may be given input `input` at an address not aligned
- * for its dtype, given the state its prepare() made: true for inputs read
- * only bytewise (Gather's data) or not read at all (a B that MatMul/Gemm
- * packed at prepare). The executor binds misaligned constants as they are
- * for such inputs, and an aligned copy otherwise (src/ops/unaligned.c). */
-bool op_unaligned_ok(const struct op_def *def, const void *state, size_t input);
 
 /* The packed copies of constant MatMul/Gemm inputs alive now, across all
  * sessions (shared by content, src/ops/matmul.c): how many, and their bytes.
