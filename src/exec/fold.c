@@ -191,8 +191,23 @@ static bool in_file_map(const struct ir_model *m, const void *p, size_t n) {
   return false;
 }
 
+/* Whether some node of s packed its copy from all of the initializer data
+ * at `data` (op_def.packed_src_dropped, which also records that its pages
+ * are given back). */
+static bool packed_from(const tolk_session *s, const void *data) {
+  for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
+    const struct xgraph *xg = s->graphs[gi];
+    for (uint32_t k = 0; k < xg->n_nodes; k++) {
+      const struct xnode *xn = &xg->nodes[k];
+      if (xn->def->packed_src_dropped && xn->def->packed_src_dropped(xn->state, data))
+        return true;
+    }
+  }
+  return false;
+}
+
 /* Drops the resident pages inside every zero-copy initializer no graph hands
- * on that a packer read whole at prepare (op_packed_src_dropped), or that no
+ * on that a packer read whole at prepare (packed_from), or that no
  * remaining node reads except as its packed copy (unread(): also none at
  * all). A packed weight with other readers is included: the tied embedding
  * is packed as the LM head, but Gather reads only the rows of the tokens
@@ -212,7 +227,7 @@ static void release_packed_pages(tolk_session *s, struct readers **tab) {
       if (!t || !t->zero_copy || !t->data || !t->nbytes || (v->flags & IR_VALUE_GRAPH_INPUT) ||
           tab[gi][v->index].output || !in_file_map(s->m, t->data, t->nbytes))
         continue;
-      if (!op_packed_src_dropped(t->data) && !unread(&tab[gi][v->index])) continue;
+      if (!packed_from(s, t->data) && !unread(&tab[gi][v->index])) continue;
       tolk_drop_mapped_pages(t->data, t->nbytes);
     }
   }

@@ -169,7 +169,7 @@ void mm_split(struct op_ctx *c, int64_t batch, double flops, op_range_fn fn, voi
 struct packed_src {
   const void *p;
   int holders;
-  /* The session gave back p's file pages (op_packed_src_dropped): a memcmp
+  /* The session gave back p's file pages (mm_packed_src_dropped): a memcmp
    * that faults them in again gives them back too. */
   bool dropped;
 };
@@ -277,18 +277,19 @@ static bool entry_add_src(struct packed_entry *e, const void *src) {
   return true;
 }
 
-bool op_packed_src_dropped(const void *data) {
-  bool found = false;
+/* op_def.packed_src_dropped of MatMul and Gemm. Every entry packed from
+ * `data` is marked, not only this node's: the same weight packed as B and
+ * as op(B) makes two. */
+static bool mm_packed_src_dropped(const void *state, const void *data) {
+  const struct mm_state *s = state;
+  if (!s || s->src != data) return false;
   pthread_mutex_lock(&packed_mu);
   for (struct packed_entry *e = packed_list; e; e = e->next)
     for (int i = 0; i < e->n_srcs; i++)
-      if (e->srcs[i].p == data) found = e->srcs[i].dropped = true;
+      if (e->srcs[i].p == data) e->srcs[i].dropped = true;
   pthread_mutex_unlock(&packed_mu);
-  return found;
+  return true;
 }
-
-/* Gives back the whole pages inside [p, p+n): only for a source marked
- * dropped, which its session found in a read-only private file mapping. */
 
 void op_packed_stats(size_t *entries, size_t *bytes) {
   size_t n = 0, b = 0;
@@ -712,8 +713,10 @@ static bool mm_packed_input(const void *state, size_t input, struct tensor *shap
 }
 
 const struct op_def tolk_ops_matmul[] = {
-    {"", "MatMul", 1, 0, matmul_prepare, matmul_run, mm_release, .packed_input = mm_packed_input},
-    {"", "Gemm", 1, 0, gemm_prepare, gemm_run, mm_release, .packed_input = mm_packed_input},
+    {"", "MatMul", 1, 0, matmul_prepare, matmul_run, mm_release, .packed_input = mm_packed_input,
+     .packed_src_dropped = mm_packed_src_dropped},
+    {"", "Gemm", 1, 0, gemm_prepare, gemm_run, mm_release, .packed_input = mm_packed_input,
+     .packed_src_dropped = mm_packed_src_dropped},
     {"", "Einsum", 12, 0, einsum_prepare, einsum_run, einsum_release},
     {0},
 };

@@ -74,6 +74,14 @@ struct op_def {
    * the session binds a misaligned constant of that dtype and shape there
    * as it is (src/exec/align.c). */
   bool (*packed_input)(const void *state, size_t input, struct tensor *shape);
+
+  /* Whether the copy prepare() packed into `state` was made from all of the
+   * initializer bytes at `data`, so packing read every page of them. If so,
+   * also records that the session gives back their file pages (fold.c; a
+   * read-only private file mapping, so refaulting is safe), and a later
+   * comparison with another model's equal weight gives them back again after
+   * reading them. */
+  bool (*packed_src_dropped)(const void *state, const void *data);
 };
 
 struct op_ctx {
@@ -162,18 +170,6 @@ size_t op_dtype_size(int32_t dtype);
 
 /* Writes "[2, 3, 4]" into buf (always NUL-terminated) and returns buf. */
 const char *shape_str(const struct tensor *t, char *buf, size_t size);
-
-/* The packed copies of constant MatMul/Gemm inputs alive now, across all
- * sessions (shared by content, src/ops/matmul.c): how many, and their bytes.
- * For tests and diagnostics; either pointer may be NULL. */
-void op_packed_stats(size_t *entries, size_t *bytes);
-
-/* Whether some packed copy was made from the initializer data at `data`
- * (so packing read all of it); if so, records that the session gives back its
- * file pages (src/exec/fold.c; a read-only private file mapping, so
- * refaulting is safe), and a later comparison with another model's equal
- * weight gives them back again after reading them. */
-bool op_packed_src_dropped(const void *data);
 
 /* ---------------------------------------------------------- registry */
 
