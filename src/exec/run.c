@@ -543,9 +543,14 @@ static tolk_status check_kv_output(const tolk_session *s, int32_t pos, tolk_erro
   }
   const struct ir_value *v = g->values[-1 - pos];
   if (!v->producer || (xg->is_const && xg->is_const[v->index])) return TOLK_OK;
-  for (uint32_t k = 0; k < xg->n_nodes; k++)
-    if (xg->nodes[k].node == v->producer && xg->nodes[k].def != &tolk_kv_append_def)
-      return TOLK_OK;
+  /* Computed when its producer is still in the graph and still writes it:
+   * KvAppend, which replaced the Concat, leaves the present in the cache. */
+  for (uint32_t k = 0; k < xg->n_nodes; k++) {
+    const struct xnode *xn = &xg->nodes[k];
+    if (xn->node != v->producer) continue;
+    for (uint32_t i = 0; i < xn->n_out; i++)
+      if (xn->out[i] == v->index) return TOLK_OK;
+  }
   return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
                    "value '%s' is not computed: the key/value cache replaced its node", v->name);
 }
