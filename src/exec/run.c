@@ -1,7 +1,7 @@
 /*
  * run.c — executes compiled graphs: the run loop, the executor's half of the
- * kernel contract in src/ops/op.h (op_output, op_scratch, op_fail,
- * op_parallel_for, op_run_subgraph) and tolk_session_run.
+ * kernel contract in src/ops/op.h (op_output, op_scratch, op_parallel_for,
+ * op_run_subgraph) and tolk_session_run.
  *
  * A run owns an exec_run: one frame (value table) per graph, the memory
  * arena, and the scratch stack. exec_runs are pooled by the session, so a
@@ -188,25 +188,6 @@ tolk_status exec_graph(struct exec_run *r, struct xgraph *xg, struct xframe *fr)
 }
 
 /* ------------------------------------------------------------ kernel API */
-
-tolk_status op_fail(struct op_ctx *c, tolk_status status, const char *fmt, ...) {
-  if (c->err) {
-    va_list ap;
-    va_start(ap, fmt);
-    c->err->status = status;
-    vsnprintf(c->err->message, sizeof c->err->message, fmt, ap);
-    va_end(ap);
-  }
-  return status;
-}
-
-tolk_status op_need_float(struct op_ctx *c, const struct tensor *t, const char *what) {
-  if (!t) return op_fail(c, TOLK_ERR_INVALID_MODEL, "%s is required", what);
-  if (t->dtype != TOLK_FLOAT)
-    return op_fail(c, TOLK_ERR_UNSUPPORTED, "%s: dtype %s (only float is supported)", what,
-                   tolk_dtype_name((tolk_dtype)t->dtype));
-  return TOLK_OK;
-}
 
 static bool push_scratch(struct exec_run *r, size_t bytes, struct xbuf **out) {
   if (r->n_scratch == r->cap_scratch) {

@@ -16,6 +16,17 @@
  * Kernels never print and never abort: errors go through op_fail(), naming
  * the input and the shapes involved. The executor prefixes node name, index
  * and op type.
+ *
+ * This header belongs to the operators' layer, and the executor sits above
+ * it: src/exec/ includes it, and src/ops/ includes nothing of src/exec/.
+ * The services only a run can provide (op_output, op_scratch,
+ * op_parallel_for, op_run_subgraph, op_kv_*) are declared here and defined
+ * in src/exec/ (run.c, kv.c); everything else here is defined in src/ops/
+ * (op.c, registry.c, the family files). What the executor must know about
+ * an operator beyond running it — which inputs may stay misaligned, which it
+ * reads only as a packed copy — the operator declares in its op_def; the
+ * executor never infers a kernel's properties from its op_type or from
+ * which functions it has.
  */
 #ifndef TOLK_OP_H
 #define TOLK_OP_H
