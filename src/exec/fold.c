@@ -46,14 +46,6 @@
  * The bound only stops a pathological graph from exhausting memory. */
 #define FOLD_MAX_TOTAL ((size_t)4 << 30)
 
-static bool nondeterministic(const struct ir_node *n) {
-  static const char *const ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                    "RandomUniformLike", "Multinomial", "Bernoulli"};
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-    if (!strcmp(n->op_type, ops[i])) return true;
-  return false;
-}
-
 /* Drops what a folded attempt produced (outputs too big, or no memory). */
 static void discard(struct exec_run *r, struct xframe *fr, const struct xnode *xn) {
   for (uint32_t i = 0; i < xn->n_out; i++) {
@@ -235,7 +227,7 @@ static void release_packed_pages(tolk_session *s, struct readers **tab) {
 
 /* Whether folding may evaluate xn at all (its inputs aside). */
 static bool foldable(const struct xnode *xn) {
-  return !xn->n_subs && xn->n_out && !nondeterministic(xn->node);
+  return !xn->n_subs && xn->n_out && !xn->def->nondeterministic;
 }
 
 static void clear_plan(tolk_session *s) {

@@ -23,10 +23,10 @@
  * op_parallel_for, op_run_subgraph, op_kv_*) are declared here and defined
  * in src/exec/ (run.c, kv.c); everything else here is defined in src/ops/
  * (op.c, registry.c, the family files). What the executor must know about
- * an operator beyond running it — which inputs may stay misaligned, which it
- * reads only as a packed copy — the operator declares in its op_def; the
- * executor never infers a kernel's properties from its op_type or from
- * which functions it has.
+ * an operator beyond running it — whether it may be folded, which inputs may
+ * stay misaligned, which it reads only as a packed copy — the operator
+ * declares in its op_def; the executor never infers a kernel's properties
+ * from its op_type or from which functions it has.
  */
 #ifndef TOLK_OP_H
 #define TOLK_OP_H
@@ -69,6 +69,11 @@ struct op_def {
    * declared here by the operator rather than guessed by the executor. All
    * optional: a def that leaves them zero has its inputs bound aligned and
    * read as computed. */
+
+  /* Outputs that differ from run to run for the same inputs (random
+   * sampling: RandomNormal, Multinomial, Bernoulli …): constant folding
+   * leaves such a node to run every time (src/exec/fold.c). */
+  bool nondeterministic;
 
   /* Inputs run() reads only bytewise (memcpy), bit i for input i (i < 32):
    * the session may bind a constant the loader left misaligned there as it
