@@ -27,7 +27,7 @@
 #include "exec/exec.h"
 #include "onnx/onnx.h"
 #include "onnx_pbw.h"
-#include "ops/op.h"
+#include "ops/matmul.h" /* op_packed_stats */
 #include "testutil.h"
 
 enum { M = 3, K = 256, N = 192 };

@@ -127,6 +127,8 @@ static const struct op_def test_ops[] = {
     {"test", "Lazy", 1, 0, NULL, op_lazy, NULL},
     {"test", "Scale", 1, 0, prep_scale, op_scale, free},
     {"test", "Old", 1, 1, NULL, op_relu, NULL},
+    /* Const as if it sampled: declared nondeterministic, so never folded. */
+    {"test", "Draw", 1, 0, NULL, op_const, NULL, .nondeterministic = true},
     {NULL, NULL, 0, 0, NULL, NULL, NULL},
 };
 
@@ -535,6 +537,41 @@ static void test_concurrent(void) {
 
 /* Folding: Const and Add(Const, w) run once at creation with opt level
  * basic, on every run with none; the results agree. */
+/* A node whose def says its outputs vary from run to run is run every time,
+ * constant inputs or not. */
+static void test_no_fold_nondeterministic(void) {
+  struct ir_model *m = tb_model();
+  struct ir_graph *g = tb_graph(m, NULL, "main");
+  int64_t d[1] = {3};
+  tb_input(m, g, "x", TOLK_FLOAT, 1, d, NULL);
+  tb_node(m, g, "Draw", "test", "r", "", "k");
+  tb_node(m, g, "Add", "test", "y", "x,k", "y");
+  tb_output(g, "y");
+  float x[3] = {100, 200, 300};
+  tolk_tensor *tx = tb_tensor(1, d, x);
+  tolk_session *s = NULL;
+  tolk_error err = {0};
+  tolk_session_params p = tolk_session_default_params();
+  p.opt_level = TOLK_OPT_BASIC;
+  const_calls = 0;
+  CHECK_MSG(exec_session_create_ir(m, &p, test_ops, &s, &err) == TOLK_OK, "%s", err.message);
+  CHECK(const_calls == 0);
+  for (int rep = 0; s && rep < 2; rep++) {
+    tolk_tensor *out = NULL;
+    const char *nm[] = {"x"};
+    const tolk_tensor *in[] = {tx};
+    tolk_run_stats st;
+    CHECK(tolk_session_run(s, 1, nm, in, 1, NULL, &out, &st, &err) == TOLK_OK);
+    CHECK(st.nodes_run == 2u);
+    if (out) CHECK(((const float *)tolk_tensor_data(out))[2] == 303);
+    tolk_tensor_free(out);
+  }
+  CHECK(const_calls == 2);
+  tolk_session_free(s);
+  tolk_tensor_free(tx);
+  tb_free(m);
+}
+
 static void test_folding(void) {
   struct ir_model *m = tb_model();
   struct ir_graph *g = tb_graph(m, NULL, "main");
@@ -582,6 +619,7 @@ static void test_folding(void) {
 
 int main(void) {
   test_folding();
+  test_no_fold_nondeterministic();
   test_basic();
   test_input_errors();
   test_creation_errors();

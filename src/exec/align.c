@@ -6,10 +6,11 @@
  * loader keeps them in the file mapping anyway (ir_tensor.misaligned), so
  * loading copies nothing. Kernels, though, read their inputs as typed
  * arrays, which needs alignment; only a few read an input bytewise or not at
- * all at run time (op_unaligned_ok: Gather's table, a B that MatMul/Gemm
- * packed at prepare). So the session decides per initializer, from its
- * readers: when every reader tolerates misalignment it binds the mapping as
- * it is; otherwise it binds an aligned copy of its own.
+ * all at run time, and their op_defs say so (unaligned_inputs: Gather's
+ * table; packed_input: a B that MatMul/Gemm packed at prepare). So the
+ * session decides per initializer, from its readers: when every reader
+ * tolerates misalignment it binds the mapping as it is; otherwise it binds
+ * an aligned copy of its own.
  *
  * Copies are made once, at session creation (after prepare, before folding,
  * which runs kernels too), never during a run: runs stay lock-free, and
@@ -39,6 +40,17 @@ static const struct ir_value *misaligned_init(const struct xgraph *xg, int32_t s
   return v;
 }
 
+/* Whether xn's run() may be given misaligned initializer t as input i: its
+ * def reads that input only bytewise, or only through the copy it packed at
+ * prepare from a tensor of t's dtype and shape. */
+static bool unaligned_ok(const struct xnode *xn, uint32_t i, const struct ir_tensor *t) {
+  const struct op_def *d = xn->def;
+  if (i < 32 && (d->unaligned_inputs >> i & 1u)) return true;
+  struct tensor sh;
+  return d->packed_input && d->packed_input(xn->state, i, &sh) && sh.dtype == t->dtype &&
+         sh.rank == t->rank && !memcmp(sh.dims, t->dims, (size_t)t->rank * sizeof t->dims[0]);
+}
+
 /* Marks in need[graph][slot] every misaligned initializer some remaining
  * reader needs aligned. Returns whether any is marked. */
 static bool mark_needed(tolk_session *s, uint8_t **need) {
@@ -51,8 +63,8 @@ static bool mark_needed(tolk_session *s, uint8_t **need) {
       for (uint32_t i = 0; i < xn->n_in; i++) {
         struct xref ref = xn->in[i];
         if (ref.frame < 0 || (uint32_t)ref.frame >= s->n_graphs || !need[ref.frame]) continue;
-        if (!misaligned_init(s->graphs[ref.frame], ref.slot)) continue;
-        if (op_unaligned_ok(xn->def, xn->state, i)) continue;
+        const struct ir_value *v = misaligned_init(s->graphs[ref.frame], ref.slot);
+        if (!v || unaligned_ok(xn, i, v->init)) continue;
         need[ref.frame][ref.slot] = 1;
         any = true;
       }

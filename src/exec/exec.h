@@ -77,7 +77,7 @@ struct xgraph {
     int32_t slot;
     struct tensor t; /* data NULL when unread */
     /* Not held: every remaining reader multiplies by its own packed copy
-     * (op_packed_input), or none is left, so fold.c keeps only the shape. */
+     * (op_def.packed_input), or none is left, so fold.c keeps only the shape. */
     bool unread;
   } *consts;
   uint32_t n_consts;
@@ -318,8 +318,9 @@ tolk_status exec_fold_check_value(const tolk_session *s, int32_t index, tolk_err
 
 /* align.c: initializers left misaligned by the loader (ir_tensor.misaligned).
  * exec_align_bind, after prepare and before folding, gives an aligned copy
- * to each one some reader needs typed (op_unaligned_ok false, or a graph
- * output; readers folding skips, xnode.fold_skip, do not count);
+ * to each one some reader needs typed (its op_def does not declare the
+ * input unaligned_inputs or packed_input, or a graph output; readers folding
+ * skips, xnode.fold_skip, do not count);
  * exec_align_trim, after folding, frees the copies only folded nodes needed
  * and makes any a node folding kept after all needs (fails only when out of
  * memory); exec_align_free frees the rest with the session. */

@@ -13,8 +13,8 @@
  * as usual.
  *
  * A folded value is not held when no remaining node reads its data: every
- * reader multiplies by a copy it packed at prepare (op_packed_input — the
- * MatMul/Gemm B behind a Transpose or Cast of an initializer), or no node
+ * reader multiplies by a copy it packed at prepare (op_def.packed_input —
+ * the MatMul/Gemm B behind a Transpose or Cast of an initializer), or no node
  * reads it at all any more (its readers were folded too). Optimum's Marian
  * decoders compute logits as MatMul(h, Transpose(shared.weight)); MatMul
  * packs the embedding itself, so keeping the transposed copy would hold a
@@ -45,14 +45,6 @@
  * recomputed on every decoder step costs more than any kernel after it.
  * The bound only stops a pathological graph from exhausting memory. */
 #define FOLD_MAX_TOTAL ((size_t)4 << 30)
-
-static bool nondeterministic(const struct ir_node *n) {
-  static const char *const ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                    "RandomUniformLike", "Multinomial", "Bernoulli"};
-  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-    if (!strcmp(n->op_type, ops[i])) return true;
-  return false;
-}
 
 /* Drops what a folded attempt produced (outputs too big, or no memory). */
 static void discard(struct exec_run *r, struct xframe *fr, const struct xnode *xn) {
@@ -88,7 +80,7 @@ struct readers {
 static void count_one(struct readers *r, const struct xnode *xn, uint32_t input) {
   struct tensor sh;
   r->all++;
-  if (!op_packed_input(xn->def, xn->state, input, &sh)) return;
+  if (!xn->def->packed_input || !xn->def->packed_input(xn->state, input, &sh)) return;
   if (r->packed &&
       (sh.dtype != r->shape.dtype || sh.rank != r->shape.rank ||
        memcmp(sh.dims, r->shape.dims, (size_t)sh.rank * sizeof sh.dims[0]) != 0))
@@ -191,8 +183,23 @@ static bool in_file_map(const struct ir_model *m, const void *p, size_t n) {
   return false;
 }
 
+/* Whether some node of s packed its copy from all of the initializer data
+ * at `data` (op_def.packed_src_dropped, which also records that its pages
+ * are given back). */
+static bool packed_from(const tolk_session *s, const void *data) {
+  for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
+    const struct xgraph *xg = s->graphs[gi];
+    for (uint32_t k = 0; k < xg->n_nodes; k++) {
+      const struct xnode *xn = &xg->nodes[k];
+      if (xn->def->packed_src_dropped && xn->def->packed_src_dropped(xn->state, data))
+        return true;
+    }
+  }
+  return false;
+}
+
 /* Drops the resident pages inside every zero-copy initializer no graph hands
- * on that a packer read whole at prepare (op_packed_src_dropped), or that no
+ * on that a packer read whole at prepare (packed_from), or that no
  * remaining node reads except as its packed copy (unread(): also none at
  * all). A packed weight with other readers is included: the tied embedding
  * is packed as the LM head, but Gather reads only the rows of the tokens
@@ -212,7 +219,7 @@ static void release_packed_pages(tolk_session *s, struct readers **tab) {
       if (!t || !t->zero_copy || !t->data || !t->nbytes || (v->flags & IR_VALUE_GRAPH_INPUT) ||
           tab[gi][v->index].output || !in_file_map(s->m, t->data, t->nbytes))
         continue;
-      if (!op_packed_src_dropped(t->data) && !unread(&tab[gi][v->index])) continue;
+      if (!packed_from(s, t->data) && !unread(&tab[gi][v->index])) continue;
       tolk_drop_mapped_pages(t->data, t->nbytes);
     }
   }
@@ -220,7 +227,7 @@ static void release_packed_pages(tolk_session *s, struct readers **tab) {
 
 /* Whether folding may evaluate xn at all (its inputs aside). */
 static bool foldable(const struct xnode *xn) {
-  return !xn->n_subs && xn->n_out && !nondeterministic(xn->node);
+  return !xn->n_subs && xn->n_out && !xn->def->nondeterministic;
 }
 
 static void clear_plan(tolk_session *s) {

@@ -1,7 +1,7 @@
 /*
  * run.c — executes compiled graphs: the run loop, the executor's half of the
- * kernel contract in src/ops/op.h (op_output, op_scratch, op_fail,
- * op_parallel_for, op_run_subgraph) and tolk_session_run.
+ * kernel contract in src/ops/op.h (op_output, op_scratch, op_parallel_for,
+ * op_run_subgraph) and tolk_session_run.
  *
  * A run owns an exec_run: one frame (value table) per graph, the memory
  * arena, and the scratch stack. exec_runs are pooled by the session, so a
@@ -188,25 +188,6 @@ tolk_status exec_graph(struct exec_run *r, struct xgraph *xg, struct xframe *fr)
 }
 
 /* ------------------------------------------------------------ kernel API */
-
-tolk_status op_fail(struct op_ctx *c, tolk_status status, const char *fmt, ...) {
-  if (c->err) {
-    va_list ap;
-    va_start(ap, fmt);
-    c->err->status = status;
-    vsnprintf(c->err->message, sizeof c->err->message, fmt, ap);
-    va_end(ap);
-  }
-  return status;
-}
-
-tolk_status op_need_float(struct op_ctx *c, const struct tensor *t, const char *what) {
-  if (!t) return op_fail(c, TOLK_ERR_INVALID_MODEL, "%s is required", what);
-  if (t->dtype != TOLK_FLOAT)
-    return op_fail(c, TOLK_ERR_UNSUPPORTED, "%s: dtype %s (only float is supported)", what,
-                   tolk_dtype_name((tolk_dtype)t->dtype));
-  return TOLK_OK;
-}
 
 static bool push_scratch(struct exec_run *r, size_t bytes, struct xbuf **out) {
   if (r->n_scratch == r->cap_scratch) {
@@ -543,9 +524,14 @@ static tolk_status check_kv_output(const tolk_session *s, int32_t pos, tolk_erro
   }
   const struct ir_value *v = g->values[-1 - pos];
   if (!v->producer || (xg->is_const && xg->is_const[v->index])) return TOLK_OK;
-  for (uint32_t k = 0; k < xg->n_nodes; k++)
-    if (xg->nodes[k].node == v->producer && xg->nodes[k].def != &tolk_kv_append_def)
-      return TOLK_OK;
+  /* Computed when its producer is still in the graph and still writes it:
+   * KvAppend, which replaced the Concat, leaves the present in the cache. */
+  for (uint32_t k = 0; k < xg->n_nodes; k++) {
+    const struct xnode *xn = &xg->nodes[k];
+    if (xn->node != v->producer) continue;
+    for (uint32_t i = 0; i < xn->n_out; i++)
+      if (xn->out[i] == v->index) return TOLK_OK;
+  }
   return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
                    "value '%s' is not computed: the key/value cache replaced its node", v->name);
 }

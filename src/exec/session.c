@@ -139,20 +139,28 @@ static tolk_status resolve(struct compiler *cp, struct xgraph *xg, const struct 
   return TOLK_OK;
 }
 
-static tolk_status add_outer(struct compiler *cp, struct xgraph *xg, const struct ir_value *v,
-                             const struct ir_value ***arr, uint32_t *cap) {
+/* A graph being compiled: its xgraph, and what its steps share. */
+struct gbuild {
+  struct xgraph *xg;
+  uint32_t outer_cap; /* room in xg->outer */
+  int32_t *last;      /* per own slot: index of the last node reading it, -1 none */
+  bool *is_out;       /* per own slot: a declared output of the graph */
+};
+
+/* Adds v, a value of an enclosing graph, to xg->outer (once). */
+static tolk_status add_outer(struct compiler *cp, struct gbuild *b, const struct ir_value *v) {
+  struct xgraph *xg = b->xg;
   for (uint32_t i = 0; i < xg->n_outer; i++)
     if (xg->outer[i] == v) return TOLK_OK;
-  if (xg->n_outer == *cap) {
-    uint32_t nc = *cap ? *cap * 2 : 8;
+  if (xg->n_outer == b->outer_cap) {
+    uint32_t nc = b->outer_cap ? b->outer_cap * 2 : 8;
     const struct ir_value **na = zalloc(cp, nc, sizeof *na);
     if (!na) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "compiling graph");
-    if (xg->n_outer) memcpy(na, *arr, xg->n_outer * sizeof *na);
-    *arr = na;
-    *cap = nc;
+    if (xg->n_outer) memcpy(na, xg->outer, xg->n_outer * sizeof *na);
+    xg->outer = na;
+    b->outer_cap = nc;
   }
-  (*arr)[xg->n_outer++] = v;
-  xg->outer = *arr;
+  xg->outer[xg->n_outer++] = v;
   return TOLK_OK;
 }
 
@@ -285,10 +293,11 @@ static void last_reads(const struct xgraph *xg, int32_t *last) {
   }
 }
 
-static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
-                                 struct xgraph *parent, struct xgraph **out) {
+/* A new, empty xgraph for g, registered in the session (its id is its index
+ * in s->graphs). */
+static tolk_status new_xgraph(struct compiler *cp, const struct ir_graph *g, struct xgraph *parent,
+                              struct xgraph **out) {
   tolk_session *s = cp->s;
-  tolk_status st;
   struct xgraph *xg = zalloc(cp, 1, sizeof *xg);
   if (!xg) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "compiling graph");
   if (s->n_graphs == s->cap_graphs) {
@@ -303,97 +312,94 @@ static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
   xg->g = g;
   xg->parent = parent;
   xg->n_slots = (uint32_t)g->n_values;
-  uint32_t outer_cap = 0;
-  const struct ir_value **outer = NULL;
+  *out = xg;
+  return TOLK_OK;
+}
 
-  size_t n = g->n_nodes;
-  struct node_info *ni = zalloc(cp, n, sizeof *ni);
-  uint32_t *order = zalloc(cp, n, sizeof *order);
-  if (!ni || !order) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "compiling graph");
-  for (size_t k = 0; k < n; k++) {
-    st = compile_subgraphs(cp, xg, g->nodes[k], &ni[k]);
-    if (st) return st;
+/* The kernel for nd into xn->def; an unsupported node is noted (cp) and
+ * left with def NULL, so that all of them are reported together. */
+static tolk_status resolve_def(struct compiler *cp, const struct ir_node *nd, struct xnode *xn) {
+  if (!nd->op_type) return tolk_fail(cp->err, TOLK_ERR_INVALID_MODEL, "node without op_type");
+  const char *dom = nd->domain ? nd->domain : "";
+  if (nd->opset <= 0) {
+    char d[256];
+    return tolk_fail(cp->err, TOLK_ERR_INVALID_MODEL,
+                     "%s: the model imports no opset for domain '%s'",
+                     node_desc(nd, d, sizeof d), dom[0] ? dom : "ai.onnx");
   }
-  st = topo_order(cp, g, ni, order);
-  if (st) return st;
+  xn->def = find_def(cp, dom, nd->op_type, nd->opset);
+  if (!xn->def || !xn->def->run) {
+    xn->def = NULL;
+    note_unsupported(cp, nd);
+  }
+  return TOLK_OK;
+}
 
-  xg->nodes = zalloc(cp, n, sizeof *xg->nodes);
-  int32_t *last = zalloc(cp, xg->n_slots, sizeof *last);
-  if (!xg->nodes || !last) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "compiling graph");
-  xg->n_nodes = (uint32_t)n;
-  for (uint32_t i = 0; i < xg->n_slots; i++) last[i] = -1;
-
-  for (size_t k = 0; k < n; k++) {
-    const struct ir_node *nd = g->nodes[order[k]];
-    struct node_info *nfo = &ni[order[k]];
-    struct xnode *xn = &xg->nodes[k];
-    xn->node = nd;
-    xn->uid = s->n_uids++;
-    xn->opset = nd->opset;
-    xn->subs = nfo->subs;
-    xn->n_subs = nfo->n_subs;
-    xn->n_in = (uint32_t)nd->n_inputs;
-    xn->n_out = (uint32_t)nd->n_outputs;
-    if (xn->n_in > xg->max_in) xg->max_in = xn->n_in;
-    if (xn->n_out > xg->max_out) xg->max_out = xn->n_out;
-    if (!nd->op_type) return tolk_fail(cp->err, TOLK_ERR_INVALID_MODEL, "node without op_type");
-    const char *dom = nd->domain ? nd->domain : "";
-    if (nd->opset <= 0) {
-      /* Resolve against the lowest version any def has, to still report
-       * the op as unsupported when it is. */
-      char d[256];
-      return tolk_fail(cp->err, TOLK_ERR_INVALID_MODEL,
-                       "%s: the model imports no opset for domain '%s'",
-                       node_desc(nd, d, sizeof d), dom[0] ? dom : "ai.onnx");
-    }
-    xn->def = find_def(cp, dom, nd->op_type, nd->opset);
-    if (!xn->def || !xn->def->run) {
-      xn->def = NULL;
-      note_unsupported(cp, nd);
-    }
-    xn->in = zalloc(cp, xn->n_in, sizeof *xn->in);
-    xn->out = zalloc(cp, xn->n_out, sizeof *xn->out);
-    if (!xn->in || !xn->out) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "compiling graph");
-    for (uint32_t i = 0; i < xn->n_in; i++) {
-      const struct ir_value *v = nd->inputs[i];
-      st = resolve(cp, xg, v, nd, &xn->in[i]);
-      if (st) return st;
-      if (!v) continue;
-      if (xn->in[i].frame == (int32_t)xg->id)
-        last[v->index] = (int32_t)k;
-      else if ((st = add_outer(cp, xg, v, &outer, &outer_cap)))
+/* Resolves node nd, k-th in execution order, into xn: its kernel, its input
+ * references and output slots; records it as the last reader so far of
+ * every own-graph value it or its subgraphs read, and the enclosing graphs'
+ * values among them in xg->outer. */
+static tolk_status compile_node(struct compiler *cp, struct gbuild *b, const struct ir_node *nd,
+                                const struct node_info *nfo, uint32_t k, struct xnode *xn) {
+  struct xgraph *xg = b->xg;
+  tolk_status st;
+  xn->node = nd;
+  xn->uid = cp->s->n_uids++;
+  xn->opset = nd->opset;
+  xn->subs = nfo->subs;
+  xn->n_subs = nfo->n_subs;
+  xn->n_in = (uint32_t)nd->n_inputs;
+  xn->n_out = (uint32_t)nd->n_outputs;
+  if (xn->n_in > xg->max_in) xg->max_in = xn->n_in;
+  if (xn->n_out > xg->max_out) xg->max_out = xn->n_out;
+  if ((st = resolve_def(cp, nd, xn))) return st;
+  xn->in = zalloc(cp, xn->n_in, sizeof *xn->in);
+  xn->out = zalloc(cp, xn->n_out, sizeof *xn->out);
+  if (!xn->in || !xn->out) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "compiling graph");
+  for (uint32_t i = 0; i < xn->n_in; i++) {
+    const struct ir_value *v = nd->inputs[i];
+    if ((st = resolve(cp, xg, v, nd, &xn->in[i]))) return st;
+    if (!v) continue;
+    if (xn->in[i].frame == (int32_t)xg->id)
+      b->last[v->index] = (int32_t)k;
+    else if ((st = add_outer(cp, b, v)))
+      return st;
+  }
+  for (uint32_t sidx = 0; sidx < xn->n_subs; sidx++) {
+    const struct xgraph *sg = xn->subs[sidx];
+    for (uint32_t o = 0; o < sg->n_outer; o++) {
+      const struct ir_value *v = sg->outer[o];
+      if (v->graph == xg->g)
+        b->last[v->index] = (int32_t)k;
+      else if ((st = add_outer(cp, b, v)))
         return st;
     }
-    for (uint32_t sidx = 0; sidx < xn->n_subs; sidx++) {
-      struct xgraph *sg = xn->subs[sidx];
-      for (uint32_t o = 0; o < sg->n_outer; o++) {
-        const struct ir_value *v = sg->outer[o];
-        if (v->graph == g)
-          last[v->index] = (int32_t)k;
-        else if ((st = add_outer(cp, xg, v, &outer, &outer_cap)))
-          return st;
-      }
-    }
-    for (uint32_t i = 0; i < xn->n_out; i++) {
-      const struct ir_value *v = nd->outputs[i];
-      if (!v) {
-        xn->out[i] = -1;
-        continue;
-      }
-      if (v->graph != g || !value_ok(v))
-        return tolk_fail(cp->err, TOLK_ERR_INTERNAL, "output '%s' is not a value of its graph",
-                         v->name ? v->name : "");
-      xn->out[i] = v->index;
-    }
   }
+  for (uint32_t i = 0; i < xn->n_out; i++) {
+    const struct ir_value *v = nd->outputs[i];
+    if (!v) {
+      xn->out[i] = -1;
+      continue;
+    }
+    if (v->graph != xg->g || !value_ok(v))
+      return tolk_fail(cp->err, TOLK_ERR_INTERNAL, "output '%s' is not a value of its graph",
+                       v->name ? v->name : "");
+    xn->out[i] = v->index;
+  }
+  return TOLK_OK;
+}
 
-  /* Graph inputs and outputs. */
+/* The graph's declared inputs (own slots) and outputs (references, possibly
+ * to enclosing graphs' values); marks own-slot outputs in b->is_out. */
+static tolk_status bind_graph_io(struct compiler *cp, struct gbuild *b) {
+  struct xgraph *xg = b->xg;
+  const struct ir_graph *g = xg->g;
   xg->n_in = (uint32_t)g->n_inputs;
   xg->in_slots = zalloc(cp, xg->n_in, sizeof *xg->in_slots);
   xg->n_out = (uint32_t)g->n_outputs;
   xg->out_refs = zalloc(cp, xg->n_out, sizeof *xg->out_refs);
-  bool *is_out = zalloc(cp, xg->n_slots, sizeof *is_out);
-  if (!xg->in_slots || !xg->out_refs || !is_out)
+  b->is_out = zalloc(cp, xg->n_slots, sizeof *b->is_out);
+  if (!xg->in_slots || !xg->out_refs || !b->is_out)
     return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "compiling graph");
   for (uint32_t i = 0; i < xg->n_in; i++) {
     const struct ir_value *v = g->inputs[i];
@@ -407,24 +413,22 @@ static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
     if (!v)
       return tolk_fail(cp->err, TOLK_ERR_INVALID_MODEL, "graph '%s': output %u has no name",
                        g->name ? g->name : "", i);
-    st = resolve(cp, xg, v, NULL, &xg->out_refs[i]);
+    tolk_status st = resolve(cp, xg, v, NULL, &xg->out_refs[i]);
     if (st) return st;
     if (xg->out_refs[i].frame == (int32_t)xg->id)
-      is_out[v->index] = true;
-    else if ((st = add_outer(cp, xg, v, &outer, &outer_cap)))
+      b->is_out[v->index] = true;
+    else if ((st = add_outer(cp, b, v)))
       return st;
   }
+  return TOLK_OK;
+}
 
-  if (s->params.quant_rows) exec_quant_rows_rewrite(xg);
-  if (!parent && s->params.kv_cache) {
-    st = exec_kv_rewrite(s, xg, cp->err);
-    if (st) return st;
-    n = xg->n_nodes;
-    if (s->n_kv) last_reads(xg, last);
-  }
-
-  /* Release lists: a node-produced value dies after its last reader (or
-   * right after its producer when nothing reads it); outputs never do. */
+/* Release lists: a node-produced value dies after its last reader (or
+ * right after its producer when nothing reads it); outputs never do. The
+ * first pass counts each node's list, the second fills it. */
+static tolk_status build_release_lists(struct compiler *cp, struct gbuild *b) {
+  struct xgraph *xg = b->xg;
+  const size_t n = xg->n_nodes;
   uint32_t *n_rel = zalloc(cp, n, sizeof *n_rel);
   if (!n_rel) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "compiling graph");
   for (int pass = 0; pass < 2; pass++) {
@@ -432,11 +436,11 @@ static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
       struct xnode *xn = &xg->nodes[k];
       for (uint32_t i = 0; i < xn->n_out; i++) {
         int32_t sl = xn->out[i];
-        if (sl < 0 || is_out[sl]) continue;
+        if (sl < 0 || b->is_out[sl]) continue;
         bool dup = false;
         for (uint32_t j = 0; j < i; j++) dup |= xn->out[j] == sl;
         if (dup) continue;
-        size_t at = last[sl] >= (int32_t)k ? (size_t)last[sl] : k;
+        size_t at = b->last[sl] >= (int32_t)k ? (size_t)b->last[sl] : k;
         if (pass == 0)
           n_rel[at]++;
         else
@@ -450,8 +454,11 @@ static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
           return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "compiling graph");
       }
   }
+  return TOLK_OK;
+}
 
-  /* Initializers must have their data. */
+/* Every initializer of g has its data, and none is a string tensor. */
+static tolk_status check_initializers(struct compiler *cp, const struct ir_graph *g) {
   for (size_t i = 0; i < g->n_initializers; i++) {
     const struct ir_value *v = g->initializers[i];
     if (!v || !v->init || !value_ok(v))
@@ -464,6 +471,45 @@ static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
       return tolk_fail(cp->err, TOLK_ERR_UNSUPPORTED,
                        "initializer '%s': string tensors are not supported", v->name);
   }
+  return TOLK_OK;
+}
+
+/* Compiles g (and, first, the subgraphs of its nodes) into *out: nodes in
+ * execution order with kernels and references resolved, the graph's inputs
+ * and outputs, the cache rewiring (main graph only), then the release
+ * lists, which must see the nodes as they will run. */
+static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
+                                 struct xgraph *parent, struct xgraph **out) {
+  tolk_session *s = cp->s;
+  struct gbuild b = {0};
+  tolk_status st = new_xgraph(cp, g, parent, &b.xg);
+  if (st) return st;
+  struct xgraph *xg = b.xg;
+  size_t n = g->n_nodes;
+  struct node_info *ni = zalloc(cp, n, sizeof *ni);
+  uint32_t *order = zalloc(cp, n, sizeof *order);
+  if (!ni || !order) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "compiling graph");
+  for (size_t k = 0; k < n; k++)
+    if ((st = compile_subgraphs(cp, xg, g->nodes[k], &ni[k]))) return st;
+  if ((st = topo_order(cp, g, ni, order))) return st;
+
+  xg->nodes = zalloc(cp, n, sizeof *xg->nodes);
+  b.last = zalloc(cp, xg->n_slots, sizeof *b.last);
+  if (!xg->nodes || !b.last) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "compiling graph");
+  xg->n_nodes = (uint32_t)n;
+  for (uint32_t i = 0; i < xg->n_slots; i++) b.last[i] = -1;
+  for (size_t k = 0; k < n; k++)
+    if ((st = compile_node(cp, &b, g->nodes[order[k]], &ni[order[k]], (uint32_t)k, &xg->nodes[k])))
+      return st;
+  if ((st = bind_graph_io(cp, &b))) return st;
+
+  if (s->params.quant_rows) exec_quant_rows_rewrite(xg);
+  if (!parent && s->params.kv_cache) {
+    if ((st = exec_kv_rewrite(s, xg, cp->err))) return st;
+    if (s->n_kv) last_reads(xg, b.last);
+  }
+  if ((st = build_release_lists(cp, &b))) return st;
+  if ((st = check_initializers(cp, g))) return st;
   *out = xg;
   return TOLK_OK;
 }

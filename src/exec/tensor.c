@@ -1,8 +1,6 @@
 /*
- * tensor.c — the public tolk_tensor API and the shape helpers op.h declares
- * for kernels (tensor_set_shape, op_dtype_size, shape_str).
+ * tensor.c — the public tolk_tensor API.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,38 +8,6 @@
 
 /* Inline data starts after the header, 64-byte aligned. */
 #define INLINE_HEADER ((sizeof(struct tolk_tensor) + 63) & ~(size_t)63)
-
-bool tensor_set_shape(struct tensor *t, int rank, const int64_t *dims) {
-  if (rank < 0 || rank > IR_MAX_RANK) return false;
-  int64_t n = 1;
-  for (int i = 0; i < rank; i++) {
-    if (dims[i] < 0 || !tolk_mul_i64(n, dims[i], &n)) return false;
-    t->dims[i] = dims[i];
-  }
-  t->rank = rank;
-  t->numel = n;
-  return true;
-}
-
-size_t op_dtype_size(int32_t dtype) {
-  if (dtype == TOLK_STRING) return 0;
-  return tolk_dtype_size((tolk_dtype)dtype);
-}
-
-const char *shape_str(const struct tensor *t, char *buf, size_t size) {
-  if (!size) return buf;
-  size_t n = 0;
-  buf[0] = '\0';
-  int w = snprintf(buf, size, "[");
-  if (w > 0) n = (size_t)w;
-  for (int i = 0; i < t->rank && n < size; i++) {
-    w = snprintf(buf + n, size - n, i ? ", %lld" : "%lld", (long long)t->dims[i]);
-    if (w < 0) break;
-    n += (size_t)w;
-  }
-  if (n < size) snprintf(buf + n, size - n, "]");
-  return buf;
-}
 
 /* Fills t's shape and byte count from the arguments, checking everything a
  * caller can get wrong. */

@@ -590,7 +590,8 @@ static tolk_status reverse_sequence_run(struct op_ctx *c) {
 }
 
 const struct op_def tolk_ops_index[] = {
-    {"", "Gather", 1, 0, NULL, gather_run, NULL},
+    /* gather_rows copies whole slices with memcpy. */
+    {"", "Gather", 1, 0, NULL, gather_run, NULL, .unaligned_inputs = 1u << 0},
     {"", "GatherElements", 11, 0, NULL, gather_elements_run, NULL},
     {"", "GatherND", 11, 0, NULL, gather_nd_run, NULL},
     {"", "Scatter", 9, 10, NULL, scatter_elements_run, NULL},

@@ -169,7 +169,7 @@ void mm_split(struct op_ctx *c, int64_t batch, double flops, op_range_fn fn, voi
 struct packed_src {
   const void *p;
   int holders;
-  /* The session gave back p's file pages (op_packed_src_dropped): a memcmp
+  /* The session gave back p's file pages (mm_packed_src_dropped): a memcmp
    * that faults them in again gives them back too. */
   bool dropped;
 };
@@ -277,18 +277,19 @@ static bool entry_add_src(struct packed_entry *e, const void *src) {
   return true;
 }
 
-bool op_packed_src_dropped(const void *data) {
-  bool found = false;
+/* op_def.packed_src_dropped of MatMul and Gemm. Every entry packed from
+ * `data` is marked, not only this node's: the same weight packed as B and
+ * as op(B) makes two. */
+static bool mm_packed_src_dropped(const void *state, const void *data) {
+  const struct mm_state *s = state;
+  if (!s || s->src != data) return false;
   pthread_mutex_lock(&packed_mu);
   for (struct packed_entry *e = packed_list; e; e = e->next)
     for (int i = 0; i < e->n_srcs; i++)
-      if (e->srcs[i].p == data) found = e->srcs[i].dropped = true;
+      if (e->srcs[i].p == data) e->srcs[i].dropped = true;
   pthread_mutex_unlock(&packed_mu);
-  return found;
+  return true;
 }
-
-/* Gives back the whole pages inside [p, p+n): only for a source marked
- * dropped, which its session found in a read-only private file mapping. */
 
 void op_packed_stats(size_t *entries, size_t *bytes) {
   size_t n = 0, b = 0;
@@ -449,10 +450,10 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
  * *state NULL otherwise (run() then takes B as it comes); fails only for
  * lack of memory. */
 /* run() reads B from *state whenever prepare set it, never from the input
- * tensor: op_unaligned_ok (src/ops/unaligned.c) relies on this to leave a
- * misaligned constant B unaligned, and op_packed_input (below) to let
- * constant folding drop a folded B such as Transpose(embedding) — the tied
- * LM head — instead of keeping it beside the packed copy. */
+ * tensor: mm_packed_input (op_def.packed_input, below) says so, which lets
+ * the session leave a misaligned constant B unaligned and constant folding
+ * drop a folded B such as Transpose(embedding) — the tied LM head — instead
+ * of keeping it beside the packed copy. */
 static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void **state,
                                 tolk_error *err) {
   *state = NULL;
@@ -698,22 +699,24 @@ static tolk_status gemm_run(struct op_ctx *c) {
   return TOLK_OK;
 }
 
-const struct op_def tolk_ops_matmul[] = {
-    {"", "MatMul", 1, 0, matmul_prepare, matmul_run, mm_release},
-    {"", "Gemm", 1, 0, gemm_prepare, gemm_run, mm_release},
-    {"", "Einsum", 12, 0, einsum_prepare, einsum_run, einsum_release},
-    {0},
-};
-
-bool op_packed_input(const struct op_def *def, const void *state, size_t input,
-                     struct tensor *shape) {
-  /* run() takes the packed path for every B of the packed dtype and [d0, d1]
-   * shape (packed_for): such a B has no batch dims, so MatMul multiplies one
-   * shared matrix, and float16/bfloat16 entries were widened at prepare. */
+/* op_def.packed_input of MatMul and Gemm: run() takes the packed path for
+ * every B of the packed dtype and [d0, d1] shape (packed_for): such a B has
+ * no batch dims, so MatMul multiplies one shared matrix, and float16/bfloat16
+ * entries were widened at prepare. */
+static bool mm_packed_input(const void *state, size_t input, struct tensor *shape) {
   const struct mm_state *s = state;
-  if (!def || !s || input != 1 || (def->run != matmul_run && def->run != gemm_run)) return false;
+  if (!s || input != 1) return false;
   memset(shape, 0, sizeof *shape);
   shape->dtype = s->dtype;
   if (!tensor_set_shape(shape, 2, (int64_t[]){s->d0, s->d1})) return false;
   return tolk_mul_size((size_t)shape->numel, op_dtype_size(s->dtype), &shape->nbytes);
 }
+
+const struct op_def tolk_ops_matmul[] = {
+    {"", "MatMul", 1, 0, matmul_prepare, matmul_run, mm_release, .packed_input = mm_packed_input,
+     .packed_src_dropped = mm_packed_src_dropped},
+    {"", "Gemm", 1, 0, gemm_prepare, gemm_run, mm_release, .packed_input = mm_packed_input,
+     .packed_src_dropped = mm_packed_src_dropped},
+    {"", "Einsum", 12, 0, einsum_prepare, einsum_run, einsum_release},
+    {0},
+};

@@ -8,6 +8,7 @@
 #define TOLK_OPS_MATMUL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "op.h"
@@ -25,19 +26,24 @@ struct mm_batch {
   int64_t a_st[IR_MAX_RANK], b_st[IR_MAX_RANK];
 };
 
-/* C[t] (m×n) = A[t] (m×k) · B[t] (k×n) over the batch, all row-major and
- * dense, for dtype float (kern_sgemm), double (double accumulation) or an
- * integer type (two's-complement wraparound, as numpy). float16/bfloat16 are
- * the caller's to stage through float. Splits the batch over the pool when
- * each product is small, else gives the pool to each product. */
 /* Runs fn(arg, ...) over `batch` products of `flops` each as MatMul does:
  * many small ones one per task with *inner (the pool each product's GEMM may
  * use, read by fn) set to NULL, else all in this thread with *inner left. */
 void mm_split(struct op_ctx *c, int64_t batch, double flops, op_range_fn fn, void *arg,
               struct tolk_pool **inner);
 
+/* C[t] (m×n) = A[t] (m×k) · B[t] (k×n) over the batch, all row-major and
+ * dense, for dtype float (kern_sgemm), double (double accumulation) or an
+ * integer type (two's-complement wraparound, as numpy). float16/bfloat16 are
+ * the caller's to stage through float. Splits the batch over the pool when
+ * each product is small, else gives the pool to each product. */
 void mm_batched(struct op_ctx *c, int32_t dtype, const struct mm_batch *bt, int64_t m,
                 int64_t n, int64_t k, const void *a, const void *b, void *out);
+
+/* The packed copies of constant MatMul/Gemm inputs alive now, across all
+ * sessions (shared by content): how many, and their bytes. For tests and
+ * diagnostics; either pointer may be NULL. */
+void op_packed_stats(size_t *entries, size_t *bytes);
 
 /* Einsum (einsum.c). */
 tolk_status einsum_prepare(const struct ir_node *node, int64_t opset, void **state,

@@ -16,6 +16,17 @@
  * Kernels never print and never abort: errors go through op_fail(), naming
  * the input and the shapes involved. The executor prefixes node name, index
  * and op type.
+ *
+ * This header belongs to the operators' layer, and the executor sits above
+ * it: src/exec/ includes it, and src/ops/ includes nothing of src/exec/.
+ * The services only a run can provide (op_output, op_scratch,
+ * op_parallel_for, op_run_subgraph, op_kv_*) are declared here and defined
+ * in src/exec/ (run.c, kv.c); everything else here is defined in src/ops/
+ * (op.c, registry.c, the family files). What the executor must know about
+ * an operator beyond running it — whether it may be folded, which inputs may
+ * stay misaligned, which it reads only as a packed copy — the operator
+ * declares in its op_def; the executor never infers a kernel's properties
+ * from its op_type or from which functions it has.
  */
 #ifndef TOLK_OP_H
 #define TOLK_OP_H
@@ -53,6 +64,40 @@ struct op_def {
                          tolk_error *err);
   tolk_status (*run)(struct op_ctx *ctx);
   void (*release)(void *state);
+
+  /* What the executor must know about run() to bind and fold its inputs,
+   * declared here by the operator rather than guessed by the executor. All
+   * optional: a def that leaves them zero has its inputs bound aligned and
+   * read as computed. */
+
+  /* Outputs that differ from run to run for the same inputs (random
+   * sampling: RandomNormal, Multinomial, Bernoulli …): constant folding
+   * leaves such a node to run every time (src/exec/fold.c). */
+  bool nondeterministic;
+
+  /* Inputs run() reads only bytewise (memcpy), bit i for input i (i < 32):
+   * the session may bind a constant the loader left misaligned there as it
+   * is, where other inputs get an aligned copy (src/exec/align.c). Gather's
+   * data, the embedding tables. */
+  uint32_t unaligned_inputs;
+
+  /* Whether run(), given the state its prepare() made, reads only its own
+   * packed copy of input `input`, never the input's data, whenever the
+   * input has the dtype and shape this writes to *shape (data NULL): a B
+   * that MatMul/Gemm packed at prepare from an initializer, seen directly or
+   * through a Transpose or Cast. Constant folding uses it to neither compute
+   * nor keep a folded value only such readers take (src/exec/fold.c), and
+   * the session binds a misaligned constant of that dtype and shape there
+   * as it is (src/exec/align.c). */
+  bool (*packed_input)(const void *state, size_t input, struct tensor *shape);
+
+  /* Whether the copy prepare() packed into `state` was made from all of the
+   * initializer bytes at `data`, so packing read every page of them. If so,
+   * also records that the session gives back their file pages (fold.c; a
+   * read-only private file mapping, so refaulting is safe), and a later
+   * comparison with another model's equal weight gives them back again after
+   * reading them. */
+  bool (*packed_src_dropped)(const void *state, const void *data);
 };
 
 struct op_ctx {
@@ -152,34 +197,6 @@ size_t op_dtype_size(int32_t dtype);
 
 /* Writes "[2, 3, 4]" into buf (always NUL-terminated) and returns buf. */
 const char *shape_str(const struct tensor *t, char *buf, size_t size);
-
-/* Whether def's run() may be given input `input` at an address not aligned
- * for its dtype, given the state its prepare() made: true for inputs read
- * only bytewise (Gather's data) or not read at all (a B that MatMul/Gemm
- * packed at prepare). The executor binds misaligned constants as they are
- * for such inputs, and an aligned copy otherwise (src/ops/unaligned.c). */
-bool op_unaligned_ok(const struct op_def *def, const void *state, size_t input);
-
-/* Whether def's run(), given the state its prepare() made, reads only its
- * own packed copy of input `input`, never the input's data, whenever the
- * input has the dtype and shape this writes to *shape (data NULL): a B that
- * MatMul/Gemm packed at prepare from an initializer, seen directly or
- * through a Transpose or Cast (src/ops/matmul.c). Constant folding uses it
- * to neither compute nor keep a folded value only such readers take. */
-bool op_packed_input(const struct op_def *def, const void *state, size_t input,
-                     struct tensor *shape);
-
-/* The packed copies of constant MatMul/Gemm inputs alive now, across all
- * sessions (shared by content, src/ops/matmul.c): how many, and their bytes.
- * For tests and diagnostics; either pointer may be NULL. */
-void op_packed_stats(size_t *entries, size_t *bytes);
-
-/* Whether some packed copy was made from the initializer data at `data`
- * (so packing read all of it); if so, records that the session gives back its
- * file pages (src/exec/fold.c; a read-only private file mapping, so
- * refaulting is safe), and a later comparison with another model's equal
- * weight gives them back again after reading them. */
-bool op_packed_src_dropped(const void *data);
 
 /* ---------------------------------------------------------- registry */
 

@@ -1,0 +1,81 @@
+# Checks that src/ is layered: a file under src/<folder>/ includes (#include "…") only headers of its
+# own folder, of the folders below it in LAYERS, and include/tolk.h. Dependencies point down:
+#
+#   core < kern < ir < onnx < ops < exec < tokenizer < mt < serve
+#
+# The executor's services to kernels (op_output, op_scratch, …) are declared in src/ops/op.h and defined
+# in src/exec/: exec includes ops' header, ops include nothing of exec, so that is no upward dependency.
+# A new folder under src/ fails the check until it is given its place in LAYERS.
+# Run:  cmake -DROOT=<repo> -P tests/check_layers.cmake   (tests/layers.cmake registers it as ctest layers)
+
+# tests/CMakeLists.txt include()s every tests/*.cmake, this file too: only do something when run with -P.
+if(NOT CMAKE_SCRIPT_MODE_FILE)
+  return()
+endif()
+cmake_minimum_required(VERSION 3.20)
+
+set(LAYERS core kern ir onnx ops exec tokenizer mt serve)
+
+if(NOT DEFINED ROOT)
+  get_filename_component(ROOT "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+endif()
+file(GLOB_RECURSE files RELATIVE "${ROOT}/src" "${ROOT}/src/*.c" "${ROOT}/src/*.h")
+list(SORT files)
+set(bad 0)
+set(n_includes 0)
+foreach(rel IN LISTS files)
+  string(REGEX MATCH "^[^/]+" folder "${rel}")
+  list(FIND LAYERS "${folder}" rank)
+  if(rank LESS 0)
+    message(SEND_ERROR "layers: src/${rel}: src/${folder}/ has no place in LAYERS (tests/check_layers.cmake)")
+    math(EXPR bad "${bad} + 1")
+    continue()
+  endif()
+  file(STRINGS "${ROOT}/src/${rel}" lines REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+  get_filename_component(dir "${ROOT}/src/${rel}" DIRECTORY)
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]*\"([^\"]+)\".*$" "\\1" inc "${line}")
+    math(EXPR n_includes "${n_includes} + 1")
+    # Resolved as the compiler does: beside the file first, then the include path (src/, include/).
+    set(path "")
+    foreach(base "${dir}" "${ROOT}/src" "${ROOT}/include")
+      if(EXISTS "${base}/${inc}")
+        get_filename_component(path "${base}/${inc}" ABSOLUTE)
+        break()
+      endif()
+    endforeach()
+    if(path STREQUAL "")
+      message(SEND_ERROR "layers: src/${rel}: includes \"${inc}\", which is not in the tree")
+      math(EXPR bad "${bad} + 1")
+      continue()
+    endif()
+    file(RELATIVE_PATH target "${ROOT}" "${path}")
+    if(target STREQUAL "include/tolk.h")
+      continue()
+    endif()
+    if(NOT target MATCHES "^src/([^/]+)/")
+      message(SEND_ERROR "layers: src/${rel}: includes ${target}, outside src/ and include/tolk.h")
+      math(EXPR bad "${bad} + 1")
+      continue()
+    endif()
+    set(to "${CMAKE_MATCH_1}")
+    list(FIND LAYERS "${to}" to_rank)
+    if(to_rank GREATER rank OR to_rank LESS 0)
+      list(SUBLIST LAYERS 0 ${rank} below)
+      list(JOIN below ", " below)
+      if(below STREQUAL "")
+        set(below "nothing")
+      endif()
+      message(SEND_ERROR "layers: src/${rel}: includes ${target}, but src/${folder}/ may include only "
+                         "itself, include/tolk.h and the layers below it (${below})")
+      math(EXPR bad "${bad} + 1")
+    endif()
+  endforeach()
+endforeach()
+
+list(LENGTH files n_files)
+list(JOIN LAYERS " < " order)
+if(bad)
+  message(FATAL_ERROR "layers: ${bad} include(s) against the layer order ${order}")
+endif()
+message(STATUS "layers: ${n_files} files, ${n_includes} includes, all pointing down ${order}")
