@@ -212,6 +212,7 @@ void mt_state_free(struct mt_state *s) {
 }
 
 size_t mt_state_rows(const struct mt_state *s) { return s->rows; }
+size_t mt_state_source_len(const struct mt_state *s) { return (size_t)tolk_tensor_dims(s->enc_mask)[1]; }
 
 /* A new tensor made of rows keep[0..n) of t (rows = the first dimension). */
 static tolk_status gather_rows(const tolk_tensor *t, const int32_t *keep, size_t n,
@@ -324,6 +325,98 @@ static tolk_status start_cache(struct mt_state *s, tolk_error *err) {
   free(names);
   free(vals);
   return st;
+}
+
+bool mt_model_ragged(const struct mt_model *m) { return m->in_place && tolk_session_kv_ragged(m->past); }
+
+/* A copy of t ([rows, …, S, …] with the source axis `axis`) widened to S
+ * positions along it, zeros after its own. */
+static tolk_status widen(const tolk_tensor *t, int axis, int64_t S, tolk_tensor **out, tolk_error *err) {
+  int rank = tolk_tensor_rank(t);
+  int64_t dims[TOLK_MAX_RANK];
+  memcpy(dims, tolk_tensor_dims(t), (size_t)rank * sizeof *dims);
+  int64_t have = dims[axis], outer = 1, inner = 1;
+  for (int d = 0; d < axis; d++) outer *= dims[d];
+  for (int d = axis + 1; d < rank; d++) inner *= dims[d];
+  dims[axis] = S;
+  tolk_status st = tolk_tensor_create(tolk_tensor_dtype(t), rank, dims, NULL, 0, out, err);
+  if (st) return st;
+  size_t es = tolk_dtype_size(tolk_tensor_dtype(t)), run = (size_t)(have * inner) * es;
+  const char *src = tolk_tensor_data(t);
+  char *dst = tolk_tensor_data(*out);
+  for (int64_t o = 0; o < outer && run; o++) memcpy(dst + (size_t)(o * S * inner) * es, src + (size_t)o * run, run);
+  return TOLK_OK;
+}
+
+/* a's rows then b's: both [rows, …] of one shape past the first axis. */
+static tolk_status stack(const tolk_tensor *a, const tolk_tensor *b, tolk_tensor **out, tolk_error *err) {
+  int rank = tolk_tensor_rank(a);
+  int64_t dims[TOLK_MAX_RANK];
+  memcpy(dims, tolk_tensor_dims(a), (size_t)rank * sizeof *dims);
+  dims[0] += tolk_tensor_dims(b)[0];
+  tolk_status st = tolk_tensor_create(tolk_tensor_dtype(a), rank, dims, NULL, 0, out, err);
+  if (st) return st;
+  char *d = tolk_tensor_data(*out);
+  if (tolk_tensor_nbytes(a)) memcpy(d, tolk_tensor_data(a), tolk_tensor_nbytes(a));
+  if (tolk_tensor_nbytes(b)) memcpy(d + tolk_tensor_nbytes(a), tolk_tensor_data(b), tolk_tensor_nbytes(b));
+  return TOLK_OK;
+}
+
+/* dst's and src's tensor t, both widened to S source positions along axis,
+ * stacked into *out. */
+static tolk_status join_source_side(const tolk_tensor *x, const tolk_tensor *y, int axis, int64_t S,
+                                    tolk_tensor **out, tolk_error *err) {
+  tolk_tensor *wx = NULL, *wy = NULL;
+  tolk_status st = widen(x, axis, S, &wx, err);
+  if (!st) st = widen(y, axis, S, &wy, err);
+  if (!st) st = stack(wx, wy, out, err);
+  tolk_tensor_free(wx);
+  tolk_tensor_free(wy);
+  return st;
+}
+
+tolk_status mt_state_append(struct mt_state *dst, struct mt_state *src, tolk_error *err) {
+  const struct mt_model *m = dst->m;
+  if (src->m != m || !dst->cache || !src->cache)
+    return tolk_fail(err, TOLK_ERR_UNSUPPORTED, "decoder state: only states past their first step of one "
+                                                 "in-place model can be joined");
+  int64_t S = tolk_tensor_dims(dst->enc_mask)[1], Ss = tolk_tensor_dims(src->enc_mask)[1];
+  if (Ss > S) S = Ss;
+  size_t n_kv = (size_t)m->layers * KV_KINDS;
+  tolk_tensor *mask = NULL, **kv = calloc(n_kv, sizeof *kv);
+  tolk_status st = kv ? join_source_side(dst->enc_mask, src->enc_mask, 1, S, &mask, err)
+                      : tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  for (size_t i = 0; !st && i < n_kv; i++)
+    if (encoder_side((int)(i % KV_KINDS))) st = join_source_side(dst->kv[i], src->kv[i], 2, S, &kv[i], err);
+  int32_t *source = st ? NULL : malloc((dst->rows + src->rows + 1) * sizeof *source);
+  if (!st && !source) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  if (!st) st = tolk_kv_cache_append(dst->cache, src->cache, err);
+  if (st) {
+    tolk_tensor_free(mask);
+    for (size_t i = 0; kv && i < n_kv; i++) tolk_tensor_free(kv[i]);
+    free(kv);
+    free(source);
+    return st;
+  }
+  /* Sentences keep distinct numbers, so selecting rows later knows when
+   * the encoder side must be gathered again. */
+  int32_t next = 0;
+  for (size_t r = 0; r < dst->rows; r++) next = dst->source[r] >= next ? dst->source[r] + 1 : next;
+  memcpy(source, dst->source, dst->rows * sizeof *source);
+  for (size_t r = 0; r < src->rows; r++) source[dst->rows + r] = next + src->source[r];
+  tolk_tensor_free(dst->enc_mask);
+  dst->enc_mask = mask;
+  for (size_t i = 0; i < n_kv; i++)
+    if (encoder_side((int)(i % KV_KINDS))) {
+      tolk_tensor_free(dst->kv[i]);
+      dst->kv[i] = kv[i];
+    }
+  free(kv);
+  free(dst->source);
+  dst->source = source;
+  dst->rows += src->rows;
+  src->rows = 0;
+  return TOLK_OK;
 }
 
 tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float **logits,

@@ -15,6 +15,7 @@
 
 #define MT_MAX_BAD_WORDS 64
 #define MT_MAX_LAYERS 64
+#define MT_MAX_BEAMS 64
 
 /* What config.json and generation_config.json say. */
 struct mt_config {
@@ -76,6 +77,21 @@ tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float
                           tolk_error *err);
 
 size_t mt_state_rows(const struct mt_state *s);
+/* The padded source length (ids) its rows attend to. */
+size_t mt_state_source_len(const struct mt_state *s);
+
+/* Whether states of the model can be joined while they decode (the
+ * decoder keeps its cache in place and its sessions are ragged). */
+bool mt_model_ragged(const struct mt_model *m);
+
+/* Moves src's rows to the end of dst — sentences joining a batch that is
+ * already decoding — both past their first step: the source side (encoder
+ * mask, cross-attention keys/values) is widened to the longer source with
+ * masked zeros, and the self-attention caches join with their own lengths.
+ * Every row then decodes exactly as it would alone. src is left with no
+ * rows (free it). TOLK_ERR_UNSUPPORTED when the model is not ragged. On
+ * failure both are unchanged. */
+tolk_status mt_state_append(struct mt_state *dst, struct mt_state *src, tolk_error *err);
 
 /* ---------------------------------------------------------------- search */
 
@@ -118,6 +134,61 @@ void mt_scratch_free(struct mt_scratch *sc);
  * writes n × num_return_sequences results to out (zeroed by the caller). */
 tolk_status mt_generate(const struct mt_config *cfg, const tolk_generate_params *p,
                         struct mt_state *s, size_t n, tolk_generation *out, tolk_error *err);
+
+/* ---------------------------------------------------------------- batcher */
+
+/* Continuous batching (batcher.c): a running batch that sentences join and
+ * leave between decoder steps, each decoded exactly as alone. Callers
+ * serialise every call. */
+struct mt_batcher;
+
+/* A sentence that finished: its search (owned by the batcher until
+ * mt_batcher_clear_finished; read its results with mt_search_result). */
+struct mt_done {
+  uint64_t id;
+  struct mt_search *search;
+};
+
+tolk_status mt_batcher_new(const tolk_translator *tr, struct mt_batcher **out, tolk_error *err);
+void mt_batcher_free(struct mt_batcher *b);
+/* Whether admitted sentences join the running batch (else each admission
+ * decodes as a batch of its own, stepped in turn). */
+bool mt_batcher_ragged(const struct mt_batcher *b);
+
+/* Admits n sentences (ids ending in </s>; params[i] checked and fitted to
+ * the model, num_beams ≤ MT_MAX_BEAMS; ids[i] names it): their encoder run
+ * and first decoder step, then their rows join the batch. Some may finish
+ * at once (mt_batcher_finished). On failure none was admitted. */
+tolk_status mt_batcher_add(struct mt_batcher *b, const tolk_ids *src, const tolk_generate_params *const *params,
+                           const uint64_t *ids, size_t n, tolk_error *err);
+
+/* One decoder step for every row; finished sentences leave the batch and
+ * are listed by mt_batcher_finished. After a failure the batch is broken:
+ * fail the sentences still in it (mt_batcher_ids), then mt_batcher_reset. */
+tolk_status mt_batcher_step(struct mt_batcher *b, tolk_error *err);
+
+/* Removes sentence `id` from the batch now (cancelled, past its deadline).
+ * false when it is not in the batch; *st says whether removing failed. */
+bool mt_batcher_drop(struct mt_batcher *b, uint64_t id, tolk_status *st, tolk_error *err);
+
+/* Finished sentences since the last clear, in the order they finished. */
+struct mt_done *mt_batcher_finished(struct mt_batcher *b, size_t *n);
+void mt_batcher_clear_finished(struct mt_batcher *b);
+/* Empties the batch (and the finished list). */
+void mt_batcher_reset(struct mt_batcher *b);
+
+/* The ids in the batch: writes up to max, returns how many there are. */
+size_t mt_batcher_ids(const struct mt_batcher *b, uint64_t *out, size_t max);
+/* Rows (beams count), sentences, and the longest source (ids) in the batch. */
+size_t mt_batcher_rows(const struct mt_batcher *b);
+size_t mt_batcher_sentences(const struct mt_batcher *b);
+size_t mt_batcher_source_len(const struct mt_batcher *b);
+
+/* The translator's decoder and configuration (translator.c). */
+const struct mt_model *mt_translator_model(const tolk_translator *tr);
+const struct mt_config *mt_translator_config(const tolk_translator *tr);
+/* p's limits fitted to the model's positions, as generate() fits them. */
+void mt_params_fit(const tolk_translator *tr, tolk_generate_params *p);
 
 /* ---------------------------------------------------------------- text */
 

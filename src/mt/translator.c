@@ -57,6 +57,13 @@ void tolk_translator_free(tolk_translator *t) {
 const tolk_tokenizer *tolk_translator_tokenizer(const tolk_translator *t) { return t->tok; }
 
 int mt_max_positions(const tolk_translator *t) { return t->cfg.max_positions; }
+const struct mt_model *mt_translator_model(const tolk_translator *t) { return t->model; }
+const struct mt_config *mt_translator_config(const tolk_translator *t) { return &t->cfg; }
+
+void mt_params_fit(const tolk_translator *t, tolk_generate_params *p) {
+  if ((p->max_new_tokens > 0 ? 1 + p->max_new_tokens : p->max_length) > t->cfg.max_positions)
+    p->max_length = t->cfg.max_positions, p->max_new_tokens = 0;
+}
 
 tolk_translator_info tolk_translator_describe(const tolk_translator *t) {
   const struct mt_files *f = &t->files;
@@ -139,8 +146,7 @@ tolk_status tolk_translator_generate(const tolk_translator *t, const tolk_ids *s
         return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "generate: source %zu: id %d at %zu is outside the vocabulary",
                          i, sources[i].ids[k], k);
   }
-  if ((p.max_new_tokens > 0 ? 1 + p.max_new_tokens : p.max_length) > t->cfg.max_positions)
-    p.max_length = t->cfg.max_positions, p.max_new_tokens = 0;
+  mt_params_fit(t, &p);
   struct order *order = malloc(n * sizeof *order);
   if (!order) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
   for (size_t i = 0; i < n; i++) order[i] = (struct order){&sources[i], i};

@@ -209,4 +209,5 @@ const struct op_def tolk_kv_append_def = {"tolk.internal", "KvAppend", 1, 0, NUL
 const struct op_def tolk_kv_shape_def = {"tolk.internal", "KvShape", 1, 0, NULL, kv_shape_run, NULL};
 const struct op_def tolk_kv_scores_def = {"tolk.internal", "KvScores", 1, 0, NULL, kv_scores_run, NULL};
 const struct op_def tolk_kv_context_def = {"tolk.internal", "KvContext", 1, 0, NULL, kv_context_run, NULL};
-const struct op_def tolk_kv_positions_def = {"tolk.internal", "KvPositions", 1, 0, NULL, kv_positions_run, NULL};
+const struct op_def tolk_kv_positions_def = {"tolk.internal", "KvPositions", 1, 0, NULL, kv_positions_run,
+                                             NULL, .unaligned_inputs = 1u << 0 /* the table, by memcpy */};
