@@ -89,7 +89,17 @@ typedef enum tolk_dtype {
   TOLK_UINT64 = 13,
   TOLK_COMPLEX64 = 14,
   TOLK_COMPLEX128 = 15,
-  TOLK_BFLOAT16 = 16
+  TOLK_BFLOAT16 = 16,
+  /* Decoded and stored (initializers), not computed with: 8-bit floats, and
+   * 4-bit types packed two per byte, low nibble first. */
+  TOLK_FLOAT8E4M3FN = 17,
+  TOLK_FLOAT8E4M3FNUZ = 18,
+  TOLK_FLOAT8E5M2 = 19,
+  TOLK_FLOAT8E5M2FNUZ = 20,
+  TOLK_UINT4 = 21,
+  TOLK_INT4 = 22,
+  TOLK_FLOAT4E2M1 = 23,
+  TOLK_FLOAT8E8M0 = 24
 } tolk_dtype;
 
 /* Frees memory the library handed to the caller where a comment says so. */
@@ -98,7 +108,8 @@ void tolk_free(void *p);
 /* "float", "int64", …; "undefined" for unknown values. Static storage. */
 const char *tolk_dtype_name(tolk_dtype dtype);
 
-/* Bytes per element; 0 for STRING (stored as tolk_string) and unknown types. */
+/* Bytes per element; 0 for STRING (stored as tolk_string), for the types
+ * past BFLOAT16 (no tensors of them can be created) and unknown types. */
 size_t tolk_dtype_size(tolk_dtype dtype);
 
 /* ------------------------------------------------------------------ models */

@@ -166,7 +166,7 @@ static void shape_text(const struct ir_type *t, char *buf, size_t size) {
 }
 
 static void type_text(const struct ir_type *t, char *buf, size_t size) {
-  const char *dt = onnx_dtype_name(t->dtype);
+  const char *dt = tolk_dtype_name((tolk_dtype)t->dtype);
   switch (t->kind) {
   case IR_TYPE_TENSOR: snprintf(buf, size, "%s", dt); break;
   case IR_TYPE_SPARSE_TENSOR: snprintf(buf, size, "sparse(%s)", dt); break;
@@ -240,7 +240,7 @@ static void inspect_text(const tolk_model *model, const char *path, const struct
     const struct dtype_stat *ds = &s->by_dtype[d];
     if (!ds->tensors) continue;
     human_bytes(ds->bytes, b2, sizeof b2);
-    fprintf(out, "  %-10s %14lld elements  %12s  in %lld tensors\n", onnx_dtype_name(d), (long long)ds->elements,
+    fprintf(out, "  %-10s %14lld elements  %12s  in %lld tensors\n", tolk_dtype_name((tolk_dtype)d), (long long)ds->elements,
             b2, (long long)ds->tensors);
   }
   if (s->n_ext) {
@@ -389,7 +389,7 @@ static void inspect_json(const tolk_model *model, const char *path, const struct
     if (!ds->tensors) continue;
     fputs(first ? "" : ", ", out);
     first = false;
-    json_str(out, onnx_dtype_name(d));
+    json_str(out, tolk_dtype_name((tolk_dtype)d));
     fprintf(out, ": {\"tensors\": %lld, \"elements\": %lld, \"bytes\": %llu}", (long long)ds->tensors,
             (long long)ds->elements, (unsigned long long)ds->bytes);
   }

@@ -20,18 +20,19 @@
 #include "../core/pb.h"
 #include "../ir/ir.h"
 
-/* ONNX data types past tolk_dtype's list; decoded and stored (4-bit types
- * packed two per byte, low nibble first), but not computed with. */
+/* ONNX data types past BFLOAT16, as tolk_dtype numbers them: decoded and
+ * stored (4-bit types packed two per byte, low nibble first), but not
+ * computed with. */
 enum {
-  ONNX_FLOAT8E4M3FN = 17,
-  ONNX_FLOAT8E4M3FNUZ = 18,
-  ONNX_FLOAT8E5M2 = 19,
-  ONNX_FLOAT8E5M2FNUZ = 20,
-  ONNX_UINT4 = 21,
-  ONNX_INT4 = 22,
-  ONNX_FLOAT4E2M1 = 23,
-  ONNX_FLOAT8E8M0 = 24,
-  ONNX_DTYPE_MAX = 24
+  ONNX_FLOAT8E4M3FN = TOLK_FLOAT8E4M3FN,
+  ONNX_FLOAT8E4M3FNUZ = TOLK_FLOAT8E4M3FNUZ,
+  ONNX_FLOAT8E5M2 = TOLK_FLOAT8E5M2,
+  ONNX_FLOAT8E5M2FNUZ = TOLK_FLOAT8E5M2FNUZ,
+  ONNX_UINT4 = TOLK_UINT4,
+  ONNX_INT4 = TOLK_INT4,
+  ONNX_FLOAT4E2M1 = TOLK_FLOAT4E2M1,
+  ONNX_FLOAT8E8M0 = TOLK_FLOAT8E8M0,
+  ONNX_DTYPE_MAX = TOLK_FLOAT8E8M0
 };
 
 /* Densifying a sparse tensor may not produce more than this many bytes: the
@@ -98,10 +99,6 @@ tolk_status onnx_value_decode(const uint8_t *buf, size_t len, enum onnx_value_ki
  * complex64, 128 for complex128, 8 * sizeof(struct ir_bytes) for strings);
  * 0 for UNDEFINED and unknown values. */
 size_t onnx_dtype_bits(int32_t dtype);
-
-/* "float", "int64", "float8e4m3fn", …; "dtype(N)" style names are not
- * produced: unknown values give "undefined". */
-const char *onnx_dtype_name(int32_t dtype);
 
 /* Bytes needed for `numel` elements of `dtype` (4-bit types rounded up);
  * false when it overflows or the dtype is unknown. */
