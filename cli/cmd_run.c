@@ -17,7 +17,6 @@
 
 #include "cli.h"
 #include "npy.h"
-#include "onnx/onnx.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -46,30 +45,19 @@ static bool ends_with(const char *s, const char *suffix) {
   return a >= b && !strcmp(s + a - b, suffix);
 }
 
-/* Loads a tensor from .npy or .pb (chosen by the magic bytes). */
+/* Loads a tensor from .npy or .pb (chosen by the magic bytes). A file that
+ * cannot be opened goes to the .pb reader, whose error names it. */
 static tolk_status load_tensor(const char *path, tolk_tensor **out, tolk_error *err) {
-  *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return tolk_fail(err, TOLK_ERR_IO, "%s: %s", path, strerror(errno));
   unsigned char magic[6] = {0};
-  size_t got = fread(magic, 1, sizeof magic, f);
-  fclose(f);
+  size_t got = 0;
+  FILE *f = fopen(path, "rb");
+  if (f) {
+    got = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+  }
   if ((got == 6 && !memcmp(magic, "\x93NUMPY", 6)) || ends_with(path, ".npy"))
     return npy_read(path, out, err);
-  struct tolk_arena arena;
-  tolk_arena_init(&arena, 0);
-  struct ir_tensor *t = NULL;
-  tolk_status st = onnx_tensor_load_file(path, &arena, &t, err);
-  if (!st) {
-    if (t->dtype == TOLK_STRING)
-      st = tolk_fail(err, TOLK_ERR_UNSUPPORTED, "%s: string tensors are not supported", path);
-    else
-      st = tolk_tensor_create((tolk_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes, out,
-                              err);
-    if (st) tolk_error_prefix(err, "%s", path);
-  }
-  tolk_arena_release(&arena);
-  return st;
+  return tolk_tensor_load_pb(path, out, err);
 }
 
 static const char *shape_text(const tolk_tensor *t, char *buf, size_t size) {
@@ -307,8 +295,7 @@ int cmd_run(int argc, char **argv) {
     }
     in_names[i] = nm;
     if (load_tensor(ins[i].file, &in_t[i], &err)) {
-      tolk_error_prefix(&err, "input '%s'", nm);
-      rc = cli_fail("run", &err);
+      fprintf(stderr, "tolk run: %s: input '%s': %s\n", tolk_status_str(err.status), nm, err.message);
       goto done;
     }
   }

@@ -355,6 +355,15 @@ size_t tolk_tensor_nbytes(const tolk_tensor *t);
 /* The element data (may be NULL when numel is 0), borrowed from the tensor. */
 void *tolk_tensor_data(const tolk_tensor *t);
 
+/* Reads the file at `path` holding one serialized ONNX TensorProto, as the
+ * ONNX test data stores inputs and outputs (test_data_set_N/input_0.pb):
+ * every storage form is decoded, external data is refused. On success *out
+ * receives a tensor the caller frees with tolk_tensor_free(); on failure *out
+ * is NULL and err names the file: TOLK_ERR_IO when it cannot be read,
+ * TOLK_ERR_MALFORMED when it is not a TensorProto, TOLK_ERR_UNSUPPORTED for
+ * string tensors and the types past BFLOAT16. */
+tolk_status tolk_tensor_load_pb(const char *path, tolk_tensor **out, tolk_error *err);
+
 /* A session: a model prepared to run. Creating one resolves a kernel for
  * every node (an unsupported operator, domain or opset version fails here,
  * naming the node) and prepares them.
