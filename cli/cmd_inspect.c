@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "onnx/onnx.h"
+#include "inspect_print.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: tolk inspect [options] MODEL.onnx\n\n"
@@ -63,16 +63,16 @@ int cmd_inspect(int argc, char **argv) {
   if (tolk_model_load(path, params, &m, &err)) return cli_fail("inspect", &err);
   int rc = 0;
   if (dot && !strcmp(dot, "-")) {
-    onnx_inspect_dot(m, stdout);
+    inspect_print_dot(m, stdout);
   } else {
-    onnx_inspect(m, path, json ? ONNX_INSPECT_JSON : ONNX_INSPECT_TEXT, stdout);
+    inspect_print(m, path, params.load_external_data, json ? INSPECT_JSON : INSPECT_TEXT, stdout);
     if (dot) {
       FILE *f = fopen(dot, "w");
       if (!f) {
         perror(dot);
         rc = 2;
       } else {
-        onnx_inspect_dot(m, f);
+        inspect_print_dot(m, f);
         if (fclose(f)) {
           perror(dot);
           rc = 2;

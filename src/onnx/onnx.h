@@ -4,9 +4,10 @@
  * load.c maps a .onnx file and decodes ModelProto into the IR (src/ir/ir.h);
  * tensor.c decodes TensorProto (every storage form and dtype); external.c
  * resolves external data inside the model's folder; check.c is the checker;
- * inspect.c renders a model as text, JSON or Graphviz. Other parts of tolk
- * (executor, tests, CLI) use the functions below; everything else here is
- * shared between those files only.
+ * info.c and tensor_pb.c are the public read-only view of a model and the
+ * public TensorProto reader (tolk.h). Other parts of tolk (executor, tests)
+ * use the functions below; everything else here is shared between those
+ * files only.
  */
 #ifndef TOLK_ONNX_H
 #define TOLK_ONNX_H
@@ -162,15 +163,5 @@ tolk_status onnx_malformed(struct onnx_loader *l, const char *what, size_t offse
 /* An arena copy of a protobuf string, NUL-terminated; sets a "contains a NUL
  * byte" error for names (where `strict`), since C strings cannot hold it. */
 const char *onnx_str(struct onnx_loader *l, const struct pb_field *f);
-
-/* ------------------------------------------------------------ check / inspect */
-
-/* Writes the inspect report for `m` (loaded from `path`) to `out`. */
-enum onnx_inspect_format { ONNX_INSPECT_TEXT, ONNX_INSPECT_JSON };
-void onnx_inspect(const tolk_model *m, const char *path, enum onnx_inspect_format fmt,
-                  FILE *out);
-
-/* Writes the main graph (subgraphs as clusters) as Graphviz dot. */
-void onnx_inspect_dot(const tolk_model *m, FILE *out);
 
 #endif /* TOLK_ONNX_H */
