@@ -302,18 +302,66 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static void lines_free(struct lines *l) {
+  free(l->buf);
+  free(l->start);
+  free(l->len);
+}
+
+/* Lines [from, to) of `in` go through as one text — sentences of all of them
+ * share batches, and line breaks come back in place — and their translation
+ * is written to `out` as as many lines. */
+static int translate_chunk(const struct job *j, const struct lines *in, size_t from, size_t to,
+                           FILE *out) {
+  size_t b = in->start[from], e = in->start[to - 1] + in->len[to - 1];
+  char *text = malloc(e - b + 1);
+  if (!text) return 2;
+  size_t w = 0;
+  for (size_t i = from; i < to; i++) {
+    memcpy(text + w, in->buf + in->start[i], in->len[i]);
+    w += in->len[i];
+    if (i + 1 < to) text[w++] = '\n';
+  }
+  tolk_text_translation t;
+  tolk_error err;
+  int rc = 0;
+  if (tolk_translator_translate_text(j->tr, text, w, j->tag, j->gp, &t, &err)) {
+    rc = cli_fail("translate", &err);
+  } else {
+    size_t lines_out = 1;
+    for (const char *p = t.text; *p; p++) lines_out += *p == '\n';
+    fputs(t.text, out);
+    for (; lines_out < to - from; lines_out++) fputc('\n', out);
+    fputc('\n', out);
+    fflush(out);
+    if (j->json) print_json(text, w, &t, from);
+    tolk_text_translation_free(&t);
+  }
+  free(text);
+  return rc;
+}
+
+/* Opens the output for a new job, or for --resume after the lines already
+ * done (*skip); NULL after printing why not. */
+static FILE *open_output(const struct tr_opts *o, size_t n_lines, size_t *skip) {
+  long done = o->resume ? resume_point(o->output) : 0;
+  if (done < 0 || (size_t)done > n_lines) {
+    fprintf(stderr, "tolk translate: %s does not look like the output of %s (cannot resume)\n", o->output, o->input);
+    return NULL;
+  }
+  *skip = (size_t)done;
+  FILE *out = fopen(o->output, o->resume ? "ab" : "wb");
+  if (!out) fprintf(stderr, "tolk translate: %s: %s\n", o->output, strerror(errno));
+  return out;
+}
+
 static int translate_file(const struct job *j, const struct tr_opts *o) {
   struct lines in = {0};
   int rc = read_lines(o->input, &in);
-  if (rc) return rc;
-  long skip = o->resume ? resume_point(o->output) : 0;
-  if (skip < 0 || (size_t)skip > in.n) {
-    fprintf(stderr, "tolk translate: %s does not look like the output of %s (cannot resume)\n", o->output, o->input);
-    return 2;
-  }
-  FILE *out = fopen(o->output, o->resume ? "ab" : "wb");
+  size_t skip = 0;
+  FILE *out = rc ? NULL : open_output(o, in.n, &skip);
   if (!out) {
-    fprintf(stderr, "tolk translate: %s: %s\n", o->output, strerror(errno));
+    lines_free(&in);
     return 2;
   }
   struct sigaction sa = {0};
@@ -321,36 +369,11 @@ static int translate_file(const struct job *j, const struct tr_opts *o) {
   sigaction(SIGINT, &sa, NULL);
   bool tty = isatty(2);
   double t0 = now_s();
-  size_t done = (size_t)skip, chunk = 16;
-  tolk_error err;
+  size_t done = skip, chunk = 16;
   while (!rc && done < in.n && !interrupted) {
     size_t end = done + chunk < in.n ? done + chunk : in.n;
-    /* Lines of a chunk go through as one text: sentences of all of them
-     * share batches, and line breaks come back in place. */
-    size_t b = in.start[done], e = in.start[end - 1] + in.len[end - 1];
-    char *text = malloc(e - b + 1);
-    size_t w = 0;
-    for (size_t i = done; i < end; i++) {
-      memcpy(text + w, in.buf + in.start[i], in.len[i]);
-      w += in.len[i];
-      if (i + 1 < end) text[w++] = '\n';
-    }
-    tolk_text_translation t;
-    if (tolk_translator_translate_text(j->tr, text, w, j->tag, j->gp, &t, &err)) {
-      rc = cli_fail("translate", &err);
-    } else {
-      size_t lines_out = 1;
-      for (const char *p = t.text; *p; p++) lines_out += *p == '\n';
-      fputs(t.text, out);
-      for (; lines_out < end - done; lines_out++) fputc('\n', out);
-      fputc('\n', out);
-      fflush(out);
-      if (j->json) print_json(text, w, &t, done);
-      tolk_text_translation_free(&t);
-      done = end;
-      if (tty) progress(done, in.n, now_s() - t0, done - (size_t)skip);
-    }
-    free(text);
+    if (!(rc = translate_chunk(j, &in, done, end, out))) done = end;
+    if (!rc && tty) progress(done, in.n, now_s() - t0, done - skip);
   }
   if (tty) fputc('\n', stderr);
   fclose(out);
@@ -359,11 +382,9 @@ static int translate_file(const struct job *j, const struct tr_opts *o) {
             done, in.n, o->output);
     rc = 130;
   } else if (!rc) {
-    fprintf(stderr, "tolk translate: %zu lines in %.1f s\n", in.n - (size_t)skip, now_s() - t0);
+    fprintf(stderr, "tolk translate: %zu lines in %.1f s\n", in.n - skip, now_s() - t0);
   }
-  free(in.buf);
-  free(in.start);
-  free(in.len);
+  lines_free(&in);
   return rc;
 }
 

@@ -56,32 +56,42 @@ static const char *skip_ws(const char *p, const char *end) {
   return p;
 }
 
-tolk_status npy_decode(const uint8_t *buf, size_t len, const char *what, tolk_tensor **out,
-                       tolk_error *err) {
-  *out = NULL;
+/* The header dict of a .npy file: [h, end), and what names the file in
+ * errors. */
+struct npy_header {
+  const char *h, *end;
+  const char *what;
+};
+
+/* The magic, the version and the header's length: where the dict starts
+ * (*hstart) and how long it is (*hlen), checked against len. */
+static tolk_status read_preamble(const uint8_t *buf, size_t len, const char *what, size_t *hstart,
+                                 size_t *hlen, tolk_error *err) {
   if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0)
     return npy_fail(err, TOLK_ERR_MALFORMED, "%s: not a .npy file (no \\x93NUMPY magic)", what);
   int major = buf[6];
-  size_t hlen, hstart;
   if (major == 1) {
-    hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
-    hstart = 10;
+    *hlen = (size_t)buf[8] | (size_t)buf[9] << 8;
+    *hstart = 10;
   } else if (major == 2 || major == 3) {
     if (len < 12) return npy_fail(err, TOLK_ERR_MALFORMED, "%s: truncated .npy header", what);
-    hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
-    hstart = 12;
+    *hlen = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
+    *hstart = 12;
   } else {
     return npy_fail(err, TOLK_ERR_UNSUPPORTED, "%s: .npy format version %d.%d", what, major,
                      buf[7]);
   }
-  if (hlen > len - hstart)
+  if (*hlen > len - *hstart)
     return npy_fail(err, TOLK_ERR_MALFORMED,
                      "%s: .npy header of %zu bytes runs past the end of the file (%zu bytes)",
-                     what, hlen, len);
-  const char *h = (const char *)buf + hstart, *end = h + hlen;
+                     what, *hlen, len);
+  return TOLK_OK;
+}
 
-  /* descr */
-  const char *p = find_key(h, end, "descr");
+/* 'descr': a little-endian (or single-byte) element type tolk has. */
+static tolk_status parse_descr(const struct npy_header *hd, tolk_dtype *dtype, tolk_error *err) {
+  const char *what = hd->what, *end = hd->end;
+  const char *p = find_key(hd->h, end, "descr");
   if (!p) return npy_fail(err, TOLK_ERR_MALFORMED, "%s: .npy header has no 'descr'", what);
   p = skip_ws(p, end);
   if (p >= end || (*p != '\'' && *p != '"'))
@@ -97,15 +107,19 @@ tolk_status npy_decode(const uint8_t *buf, size_t len, const char *what, tolk_te
   if (*dk == '>' && strcmp(dk + 1, "i1") && strcmp(dk + 1, "u1") && strcmp(dk + 1, "b1"))
     return npy_fail(err, TOLK_ERR_UNSUPPORTED, "%s: big-endian .npy data ('%s')", what, descr);
   if (*dk == '<' || *dk == '|' || *dk == '=' || *dk == '>') dk++;
-  tolk_dtype dtype = TOLK_UNDEFINED;
+  *dtype = TOLK_UNDEFINED;
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-    if (!strcmp(dk, kinds[i].descr)) dtype = kinds[i].dtype;
-  if (dtype == TOLK_UNDEFINED)
+    if (!strcmp(dk, kinds[i].descr)) *dtype = kinds[i].dtype;
+  if (*dtype == TOLK_UNDEFINED)
     return npy_fail(err, TOLK_ERR_UNSUPPORTED, "%s: .npy element type '%s' is not supported",
                      what, descr);
+  return TOLK_OK;
+}
 
-  /* fortran_order */
-  p = find_key(h, end, "fortran_order");
+/* 'fortran_order': must be False. */
+static tolk_status check_c_order(const struct npy_header *hd, tolk_error *err) {
+  const char *what = hd->what, *end = hd->end;
+  const char *p = find_key(hd->h, end, "fortran_order");
   if (!p) return npy_fail(err, TOLK_ERR_MALFORMED, "%s: .npy header has no 'fortran_order'", what);
   p = skip_ws(p, end);
   if (end - p >= 4 && !memcmp(p, "True", 4))
@@ -113,16 +127,20 @@ tolk_status npy_decode(const uint8_t *buf, size_t len, const char *what, tolk_te
                      "%s: Fortran-order .npy data (save with np.ascontiguousarray)", what);
   if (end - p < 5 || memcmp(p, "False", 5))
     return npy_fail(err, TOLK_ERR_MALFORMED, "%s: bad .npy 'fortran_order'", what);
+  return TOLK_OK;
+}
 
-  /* shape */
-  p = find_key(h, end, "shape");
+/* 'shape': a tuple of at most TOLK_MAX_RANK non-negative integers. */
+static tolk_status parse_shape(const struct npy_header *hd, int64_t *dims, int *rank,
+                               tolk_error *err) {
+  const char *what = hd->what, *end = hd->end;
+  const char *p = find_key(hd->h, end, "shape");
   if (!p) return npy_fail(err, TOLK_ERR_MALFORMED, "%s: .npy header has no 'shape'", what);
   p = skip_ws(p, end);
   if (p >= end || *p != '(')
     return npy_fail(err, TOLK_ERR_MALFORMED, "%s: .npy 'shape' is not a tuple", what);
   p++;
-  int64_t dims[TOLK_MAX_RANK];
-  int rank = 0;
+  *rank = 0;
   for (;;) {
     p = skip_ws(p, end);
     if (p < end && *p == ')') break;
@@ -135,14 +153,30 @@ tolk_status npy_decode(const uint8_t *buf, size_t len, const char *what, tolk_te
       v = v * 10 + (*p++ - '0');
     }
     if (p < end && *p == 'L') p++; /* Python 2 longs */
-    if (rank == TOLK_MAX_RANK)
+    if (*rank == TOLK_MAX_RANK)
       return npy_fail(err, TOLK_ERR_LIMIT, "%s: .npy array has more than %d dimensions", what,
                        TOLK_MAX_RANK);
-    dims[rank++] = v;
+    dims[(*rank)++] = v;
     p = skip_ws(p, end);
     if (p < end && *p == ',') p++;
   }
+  return TOLK_OK;
+}
 
+tolk_status npy_decode(const uint8_t *buf, size_t len, const char *what, tolk_tensor **out,
+                       tolk_error *err) {
+  *out = NULL;
+  size_t hstart = 0, hlen = 0;
+  tolk_dtype dtype = TOLK_UNDEFINED;
+  int64_t dims[TOLK_MAX_RANK];
+  int rank = 0;
+  tolk_status st = read_preamble(buf, len, what, &hstart, &hlen, err);
+  if (st) return st;
+  struct npy_header hd = {(const char *)buf + hstart, (const char *)buf + hstart + hlen, what};
+  st = parse_descr(&hd, &dtype, err);
+  if (!st) st = check_c_order(&hd, err);
+  if (!st) st = parse_shape(&hd, dims, &rank, err);
+  if (st) return st;
   size_t es = tolk_dtype_size(dtype), numel = 1, nbytes;
   for (int i = 0; i < rank; i++)
     if ((uint64_t)dims[i] > SIZE_MAX || __builtin_mul_overflow(numel, (size_t)dims[i], &numel))
