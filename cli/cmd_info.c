@@ -18,30 +18,37 @@ static void file_line(const char *what, const char *path) {
   else printf("  %-18s %s  (missing)\n", what, path);
 }
 
+enum { OPT_MODEL, OPT_INT8 };
+
+static const struct cli_option options[] = {
+    [OPT_MODEL] = {"model", 'm', "DIR", "the model folder (default: $TOLK_MODEL, else the bundled demo model)"},
+    [OPT_INT8] = {"int8", 0, NULL, "describe the *_quantized.onnx graphs"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const struct cli_verb verb = {
+    "info", "[-m MODEL_DIR] [--int8]",
+    "Describes a translation model folder: the graphs tolk runs (fp32, or the\n"
+    "*_quantized ones with --int8), checksums, sizes, special ids, language tags.\n"
+    "The folder defaults to $TOLK_MODEL, else the bundled demo model; the first\n"
+    "line says which model is in use and why.",
+    options, NULL, false};
+
 int cmd_info(int argc, char **argv) {
   const char *model = NULL, *why = "-m";
   bool int8 = false;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      printf("usage: tolk info [-m MODEL_DIR] [--int8]\n\n"
-             "Describes a translation model folder: the graphs tolk runs (fp32, or the\n"
-             "*_quantized ones with --int8), checksums, sizes, special ids, language tags.\n"
-             "The folder defaults to $TOLK_MODEL, else the bundled demo model; the first\n"
-             "line says which model is in use and why.\n");
-      return 0;
-    }
-    if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) model = argv[++i];
-    else if (!strcmp(argv[i], "--int8")) int8 = true;
-    else {
-      fprintf(stderr, "tolk info: unknown option '%s'\n", argv[i]);
-      return 2;
+  struct cli_args a;
+  cli_args_init(&a, &verb, argc, argv);
+  for (int opt; (opt = cli_next(&a)) != CLI_END;) {
+    switch (opt) {
+    case CLI_EXIT: return a.status;
+    case OPT_MODEL: model = a.value; break;
+    case OPT_INT8: int8 = true; break;
     }
   }
+  if (a.first < argc) return cli_usage_error(&verb, "unexpected argument '%s'", argv[a.first]);
   if (!model) model = cli_default_model(&why);
-  if (!model) {
-    fprintf(stderr, "tolk info: no model: pass -m MODEL_DIR or set TOLK_MODEL\n");
-    return 2;
-  }
+  if (!model) return cli_usage_error(&verb, "no model: pass -m MODEL_DIR or set TOLK_MODEL");
   tolk_translator_params p = tolk_translator_default_params();
   p.int8 = int8;
   p.threads = 1;

@@ -2,85 +2,76 @@
  * cmd_inspect.c — `tolk inspect MODEL [--json] [--dot FILE]`: what people
  * open Netron for — producer, IR version, opsets, inputs and outputs with
  * symbolic shapes, node counts by op type, parameters by dtype, external
- * data files, subgraphs — as text or JSON, and the graph as Graphviz dot.
+ * data files, subgraphs — as text or JSON, and the graph as Graphviz dot
+ * (the printer is inspect_print.c).
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
-#include "onnx/onnx.h"
+#include "inspect_print.h"
 
-static void usage(FILE *f) {
-  fprintf(f, "usage: tolk inspect [options] MODEL.onnx\n\n"
-             "Prints the model's producer, IR version and opsets; inputs and outputs with dtype\n"
-             "and shape; node count by op type; parameter count and bytes by dtype; external data\n"
-             "files; subgraphs and local functions.\n\n"
-             "options:\n"
-             "  --json          print JSON instead of text\n"
-             "  --dot FILE      also write the graph as Graphviz dot to FILE ('-': stdout,\n"
-             "                  replacing the report); render with: dot -Tsvg FILE -o graph.svg\n"
-             "  --no-external   do not map external data files\n"
-             "  -h, --help      this text\n");
+enum { OPT_JSON, OPT_DOT, OPT_NO_EXTERNAL };
+
+static const struct cli_option options[] = {
+    [OPT_JSON] = {"json", 0, NULL, "print JSON instead of text"},
+    [OPT_DOT] = {"dot", 0, "FILE",
+                 "also write the graph as Graphviz dot to FILE ('-': stdout,\n"
+                 "replacing the report); render with: dot -Tsvg FILE -o graph.svg"},
+    [OPT_NO_EXTERNAL] = {"no-external", 0, NULL, "do not map external data files"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const struct cli_verb verb = {
+    "inspect", "[options] MODEL.onnx",
+    "Prints the model's producer, IR version and opsets; inputs and outputs with dtype\n"
+    "and shape; node count by op type; parameter count and bytes by dtype; external data\n"
+    "files; subgraphs and local functions.",
+    options, NULL, false};
+
+/* Writes the graph to `path`; returns the exit status. */
+static int write_dot(const tolk_model *m, const char *path, bool quiet) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    return 2;
+  }
+  inspect_print_dot(m, f);
+  if (fclose(f)) {
+    perror(path);
+    return 2;
+  }
+  if (!quiet) fprintf(stderr, "tolk inspect: graph written to %s\n", path);
+  return 0;
 }
 
 int cmd_inspect(int argc, char **argv) {
   tolk_model_params params = tolk_model_default_params();
   bool json = false;
-  const char *dot = NULL, *path = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(a, "--json")) {
-      json = true;
-    } else if (!strcmp(a, "--no-external")) {
-      params.load_external_data = 0;
-    } else if (!strcmp(a, "--dot")) {
-      if (++i >= argc) {
-        fprintf(stderr, "tolk inspect: --dot needs a file name\n");
-        return 2;
-      }
-      dot = argv[i];
-    } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "tolk inspect: unknown option '%s'\n\n", a);
-      usage(stderr);
-      return 2;
-    } else if (path) {
-      fprintf(stderr, "tolk inspect: one model at a time\n");
-      return 2;
-    } else {
-      path = a;
+  const char *dot = NULL;
+  struct cli_args a;
+  cli_args_init(&a, &verb, argc, argv);
+  for (int opt; (opt = cli_next(&a)) != CLI_END;) {
+    switch (opt) {
+    case CLI_EXIT: return a.status;
+    case OPT_JSON: json = true; break;
+    case OPT_DOT: dot = a.value; break;
+    case OPT_NO_EXTERNAL: params.load_external_data = 0; break;
     }
   }
-  if (!path) {
-    usage(stderr);
-    return 2;
-  }
+  if (a.first == argc) return cli_usage_error(&verb, "no model given");
+  if (a.first + 1 < argc) return cli_usage_error(&verb, "one model at a time");
+  const char *path = argv[a.first];
   tolk_model *m;
   tolk_error err = {0};
   if (tolk_model_load(path, params, &m, &err)) return cli_fail("inspect", &err);
   int rc = 0;
   if (dot && !strcmp(dot, "-")) {
-    onnx_inspect_dot(m, stdout);
+    inspect_print_dot(m, stdout);
   } else {
-    onnx_inspect(m, path, json ? ONNX_INSPECT_JSON : ONNX_INSPECT_TEXT, stdout);
-    if (dot) {
-      FILE *f = fopen(dot, "w");
-      if (!f) {
-        perror(dot);
-        rc = 2;
-      } else {
-        onnx_inspect_dot(m, f);
-        if (fclose(f)) {
-          perror(dot);
-          rc = 2;
-        } else if (!json) {
-          fprintf(stderr, "tolk inspect: graph written to %s\n", dot);
-        }
-      }
-    }
+    inspect_print(m, path, params.load_external_data, json ? INSPECT_JSON : INSPECT_TEXT, stdout);
+    if (dot) rc = write_dot(m, dot, json);
   }
   tolk_model_free(m);
   return rc;

@@ -17,24 +17,6 @@
 
 #include "cli.h"
 #include "npy.h"
-#include "onnx/onnx.h"
-
-static void usage(FILE *f) {
-  fprintf(f,
-          "usage: tolk run MODEL.onnx [--input NAME=FILE]... [options]\n\n"
-          "Runs the model once on the given inputs and prints each output's name, dtype and\n"
-          "shape. FILE is a .npy file or an ONNX TensorProto (.pb, as in the ONNX test data).\n"
-          "--input FILE (no NAME=) fills the model's inputs in order.\n\n"
-          "  --output-dir DIR     write each output to DIR/NAME.npy\n"
-          "  --expect NAME=FILE   compare output NAME with FILE: max abs and rel error, PASS or\n"
-          "                       FAIL (exit status 1 when any comparison fails)\n"
-          "  --atol A, --rtol R   an element passes when |got - want| <= A + R * |want|\n"
-          "                       (defaults 1e-5 and 0; integers must match exactly)\n"
-          "  --repeat N           run N more times and print the median time per run\n"
-          "  --stats              print memory figures (peak intermediates, arena, RSS)\n"
-          "  --threads N          intra-op threads (default: all cores)\n"
-          "  --opt none|basic|all optimisation level (default basic)\n");
-}
 
 struct named {
   const char *name; /* NULL: by position */
@@ -46,30 +28,19 @@ static bool ends_with(const char *s, const char *suffix) {
   return a >= b && !strcmp(s + a - b, suffix);
 }
 
-/* Loads a tensor from .npy or .pb (chosen by the magic bytes). */
+/* Loads a tensor from .npy or .pb (chosen by the magic bytes). A file that
+ * cannot be opened goes to the .pb reader, whose error names it. */
 static tolk_status load_tensor(const char *path, tolk_tensor **out, tolk_error *err) {
-  *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return tolk_fail(err, TOLK_ERR_IO, "%s: %s", path, strerror(errno));
   unsigned char magic[6] = {0};
-  size_t got = fread(magic, 1, sizeof magic, f);
-  fclose(f);
+  size_t got = 0;
+  FILE *f = fopen(path, "rb");
+  if (f) {
+    got = fread(magic, 1, sizeof magic, f);
+    fclose(f);
+  }
   if ((got == 6 && !memcmp(magic, "\x93NUMPY", 6)) || ends_with(path, ".npy"))
     return npy_read(path, out, err);
-  struct tolk_arena arena;
-  tolk_arena_init(&arena, 0);
-  struct ir_tensor *t = NULL;
-  tolk_status st = onnx_tensor_load_file(path, &arena, &t, err);
-  if (!st) {
-    if (t->dtype == TOLK_STRING)
-      st = tolk_fail(err, TOLK_ERR_UNSUPPORTED, "%s: string tensors are not supported", path);
-    else
-      st = tolk_tensor_create((tolk_dtype)t->dtype, t->rank, t->dims, t->data, t->nbytes, out,
-                              err);
-    if (st) tolk_error_prefix(err, "%s", path);
-  }
-  tolk_arena_release(&arena);
-  return st;
+  return tolk_tensor_load_pb(path, out, err);
 }
 
 static const char *shape_text(const tolk_tensor *t, char *buf, size_t size) {
@@ -208,201 +179,276 @@ static bool parse_named(const char *arg, struct named *out) {
   return true;
 }
 
-int cmd_run(int argc, char **argv) {
-  const char *model = NULL, *out_dir = NULL;
-  struct named *ins = calloc((size_t)argc, sizeof *ins), *exps = calloc((size_t)argc, sizeof *exps);
-  int n_ins = 0, n_exps = 0, repeat = 0, rc = 2;
-  bool stats = false;
-  double rss_at_100 = 0, rss_at_end = 0;
-  double atol = 1e-5, rtol = 0;
-  tolk_session_params sp = tolk_session_default_params();
-  tolk_session *s = NULL;
-  tolk_tensor **in_t = NULL, **outs = NULL;
-  const char **in_names = NULL;
-  size_t n_out = 0;
-  tolk_error err = {0};
-  if (!ins || !exps) goto done;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    bool more = i + 1 < argc;
-    char *end = NULL;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      rc = 0;
-      goto done;
-    } else if (!strcmp(a, "--input") && more) {
-      if (!parse_named(argv[++i], &ins[n_ins++])) {
-        fprintf(stderr, "tolk run: --input wants NAME=FILE or FILE, not '%s'\n", argv[i]);
-        goto done;
-      }
-    } else if (!strcmp(a, "--expect") && more) {
-      if (!parse_named(argv[++i], &exps[n_exps]) || !exps[n_exps].name) {
-        fprintf(stderr, "tolk run: --expect wants NAME=FILE, not '%s'\n", argv[i]);
-        goto done;
-      }
-      n_exps++;
-    } else if (!strcmp(a, "--output-dir") && more) {
-      out_dir = argv[++i];
-    } else if ((!strcmp(a, "--atol") || !strcmp(a, "--rtol")) && more) {
-      double v = strtod(argv[++i], &end);
-      if (!end || *end || v < 0) {
-        fprintf(stderr, "tolk run: %s wants a non-negative number\n", a);
-        goto done;
-      }
-      if (a[2] == 'a') atol = v; else rtol = v;
-    } else if ((!strcmp(a, "--repeat") || !strcmp(a, "--threads")) && more) {
-      long v;
-      if (!cli_parse_long(argv[++i], 0, 1000000, &v)) {
-        fprintf(stderr, "tolk run: %s wants a count\n", a);
-        goto done;
-      }
-      if (a[2] == 'r') repeat = (int)v; else sp.threads = (int)v;
-    } else if (!strcmp(a, "--opt") && more) {
-      const char *v = argv[++i];
-      if (!strcmp(v, "none")) sp.opt_level = TOLK_OPT_NONE;
-      else if (!strcmp(v, "basic")) sp.opt_level = TOLK_OPT_BASIC;
-      else if (!strcmp(v, "all")) sp.opt_level = TOLK_OPT_ALL;
-      else {
-        fprintf(stderr, "tolk run: --opt wants none, basic or all\n");
-        goto done;
-      }
-    } else if (!strcmp(a, "--stats")) {
-      stats = true;
-    } else if (a[0] == '-' || model) {
-      fprintf(stderr, "tolk run: unexpected argument '%s'\n\n", a);
-      usage(stderr);
-      goto done;
-    } else {
-      model = a;
+/* ------------------------------------------------------------ options */
+
+enum { OPT_INPUT, OPT_OUTPUT_DIR, OPT_EXPECT, OPT_ATOL, OPT_RTOL, OPT_REPEAT, OPT_STATS, OPT_THREADS, OPT_OPT };
+
+static const struct cli_option options[] = {
+    [OPT_INPUT] = {"input", 0, "NAME=FILE", "an input from FILE; FILE alone fills the next input in order"},
+    [OPT_OUTPUT_DIR] = {"output-dir", 0, "DIR", "write each output to DIR/NAME.npy"},
+    [OPT_EXPECT] = {"expect", 0, "NAME=FILE",
+                    "compare output NAME with FILE: max abs and rel error, PASS or\n"
+                    "FAIL (exit status 1 when any comparison fails)"},
+    [OPT_ATOL] = {"atol", 0, "A",
+                  "an element passes when |got - want| <= A + R * |want|\n"
+                  "(default 1e-5; integers must match exactly)"},
+    [OPT_RTOL] = {"rtol", 0, "R", "R in the --atol rule (default 0)"},
+    [OPT_REPEAT] = {"repeat", 0, "N", "run N more times and print the median time per run"},
+    [OPT_STATS] = {"stats", 0, NULL, "print memory figures (peak intermediates, arena, RSS)"},
+    [OPT_THREADS] = {"threads", 0, "N", "intra-op threads (default: all cores)"},
+    [OPT_OPT] = {"opt", 0, "LEVEL", "optimisation level: none, basic (default) or all"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const struct cli_verb verb = {
+    "run", "MODEL.onnx [--input NAME=FILE]... [options]",
+    "Runs the model once on the given inputs and prints each output's name, dtype and\n"
+    "shape. FILE is a .npy file or an ONNX TensorProto (.pb, as in the ONNX test data).",
+    options, NULL, false};
+
+struct run_opts {
+  const char *model, *out_dir;
+  struct named *ins, *exps; /* argc entries each: at most one per argument */
+  int n_ins, n_exps, repeat;
+  bool stats;
+  double atol, rtol;
+  tolk_session_params sp;
+};
+
+static void run_opts_free(struct run_opts *o) {
+  for (int i = 0; o->ins && i < o->n_ins; i++) free((char *)o->ins[i].name);
+  for (int i = 0; o->exps && i < o->n_exps; i++) free((char *)o->exps[i].name);
+  free(o->ins);
+  free(o->exps);
+}
+
+/* Sets o from one option; false after a usage error. */
+static bool run_option(const struct cli_args *a, int opt, struct run_opts *o) {
+  long n;
+  double x;
+  switch (opt) {
+  case OPT_INPUT:
+    if (parse_named(a->value, &o->ins[o->n_ins++])) return true;
+    cli_bad_value(a, "NAME=FILE or FILE");
+    return false;
+  case OPT_EXPECT:
+    if (parse_named(a->value, &o->exps[o->n_exps++]) && o->exps[o->n_exps - 1].name) return true;
+    cli_bad_value(a, "NAME=FILE");
+    return false;
+  case OPT_OUTPUT_DIR: o->out_dir = a->value; return true;
+  case OPT_ATOL:
+  case OPT_RTOL:
+    if (!cli_value_double(a, &x)) return false;
+    if (x < 0) {
+      cli_bad_value(a, "a non-negative number");
+      return false;
     }
+    *(opt == OPT_ATOL ? &o->atol : &o->rtol) = x;
+    return true;
+  case OPT_REPEAT:
+  case OPT_THREADS:
+    if (!cli_value_long(a, 0, 1000000, &n)) return false;
+    *(opt == OPT_REPEAT ? &o->repeat : &o->sp.threads) = (int)n;
+    return true;
+  case OPT_STATS: o->stats = true; return true;
+  case OPT_OPT:
+    if (!strcmp(a->value, "none")) o->sp.opt_level = TOLK_OPT_NONE;
+    else if (!strcmp(a->value, "basic")) o->sp.opt_level = TOLK_OPT_BASIC;
+    else if (!strcmp(a->value, "all")) o->sp.opt_level = TOLK_OPT_ALL;
+    else {
+      cli_bad_value(a, "none, basic or all");
+      return false;
+    }
+    return true;
   }
-  if (!model) {
-    usage(stderr);
-    goto done;
+  return true;
+}
+
+/* Parses argv into o; returns -1 to go on, or the verb's exit status. */
+static int parse_run(int argc, char **argv, struct run_opts *o) {
+  o->ins = calloc((size_t)argc, sizeof *o->ins);
+  o->exps = calloc((size_t)argc, sizeof *o->exps);
+  o->atol = 1e-5;
+  o->sp = tolk_session_default_params();
+  if (!o->ins || !o->exps) return 2;
+  struct cli_args a;
+  cli_args_init(&a, &verb, argc, argv);
+  for (int opt; (opt = cli_next(&a)) != CLI_END;) {
+    if (opt == CLI_EXIT) return a.status;
+    if (!run_option(&a, opt, o)) return 2;
   }
-  if (tolk_session_create_from_file(model, sp, &s, &err)) {
-    rc = cli_fail("run", &err);
-    goto done;
+  if (a.first == argc) return cli_usage_error(&verb, "no model given");
+  if (a.first + 1 < argc) return cli_usage_error(&verb, "unexpected argument '%s'", argv[a.first + 1]);
+  o->model = argv[a.first];
+  return -1;
+}
+
+/* ------------------------------------------------------------ running */
+
+/* A session with its inputs bound and its outputs of the last run. */
+struct run {
+  tolk_session *s;
+  const char **in_names;
+  tolk_tensor **in_t, **outs;
+  size_t n_in, n_out;
+  tolk_run_stats stats;
+  tolk_error err;
+};
+
+static void run_free(struct run *r) {
+  for (size_t i = 0; r->in_t && i < r->n_in; i++) tolk_tensor_free(r->in_t[i]);
+  for (size_t i = 0; r->outs && i < r->n_out; i++) tolk_tensor_free(r->outs[i]);
+  free(r->in_t);
+  free(r->in_names);
+  free(r->outs);
+  tolk_session_free(r->s);
+}
+
+/* The model input an unnamed --input FILE fills: the next one, from *next
+ * on, that no --input names. NULL when none is left. */
+static const char *next_unnamed(const struct run *r, const struct run_opts *o, size_t *next) {
+  size_t n = tolk_session_input_count(r->s);
+  for (; *next < n; ++*next) {
+    const char *cand = tolk_session_input(r->s, *next)->name;
+    bool taken = false;
+    for (int j = 0; j < o->n_ins; j++) taken |= o->ins[j].name && !strcmp(o->ins[j].name, cand);
+    if (!taken) return tolk_session_input(r->s, (*next)++)->name;
   }
-  /* Inputs: named ones by name, unnamed ones fill the rest in order. */
-  size_t n_model_in = tolk_session_input_count(s);
-  in_t = calloc((size_t)n_ins + 1, sizeof *in_t);
-  in_names = calloc((size_t)n_ins + 1, sizeof *in_names);
-  if (!in_t || !in_names) goto done;
-  size_t next_pos = 0;
-  for (int i = 0; i < n_ins; i++) {
-    const char *nm = ins[i].name;
+  return NULL;
+}
+
+/* Loads every --input; returns 0 or the exit status. */
+static int bind_inputs(struct run *r, const struct run_opts *o) {
+  r->in_t = calloc((size_t)o->n_ins + 1, sizeof *r->in_t);
+  r->in_names = calloc((size_t)o->n_ins + 1, sizeof *r->in_names);
+  if (!r->in_t || !r->in_names) return 2;
+  size_t next = 0;
+  for (int i = 0; i < o->n_ins; i++) {
+    const char *nm = o->ins[i].name ? o->ins[i].name : next_unnamed(r, o, &next);
     if (!nm) {
-      for (; next_pos < n_model_in; next_pos++) {
-        const char *cand = tolk_session_input(s, next_pos)->name;
-        bool taken = false;
-        for (int j = 0; j < n_ins; j++) taken |= ins[j].name && !strcmp(ins[j].name, cand);
-        if (!taken) break;
-      }
-      if (next_pos >= n_model_in) {
-        fprintf(stderr, "tolk run: more inputs given than the model has (%zu)\n", n_model_in);
-        goto done;
-      }
-      nm = tolk_session_input(s, next_pos++)->name;
+      fprintf(stderr, "tolk run: more inputs given than the model has (%zu)\n", tolk_session_input_count(r->s));
+      return 2;
     }
-    in_names[i] = nm;
-    if (load_tensor(ins[i].file, &in_t[i], &err)) {
-      tolk_error_prefix(&err, "input '%s'", nm);
-      rc = cli_fail("run", &err);
-      goto done;
+    r->in_names[i] = nm;
+    if (load_tensor(o->ins[i].file, &r->in_t[i], &r->err)) {
+      fprintf(stderr, "tolk run: %s: input '%s': %s\n", tolk_status_str(r->err.status), nm, r->err.message);
+      return 2;
     }
+    r->n_in++;
   }
-  n_out = tolk_session_output_count(s);
-  outs = calloc(n_out + 1, sizeof *outs);
-  if (!outs) goto done;
-  tolk_run_stats st;
-  double t0 = now_ms();
-  if (tolk_session_run(s, (size_t)n_ins, in_names, (const tolk_tensor *const *)in_t, n_out, NULL,
-                       outs, &st, &err)) {
-    rc = cli_fail("run", &err);
-    goto done;
+  return 0;
+}
+
+/* One run, outputs freed first so that each run allocates its own. */
+static tolk_status run_once(struct run *r) {
+  for (size_t i = 0; i < r->n_out; i++) {
+    tolk_tensor_free(r->outs[i]);
+    r->outs[i] = NULL;
   }
-  double first_ms = now_ms() - t0;
-  char shape[512];
-  for (size_t i = 0; i < n_out; i++)
-    printf("%s\t%s\t%s\n", tolk_session_output(s, i)->name, tolk_dtype_name(tolk_tensor_dtype(outs[i])),
-           shape_text(outs[i], shape, sizeof shape));
-  rc = 0;
-  if (out_dir) {
-    mkdir(out_dir, 0777);
-    for (size_t i = 0; i < n_out; i++) {
-      char fname[256], path[4096];
-      file_name(tolk_session_output(s, i)->name, fname, sizeof fname);
-      snprintf(path, sizeof path, "%s/%s.npy", out_dir, fname);
-      if (npy_write(path, outs[i], &err)) {
-        rc = cli_fail("run", &err);
-        goto done;
-      }
-    }
+  return tolk_session_run(r->s, r->n_in, r->in_names, (const tolk_tensor *const *)r->in_t, r->n_out,
+                          NULL, r->outs, &r->stats, &r->err);
+}
+
+static int save_outputs(struct run *r, const char *out_dir) {
+  mkdir(out_dir, 0777);
+  for (size_t i = 0; i < r->n_out; i++) {
+    char fname[256], path[4096];
+    file_name(tolk_session_output(r->s, i)->name, fname, sizeof fname);
+    snprintf(path, sizeof path, "%s/%s.npy", out_dir, fname);
+    if (npy_write(path, r->outs[i], &r->err)) return cli_fail("run", &r->err);
   }
-  for (int k = 0; k < n_exps; k++) {
+  return 0;
+}
+
+/* Compares the outputs with every --expect; returns 0, 1 (a mismatch) or 2. */
+static int check_expected(struct run *r, const struct run_opts *o) {
+  int rc = 0;
+  for (int k = 0; k < o->n_exps; k++) {
     size_t i = 0;
-    while (i < n_out && strcmp(tolk_session_output(s, i)->name, exps[k].name)) i++;
-    if (i == n_out) {
-      fprintf(stderr, "tolk run: --expect: the model has no output named '%s'\n", exps[k].name);
-      rc = 2;
-      goto done;
+    while (i < r->n_out && strcmp(tolk_session_output(r->s, i)->name, o->exps[k].name)) i++;
+    if (i == r->n_out) {
+      fprintf(stderr, "tolk run: --expect: the model has no output named '%s'\n", o->exps[k].name);
+      return 2;
     }
     tolk_tensor *want = NULL;
-    if (load_tensor(exps[k].file, &want, &err)) {
-      rc = cli_fail("run", &err);
-      goto done;
-    }
-    if (!compare(exps[k].name, outs[i], want, atol, rtol)) rc = 1;
+    if (load_tensor(o->exps[k].file, &want, &r->err)) return cli_fail("run", &r->err);
+    if (!compare(o->exps[k].name, r->outs[i], want, o->atol, o->rtol)) rc = 1;
     tolk_tensor_free(want);
   }
-  if (repeat > 0) {
-    double *times = calloc((size_t)repeat, sizeof *times); /* touched now, not mid-way */
-    if (!times) goto done;
-    memset(times, 0, (size_t)repeat * sizeof *times);
-    for (int r = 0; r < repeat; r++) {
-      for (size_t i = 0; i < n_out; i++) {
-        tolk_tensor_free(outs[i]);
-        outs[i] = NULL;
-      }
-      double a = now_ms();
-      if (tolk_session_run(s, (size_t)n_ins, in_names, (const tolk_tensor *const *)in_t, n_out,
-                           NULL, outs, &st, &err)) {
-        free(times);
-        rc = cli_fail("run", &err);
-        goto done;
-      }
-      times[r] = now_ms() - a;
-      if (r + 1 == 100) rss_at_100 = rss_mb();
+  return rc;
+}
+
+/* Resident set sizes seen by --repeat, for --stats. */
+struct rss_seen {
+  double at_100, at_end;
+};
+
+/* --repeat: `repeat` more runs, timed; prints the median. */
+static int time_runs(struct run *r, int repeat, double first_ms, struct rss_seen *rss) {
+  double *times = calloc((size_t)repeat, sizeof *times); /* touched now, not mid-way */
+  if (!times) return 2;
+  memset(times, 0, (size_t)repeat * sizeof *times);
+  for (int k = 0; k < repeat; k++) {
+    double a = now_ms();
+    if (run_once(r)) {
+      free(times);
+      return cli_fail("run", &r->err);
     }
-    rss_at_end = rss_mb();
-    qsort(times, (size_t)repeat, sizeof *times, cmp_double);
-    printf("time: median %.3f ms per run over %d runs (min %.3f, max %.3f; first run %.3f ms)\n",
-           times[repeat / 2], repeat, times[0], times[repeat - 1], first_ms);
-    free(times);
+    times[k] = now_ms() - a;
+    if (k + 1 == 100) rss->at_100 = rss_mb();
   }
-  if (stats) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    printf("stats: peak intermediate memory %.3f MB (arena %.3f MB, heap %.3f MB this run), "
-           "outputs %.3f MB, %u kernels run, plan %s; process peak RSS %.1f MB\n",
-           (double)st.peak_bytes / 1e6, (double)st.arena_bytes / 1e6,
-           (double)st.heap_bytes / 1e6, (double)st.output_bytes / 1e6, st.nodes_run,
-           st.plan_reused ? "reused" : "recorded", (double)ru.ru_maxrss / 1024.0);
-    if (rss_at_100 > 0)
-      printf("stats: RSS after 100 repeated runs %.1f MB, after %d: %.1f MB\n", rss_at_100, repeat,
-             rss_at_end);
+  rss->at_end = rss_mb();
+  qsort(times, (size_t)repeat, sizeof *times, cmp_double);
+  printf("time: median %.3f ms per run over %d runs (min %.3f, max %.3f; first run %.3f ms)\n",
+         times[repeat / 2], repeat, times[0], times[repeat - 1], first_ms);
+  free(times);
+  return 0;
+}
+
+static void print_stats(const tolk_run_stats *st, const struct rss_seen *rss, int repeat) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  printf("stats: peak intermediate memory %.3f MB (arena %.3f MB, heap %.3f MB this run), "
+         "outputs %.3f MB, %u kernels run, plan %s; process peak RSS %.1f MB\n",
+         (double)st->peak_bytes / 1e6, (double)st->arena_bytes / 1e6, (double)st->heap_bytes / 1e6,
+         (double)st->output_bytes / 1e6, st->nodes_run, st->plan_reused ? "reused" : "recorded",
+         (double)ru.ru_maxrss / 1024.0);
+  if (rss->at_100 > 0)
+    printf("stats: RSS after 100 repeated runs %.1f MB, after %d: %.1f MB\n", rss->at_100, repeat,
+           rss->at_end);
+}
+
+/* Runs once and prints the outputs, then does what the options ask. */
+static int run_model(struct run *r, const struct run_opts *o) {
+  if (tolk_session_create_from_file(o->model, o->sp, &r->s, &r->err)) return cli_fail("run", &r->err);
+  int rc = bind_inputs(r, o);
+  if (rc) return rc;
+  r->n_out = tolk_session_output_count(r->s);
+  if (!(r->outs = calloc(r->n_out + 1, sizeof *r->outs))) return 2;
+  double t0 = now_ms();
+  if (run_once(r)) return cli_fail("run", &r->err);
+  double first_ms = now_ms() - t0;
+  char shape[512];
+  for (size_t i = 0; i < r->n_out; i++)
+    printf("%s\t%s\t%s\n", tolk_session_output(r->s, i)->name, tolk_dtype_name(tolk_tensor_dtype(r->outs[i])),
+           shape_text(r->outs[i], shape, sizeof shape));
+  if (o->out_dir && (rc = save_outputs(r, o->out_dir))) return rc;
+  int verdict = check_expected(r, o);
+  if (verdict == 2) return 2;
+  struct rss_seen rss = {0, 0};
+  if (o->repeat > 0 && (rc = time_runs(r, o->repeat, first_ms, &rss))) return rc;
+  if (o->stats) print_stats(&r->stats, &rss, o->repeat);
+  return verdict;
+}
+
+int cmd_run(int argc, char **argv) {
+  struct run_opts o = {0};
+  int rc = parse_run(argc, argv, &o);
+  if (rc < 0) {
+    struct run r = {0};
+    rc = run_model(&r, &o);
+    run_free(&r);
   }
-done:
-  for (int i = 0; in_t && i < n_ins; i++) tolk_tensor_free(in_t[i]);
-  for (size_t i = 0; outs && i < n_out; i++) tolk_tensor_free(outs[i]);
-  for (int i = 0; ins && i < n_ins; i++) free((char *)ins[i].name);
-  for (int i = 0; exps && i < n_exps; i++) free((char *)exps[i].name);
-  free(in_t);
-  free(in_names);
-  free(outs);
-  free(ins);
-  free(exps);
-  tolk_session_free(s);
+  run_opts_free(&o);
   return rc;
 }

@@ -4,12 +4,10 @@
  * stdin line, so it works in pipes.
  */
 #include <cjson/cJSON.h>
-#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <stdbool.h>
 
 #include "cli.h"
 
@@ -20,68 +18,86 @@ struct tok_opts {
   int max_length;
 };
 
-static void tokenize_usage(FILE *f) {
-  fprintf(f,
-          "usage: tolk tokenize -m MODEL_DIR [options] [TEXT...]\n\n"
-          "Encodes each TEXT (or each line of stdin) with the model's Marian tokenizer\n"
-          "(source.spm + vocab.json) and prints the ids, as HuggingFace MarianTokenizer does.\n\n"
-          "  -m, --model DIR     folder with source.spm, target.spm, vocab.json\n"
-          "  --pieces            print the tokens instead of ids\n"
-          "  --json              one JSON object per text: text, ids, tokens, dropped\n"
-          "  --target            encode with the target side (target.spm)\n"
-          "  --no-eos            do not append </s>\n"
-          "  --max-length N      truncate to N ids (-1: the model's model_max_length);\n"
-          "                      the count of dropped ids goes to stderr (or JSON)\n");
+enum { OPT_MODEL, OPT_PIECES, OPT_JSON, OPT_TARGET, OPT_NO_EOS, OPT_MAX_LENGTH };
+
+static const struct cli_option tokenize_options[] = {
+    [OPT_MODEL] = {"model", 'm', "DIR", "folder with source.spm, target.spm, vocab.json"},
+    [OPT_PIECES] = {"pieces", 0, NULL, "print the tokens instead of ids"},
+    [OPT_JSON] = {"json", 0, NULL, "one JSON object per text: text, ids, tokens, dropped"},
+    [OPT_TARGET] = {"target", 0, NULL, "encode with the target side (target.spm)"},
+    [OPT_NO_EOS] = {"no-eos", 0, NULL, "do not append </s>"},
+    [OPT_MAX_LENGTH] = {"max-length", 0, "N",
+                        "truncate to N ids (-1: the model's model_max_length);\n"
+                        "the count of dropped ids goes to stderr (or JSON)"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const struct cli_verb tokenize_verb = {
+    "tokenize", "-m MODEL_DIR [options] [TEXT...]",
+    "Encodes each TEXT (or each line of stdin) with the model's Marian tokenizer\n"
+    "(source.spm + vocab.json) and prints the ids, as HuggingFace MarianTokenizer does.",
+    tokenize_options, NULL, true};
+
+enum { OPT_DETOK_MODEL, OPT_KEEP_SPECIAL, OPT_SOURCE };
+
+static const struct cli_option detokenize_options[] = {
+    [OPT_DETOK_MODEL] = {"model", 'm', "DIR", "folder with source.spm, target.spm, vocab.json"},
+    [OPT_KEEP_SPECIAL] = {"keep-special", 0, NULL, "keep </s>, <unk>, <pad> (default: skip them)"},
+    [OPT_SOURCE] = {"source", 0, NULL, "decode with source.spm"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const struct cli_verb detokenize_verb = {
+    "detokenize", "-m MODEL_DIR [options] [ID...]",
+    "Decodes the ids given as arguments, or each line of stdin (ids separated by\n"
+    "spaces or commas), with target.spm as MarianTokenizer.decode does.",
+    detokenize_options, NULL, true};
+
+/* Sets o from one tokenize option; false after a usage error. */
+static bool tokenize_option(const struct cli_args *a, int opt, struct tok_opts *o) {
+  long v;
+  switch (opt) {
+  case OPT_MODEL: o->model = a->value; break;
+  case OPT_PIECES: o->pieces = true; break;
+  case OPT_JSON: o->json = true; break;
+  case OPT_TARGET: o->flags |= TOLK_TOKENIZE_TARGET; break;
+  case OPT_NO_EOS: o->flags |= TOLK_TOKENIZE_NO_EOS; break;
+  case OPT_MAX_LENGTH:
+    if (!cli_value_long(a, -1, 1 << 30, &v)) return false;
+    o->max_length = (int)v;
+    break;
+  }
+  return true;
 }
 
-static void detokenize_usage(FILE *f) {
-  fprintf(f,
-          "usage: tolk detokenize -m MODEL_DIR [options] [ID...]\n\n"
-          "Decodes the ids given as arguments, or each line of stdin (ids separated by\n"
-          "spaces or commas), with target.spm as MarianTokenizer.decode does.\n\n"
-          "  -m, --model DIR     folder with source.spm, target.spm, vocab.json\n"
-          "  --keep-special      keep </s>, <unk>, <pad> (default: skip them)\n"
-          "  --source            decode with source.spm\n");
+static void detokenize_option(const struct cli_args *a, int opt, struct tok_opts *o) {
+  switch (opt) {
+  case OPT_DETOK_MODEL: o->model = a->value; break;
+  case OPT_KEEP_SPECIAL: o->keep_special = true; break;
+  case OPT_SOURCE: o->source = true; break;
+  }
 }
 
-/* Parses the options shared by both verbs; returns the index of the first
- * positional argument, or -1 after printing an error. */
-static int parse_opts(int argc, char **argv, bool detok, struct tok_opts *o) {
-  int i = 1;
-  for (; i < argc; i++) {
-    const char *a = argv[i];
-    long v;
-    if (!strcmp(a, "--")) return i + 1;
-    if (a[0] != '-' || !strcmp(a, "-")) break;
-    if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && i + 1 < argc) o->model = argv[++i];
-    else if (!detok && !strcmp(a, "--pieces")) o->pieces = true;
-    else if (!detok && !strcmp(a, "--json")) o->json = true;
-    else if (!detok && !strcmp(a, "--target")) o->flags |= TOLK_TOKENIZE_TARGET;
-    else if (!detok && !strcmp(a, "--no-eos")) o->flags |= TOLK_TOKENIZE_NO_EOS;
-    else if (!detok && !strcmp(a, "--max-length") && i + 1 < argc && cli_parse_long(argv[i + 1], -1, 1 << 30, &v)) {
-      o->max_length = (int)v;
-      i++;
-    } else if (detok && !strcmp(a, "--keep-special")) o->keep_special = true;
-    else if (detok && !strcmp(a, "--source")) o->source = true;
-    else if (a[1] == '-' && a[2] == '\0') return i + 1;
-    else {
-      fprintf(stderr, "tolk %s: unknown or incomplete option '%s'\n", argv[0], a);
-      return -1;
-    }
+/* Parses either verb's options into o; returns the index of the first
+ * operand, or -1 when the verb is done with *status (--help or an error). */
+static int parse_opts(const struct cli_verb *verb, int argc, char **argv, struct tok_opts *o,
+                      int *status) {
+  bool detok = verb == &detokenize_verb;
+  struct cli_args a;
+  cli_args_init(&a, verb, argc, argv);
+  for (int opt; (opt = cli_next(&a)) != CLI_END;) {
+    *status = opt == CLI_EXIT ? a.status : 2;
+    if (opt == CLI_EXIT) return -1;
+    if (detok) detokenize_option(&a, opt, o);
+    else if (!tokenize_option(&a, opt, o)) return -1;
   }
   const char *why;
   if (!o->model) o->model = cli_default_model(&why);
   if (!o->model) {
-    fprintf(stderr, "tolk %s: no model: pass -m MODEL_DIR or set TOLK_MODEL\n", argv[0]);
+    *status = cli_usage_error(verb, "no model: pass -m MODEL_DIR or set TOLK_MODEL");
     return -1;
   }
-  return i;
-}
-
-static bool wants_help(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return true;
-  return false;
+  return a.first;
 }
 
 static int print_encoding(const tolk_tokenizer *tok, const struct tok_opts *o, const char *text,
@@ -150,13 +166,9 @@ static tolk_tokenizer *open_tokenizer(const char *verb, const struct tok_opts *o
 }
 
 int cmd_tokenize(int argc, char **argv) {
-  if (wants_help(argc, argv)) {
-    tokenize_usage(stdout);
-    return 0;
-  }
   struct tok_opts o = {0};
-  int first = parse_opts(argc, argv, false, &o);
-  if (first < 0) return 2;
+  int status = 2, first = parse_opts(&tokenize_verb, argc, argv, &o, &status);
+  if (first < 0) return status;
   tolk_tokenizer *tok = open_tokenizer("tokenize", &o);
   if (!tok) return 2;
   int rc = 0;
@@ -207,13 +219,9 @@ static int print_decoding(const tolk_tokenizer *tok, const struct tok_opts *o, c
 }
 
 int cmd_detokenize(int argc, char **argv) {
-  if (wants_help(argc, argv)) {
-    detokenize_usage(stdout);
-    return 0;
-  }
   struct tok_opts o = {0};
-  int first = parse_opts(argc, argv, true, &o);
-  if (first < 0) return 2;
+  int status = 2, first = parse_opts(&detokenize_verb, argc, argv, &o, &status);
+  if (first < 0) return status;
   tolk_tokenizer *tok = open_tokenizer("detokenize", &o);
   if (!tok) return 2;
   int rc = 0;

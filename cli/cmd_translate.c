@@ -32,79 +32,109 @@ static void on_sigint(int sig) {
   interrupted = 1;
 }
 
-static void translate_usage(FILE *f) {
-  fprintf(f,
-          "usage: tolk translate [-m MODEL_DIR] [options] [TEXT...]\n\n"
-          "Translates each TEXT; with none, each line of stdin, printed as soon as it is done.\n"
-          "Long texts are split into sentences and rejoined; line breaks are kept.\n\n"
-          "  -m, --model DIR       model folder (Optimum export layout); default $TOLK_MODEL,\n"
-          "                        else the bundled demo model (see `tolk info`)\n"
-          "  --to LANG             zh (simplified, default), zh-Hant, yue, or a tag like >>cmn_Hans<<\n"
-          "  --beam N              beam size (default: the model's num_beams)\n"
-          "  --max-new-tokens N    at most N generated tokens per sentence\n"
-          "  --threads N           intra-op threads (default: all cores)\n"
-          "  --batch-tokens N      source tokens per batch, padding included (default 4096)\n"
-          "  --int8                use the *_quantized.onnx graphs\n"
-          "  --no-verify           skip the tolk-manifest.json checksums\n"
-          "  --sample              sample instead of searching (--temperature, --top-k, --top-p, --seed)\n"
-          "  --json                one JSON object per sentence: source, translation, ids, score, timings\n"
-          "  --input FILE          translate FILE line by line ...\n"
-          "  --output FILE         ... into FILE (progress on stderr; Ctrl-C keeps finished lines)\n"
-          "  --resume              continue a stopped --input/--output job\n");
-}
+enum {
+  OPT_MODEL, OPT_TO, OPT_BEAM, OPT_MAX_NEW_TOKENS, OPT_THREADS, OPT_BATCH_TOKENS, OPT_INT8,
+  OPT_NO_VERIFY, OPT_SAMPLE, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED, OPT_JSON,
+  OPT_INPUT, OPT_OUTPUT, OPT_RESUME
+};
 
-static bool parse_float(const char *s, float *out) {
-  char *end;
-  errno = 0;
-  float v = strtof(s, &end);
-  if (errno || end == s || *end) return false;
-  *out = v;
+static const struct cli_option options[] = {
+    [OPT_MODEL] = {"model", 'm', "DIR",
+                   "model folder (Optimum export layout); default $TOLK_MODEL,\n"
+                   "else the bundled demo model (see `tolk info`)"},
+    [OPT_TO] = {"to", 0, "LANG", "zh (simplified, default), zh-Hant, yue, or a tag like >>cmn_Hans<<"},
+    [OPT_BEAM] = {"beam", 0, "N", "beam size (default: the model's num_beams)"},
+    [OPT_MAX_NEW_TOKENS] = {"max-new-tokens", 0, "N", "at most N generated tokens per sentence"},
+    [OPT_THREADS] = {"threads", 0, "N", "intra-op threads (default: all cores)"},
+    [OPT_BATCH_TOKENS] = {"batch-tokens", 0, "N", "source tokens per batch, padding included (default 4096)"},
+    [OPT_INT8] = {"int8", 0, NULL, "use the *_quantized.onnx graphs"},
+    [OPT_NO_VERIFY] = {"no-verify", 0, NULL, "skip the tolk-manifest.json checksums"},
+    [OPT_SAMPLE] = {"sample", 0, NULL, "sample instead of searching (--temperature, --top-k, --top-p, --seed)"},
+    [OPT_TEMPERATURE] = {"temperature", 0, "T", "sampling temperature, above 0"},
+    [OPT_TOP_K] = {"top-k", 0, "K", "sample from the K most likely tokens (0: all)"},
+    [OPT_TOP_P] = {"top-p", 0, "P", "sample from the most likely tokens holding P of the mass, in (0, 1]"},
+    [OPT_SEED] = {"seed", 0, "N", "the sampling seed"},
+    [OPT_JSON] = {"json", 0, NULL, "one JSON object per sentence: source, translation, ids, score, timings"},
+    [OPT_INPUT] = {"input", 0, "FILE", "translate FILE line by line ..."},
+    [OPT_OUTPUT] = {"output", 0, "FILE", "... into FILE (progress on stderr; Ctrl-C keeps finished lines)"},
+    [OPT_RESUME] = {"resume", 0, NULL, "continue a stopped --input/--output job"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const struct cli_verb verb = {
+    "translate", "[-m MODEL_DIR] [options] [TEXT...]",
+    "Translates each TEXT; with none, each line of stdin, printed as soon as it is done.\n"
+    "Long texts are split into sentences and rejoined; line breaks are kept.",
+    options, NULL, true};
+
+/* The option's value as a whole number in [lo, hi] into *n; false after a
+ * usage error. */
+static bool whole(const struct cli_args *a, long lo, long hi, int *n) {
+  long v;
+  if (!cli_value_long(a, lo, hi, &v)) return false;
+  *n = (int)v;
   return true;
 }
 
-static int parse_translate(int argc, char **argv, struct tr_opts *o) {
-  int i = 1;
-  for (; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    long n;
-    if (!strcmp(a, "--")) return i + 1;
-    if (a[0] != '-') break;
-    if (!strcmp(a, "--json")) o->json = true;
-    else if (!strcmp(a, "--resume")) o->resume = true;
-    else if (!strcmp(a, "--int8")) o->int8 = true;
-    else if (!strcmp(a, "--no-verify")) o->no_verify = true;
-    else if (!strcmp(a, "--sample")) o->sample = true;
-    else if (!v) goto bad;
-    else if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v, i++;
-    else if (!strcmp(a, "--to")) o->to = v, i++;
-    else if (!strcmp(a, "--input")) o->input = v, i++;
-    else if (!strcmp(a, "--output")) o->output = v, i++;
-    else if (!strcmp(a, "--beam") && cli_parse_long(v, 1, 64, &n)) o->beam = (int)n, i++;
-    else if (!strcmp(a, "--max-new-tokens") && cli_parse_long(v, 1, 1 << 20, &n)) o->max_new_tokens = (int)n, i++;
-    else if (!strcmp(a, "--threads") && cli_parse_long(v, 1, 1024, &n)) o->threads = (int)n, i++;
-    else if (!strcmp(a, "--batch-tokens") && cli_parse_long(v, 1, 1 << 24, &n)) o->batch_tokens = (int)n, i++;
-    else if (!strcmp(a, "--top-k") && cli_parse_long(v, 0, 1 << 24, &n)) o->top_k = (int)n, i++;
-    else if (!strcmp(a, "--seed") && cli_parse_long(v, 0, 0x7fffffffL, &n)) o->seed = (unsigned long long)n, i++;
-    else if (!strcmp(a, "--temperature") && parse_float(v, &o->temperature) && o->temperature > 0) i++;
-    else if (!strcmp(a, "--top-p") && parse_float(v, &o->top_p) && o->top_p > 0 && o->top_p <= 1) i++;
-    else goto bad;
-    continue;
-  bad:
-    fprintf(stderr, "tolk translate: unknown option, or a bad or missing value: '%s'\n", a);
-    return -1;
+/* The option's value as a number above 0 (and at most 1 when `unit`) into
+ * *out; false after a usage error. */
+static bool fraction(const struct cli_args *a, bool unit, float *out) {
+  double v;
+  if (!cli_value_double(a, &v)) return false;
+  if (v <= 0 || (unit && v > 1)) {
+    cli_bad_value(a, unit ? "a number above 0 and at most 1" : "a number above 0");
+    return false;
   }
-  const char *why;
+  *out = (float)v;
+  return true;
+}
+
+/* Sets o from one option; false after a usage error. */
+static bool translate_option(const struct cli_args *a, int opt, struct tr_opts *o) {
+  long seed;
+  switch (opt) {
+  case OPT_MODEL: o->model = a->value; return true;
+  case OPT_TO: o->to = a->value; return true;
+  case OPT_BEAM: return whole(a, 1, 64, &o->beam);
+  case OPT_MAX_NEW_TOKENS: return whole(a, 1, 1 << 20, &o->max_new_tokens);
+  case OPT_THREADS: return whole(a, 1, 1024, &o->threads);
+  case OPT_BATCH_TOKENS: return whole(a, 1, 1 << 24, &o->batch_tokens);
+  case OPT_INT8: o->int8 = true; return true;
+  case OPT_NO_VERIFY: o->no_verify = true; return true;
+  case OPT_SAMPLE: o->sample = true; return true;
+  case OPT_TEMPERATURE: return fraction(a, false, &o->temperature);
+  case OPT_TOP_K: return whole(a, 0, 1 << 24, &o->top_k);
+  case OPT_TOP_P: return fraction(a, true, &o->top_p);
+  case OPT_SEED:
+    if (!cli_value_long(a, 0, 0x7fffffffL, &seed)) return false;
+    o->seed = (unsigned long long)seed;
+    return true;
+  case OPT_JSON: o->json = true; return true;
+  case OPT_INPUT: o->input = a->value; return true;
+  case OPT_OUTPUT: o->output = a->value; return true;
+  case OPT_RESUME: o->resume = true; return true;
+  }
+  return true;
+}
+
+/* Parses the options into o; returns the index of the first text, or -1
+ * when the verb is done with *status (--help or a usage error). */
+static int parse_translate(int argc, char **argv, struct tr_opts *o, int *status) {
+  struct cli_args a;
+  cli_args_init(&a, &verb, argc, argv);
+  for (int opt; (opt = cli_next(&a)) != CLI_END;) {
+    *status = opt == CLI_EXIT ? a.status : 2;
+    if (opt == CLI_EXIT || !translate_option(&a, opt, o)) return -1;
+  }
+  const char *why, *problem = NULL;
   if (!o->model) o->model = cli_default_model(&why);
-  if (!o->model) {
-    fprintf(stderr, "tolk translate: no model: pass -m MODEL_DIR or set TOLK_MODEL\n");
+  if (!o->model) problem = "no model: pass -m MODEL_DIR or set TOLK_MODEL";
+  else if ((o->input == NULL) != (o->output == NULL)) problem = "--input and --output go together";
+  if (problem) {
+    *status = cli_usage_error(&verb, "%s", problem);
     return -1;
   }
-  if ((o->input == NULL) != (o->output == NULL)) {
-    fprintf(stderr, "tolk translate: --input and --output go together\n");
-    return -1;
-  }
-  return i;
+  return a.first;
 }
 
 /* The tag for --to, checked against the model's tags; NULL when the model
@@ -272,18 +302,66 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static void lines_free(struct lines *l) {
+  free(l->buf);
+  free(l->start);
+  free(l->len);
+}
+
+/* Lines [from, to) of `in` go through as one text — sentences of all of them
+ * share batches, and line breaks come back in place — and their translation
+ * is written to `out` as as many lines. */
+static int translate_chunk(const struct job *j, const struct lines *in, size_t from, size_t to,
+                           FILE *out) {
+  size_t b = in->start[from], e = in->start[to - 1] + in->len[to - 1];
+  char *text = malloc(e - b + 1);
+  if (!text) return 2;
+  size_t w = 0;
+  for (size_t i = from; i < to; i++) {
+    memcpy(text + w, in->buf + in->start[i], in->len[i]);
+    w += in->len[i];
+    if (i + 1 < to) text[w++] = '\n';
+  }
+  tolk_text_translation t;
+  tolk_error err;
+  int rc = 0;
+  if (tolk_translator_translate_text(j->tr, text, w, j->tag, j->gp, &t, &err)) {
+    rc = cli_fail("translate", &err);
+  } else {
+    size_t lines_out = 1;
+    for (const char *p = t.text; *p; p++) lines_out += *p == '\n';
+    fputs(t.text, out);
+    for (; lines_out < to - from; lines_out++) fputc('\n', out);
+    fputc('\n', out);
+    fflush(out);
+    if (j->json) print_json(text, w, &t, from);
+    tolk_text_translation_free(&t);
+  }
+  free(text);
+  return rc;
+}
+
+/* Opens the output for a new job, or for --resume after the lines already
+ * done (*skip); NULL after printing why not. */
+static FILE *open_output(const struct tr_opts *o, size_t n_lines, size_t *skip) {
+  long done = o->resume ? resume_point(o->output) : 0;
+  if (done < 0 || (size_t)done > n_lines) {
+    fprintf(stderr, "tolk translate: %s does not look like the output of %s (cannot resume)\n", o->output, o->input);
+    return NULL;
+  }
+  *skip = (size_t)done;
+  FILE *out = fopen(o->output, o->resume ? "ab" : "wb");
+  if (!out) fprintf(stderr, "tolk translate: %s: %s\n", o->output, strerror(errno));
+  return out;
+}
+
 static int translate_file(const struct job *j, const struct tr_opts *o) {
   struct lines in = {0};
   int rc = read_lines(o->input, &in);
-  if (rc) return rc;
-  long skip = o->resume ? resume_point(o->output) : 0;
-  if (skip < 0 || (size_t)skip > in.n) {
-    fprintf(stderr, "tolk translate: %s does not look like the output of %s (cannot resume)\n", o->output, o->input);
-    return 2;
-  }
-  FILE *out = fopen(o->output, o->resume ? "ab" : "wb");
+  size_t skip = 0;
+  FILE *out = rc ? NULL : open_output(o, in.n, &skip);
   if (!out) {
-    fprintf(stderr, "tolk translate: %s: %s\n", o->output, strerror(errno));
+    lines_free(&in);
     return 2;
   }
   struct sigaction sa = {0};
@@ -291,36 +369,11 @@ static int translate_file(const struct job *j, const struct tr_opts *o) {
   sigaction(SIGINT, &sa, NULL);
   bool tty = isatty(2);
   double t0 = now_s();
-  size_t done = (size_t)skip, chunk = 16;
-  tolk_error err;
+  size_t done = skip, chunk = 16;
   while (!rc && done < in.n && !interrupted) {
     size_t end = done + chunk < in.n ? done + chunk : in.n;
-    /* Lines of a chunk go through as one text: sentences of all of them
-     * share batches, and line breaks come back in place. */
-    size_t b = in.start[done], e = in.start[end - 1] + in.len[end - 1];
-    char *text = malloc(e - b + 1);
-    size_t w = 0;
-    for (size_t i = done; i < end; i++) {
-      memcpy(text + w, in.buf + in.start[i], in.len[i]);
-      w += in.len[i];
-      if (i + 1 < end) text[w++] = '\n';
-    }
-    tolk_text_translation t;
-    if (tolk_translator_translate_text(j->tr, text, w, j->tag, j->gp, &t, &err)) {
-      rc = cli_fail("translate", &err);
-    } else {
-      size_t lines_out = 1;
-      for (const char *p = t.text; *p; p++) lines_out += *p == '\n';
-      fputs(t.text, out);
-      for (; lines_out < end - done; lines_out++) fputc('\n', out);
-      fputc('\n', out);
-      fflush(out);
-      if (j->json) print_json(text, w, &t, done);
-      tolk_text_translation_free(&t);
-      done = end;
-      if (tty) progress(done, in.n, now_s() - t0, done - (size_t)skip);
-    }
-    free(text);
+    if (!(rc = translate_chunk(j, &in, done, end, out))) done = end;
+    if (!rc && tty) progress(done, in.n, now_s() - t0, done - skip);
   }
   if (tty) fputc('\n', stderr);
   fclose(out);
@@ -329,11 +382,9 @@ static int translate_file(const struct job *j, const struct tr_opts *o) {
             done, in.n, o->output);
     rc = 130;
   } else if (!rc) {
-    fprintf(stderr, "tolk translate: %zu lines in %.1f s\n", in.n - (size_t)skip, now_s() - t0);
+    fprintf(stderr, "tolk translate: %zu lines in %.1f s\n", in.n - skip, now_s() - t0);
   }
-  free(in.buf);
-  free(in.start);
-  free(in.len);
+  lines_free(&in);
   return rc;
 }
 
@@ -349,14 +400,9 @@ static tolk_translator *open_translator(const struct tr_opts *o) {
 }
 
 int cmd_translate(int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      translate_usage(stdout);
-      return 0;
-    }
   struct tr_opts o = {0};
-  int first = parse_translate(argc, argv, &o);
-  if (first < 0) return 2;
+  int status = 2, first = parse_translate(argc, argv, &o, &status);
+  if (first < 0) return status;
   tolk_translator *tr = open_translator(&o);
   if (!tr) return 2;
   tolk_generate_params gp = tolk_generate_default_params(tr);

@@ -1,7 +1,8 @@
 /*
  * fuzz_model.c — libFuzzer target over the ONNX reader: the input is loaded
  * as a model from memory (tolk_model_load_buffer), checked
- * (tolk_model_check) and rendered by inspect (text, JSON, dot) to /dev/null,
+ * (tolk_model_check) and rendered by the CLI's inspect printer
+ * (cli/inspect_print.c: text, JSON, dot) to /dev/null,
  * and also decoded as a standalone TensorProto and SequenceProto, as test
  * data files are. Seeds in fuzz/corpus/fuzz_model/: small valid models and
  * the malformed cases of tests/test_onnx_malformed.c.
@@ -9,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "inspect_print.h"
 #include "onnx/onnx.h"
 
 static void ignore(void *user, const char *line) {
@@ -27,9 +29,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (tolk_model_load_buffer(data, size, NULL, p, &m, &err) == TOLK_OK) {
     tolk_model_check(m, ignore, NULL, &err);
     if (null_out) {
-      onnx_inspect(m, "fuzz", ONNX_INSPECT_TEXT, null_out);
-      onnx_inspect(m, "fuzz", ONNX_INSPECT_JSON, null_out);
-      onnx_inspect_dot(m, null_out);
+      inspect_print(m, "fuzz", p.load_external_data, INSPECT_TEXT, null_out);
+      inspect_print(m, "fuzz", p.load_external_data, INSPECT_JSON, null_out);
+      inspect_print_dot(m, null_out);
     }
     tolk_model_free(m);
   }

@@ -89,7 +89,17 @@ typedef enum tolk_dtype {
   TOLK_UINT64 = 13,
   TOLK_COMPLEX64 = 14,
   TOLK_COMPLEX128 = 15,
-  TOLK_BFLOAT16 = 16
+  TOLK_BFLOAT16 = 16,
+  /* Decoded and stored (initializers), not computed with: 8-bit floats, and
+   * 4-bit types packed two per byte, low nibble first. */
+  TOLK_FLOAT8E4M3FN = 17,
+  TOLK_FLOAT8E4M3FNUZ = 18,
+  TOLK_FLOAT8E5M2 = 19,
+  TOLK_FLOAT8E5M2FNUZ = 20,
+  TOLK_UINT4 = 21,
+  TOLK_INT4 = 22,
+  TOLK_FLOAT4E2M1 = 23,
+  TOLK_FLOAT8E8M0 = 24
 } tolk_dtype;
 
 /* Frees memory the library handed to the caller where a comment says so. */
@@ -98,7 +108,8 @@ void tolk_free(void *p);
 /* "float", "int64", …; "undefined" for unknown values. Static storage. */
 const char *tolk_dtype_name(tolk_dtype dtype);
 
-/* Bytes per element; 0 for STRING (stored as tolk_string) and unknown types. */
+/* Bytes per element; 0 for STRING (stored as tolk_string), for the types
+ * past BFLOAT16 (no tensors of them can be created) and unknown types. */
 size_t tolk_dtype_size(tolk_dtype dtype);
 
 /* ------------------------------------------------------------------ models */
@@ -154,6 +165,158 @@ typedef void (*tolk_report_fn)(void *user, const char *line);
 tolk_status tolk_model_check(const tolk_model *model, tolk_report_fn report,
                              void *user, tolk_error *err);
 
+/* ------------------------------------------------------------------ model introspection
+ * (src/onnx/info.c) A read-only view of a loaded model, for tools that show
+ * or walk one (`tolk inspect` is built on it): the model's header, its graphs
+ * — the main graph, the subgraphs node attributes hold (If, Loop, Scan
+ * bodies) and the bodies of local functions — their nodes and their values.
+ *
+ * Graphs, nodes and values are opaque handles borrowed from the model, as is
+ * every string below; they live as long as the model. One value has one
+ * handle wherever it is read, so handles compare by address: a node input
+ * whose graph is not the node's graph is read from an enclosing scope. A
+ * NULL handle or an index out of range gives NULL, or a description whose
+ * pointers are NULL, whose counts are 0 and whose rank is -1: never a
+ * crash. */
+typedef struct tolk_graph tolk_graph;
+typedef struct tolk_node tolk_node;
+typedef struct tolk_value tolk_value;
+
+typedef struct tolk_model_info {
+  int64_t ir_version;
+  const char *producer_name, *producer_version; /* "" when absent */
+  const char *domain;                            /* "" when absent */
+  int64_t model_version;
+  uint64_t file_bytes;     /* size of the .onnx file, or of the buffer */
+  const tolk_graph *graph; /* the main graph */
+  int max_depth;           /* deepest subgraph nesting (0: no subgraphs) */
+  size_t n_opsets;         /* entries of tolk_model_opset */
+  size_t n_metadata;       /* entries of tolk_model_metadata */
+  size_t n_functions;      /* entries of tolk_model_function */
+} tolk_model_info;
+
+tolk_model_info tolk_model_describe(const tolk_model *model);
+
+/* Opset import i: returns its domain ("" for ai.onnx) and sets *version
+ * (may be NULL). NULL when i is out of range (*version untouched). */
+const char *tolk_model_opset(const tolk_model *model, size_t i, int64_t *version);
+
+/* metadata_props entry i: returns its key and sets *value (may be NULL).
+ * NULL when i is out of range (*value untouched). */
+const char *tolk_model_metadata(const tolk_model *model, size_t i, const char **value);
+
+/* A model-local function (FunctionProto); its body's inputs and outputs
+ * carry no types. */
+typedef struct tolk_function_info {
+  const char *domain; /* "" for ai.onnx */
+  const char *name;
+  const tolk_graph *body;
+} tolk_function_info;
+
+tolk_function_info tolk_model_function(const tolk_model *model, size_t i);
+
+typedef struct tolk_graph_info {
+  const char *name;        /* "" when absent */
+  int depth;               /* 0: the main graph or a function body; k: a subgraph k levels in */
+  const tolk_node *owner;  /* a subgraph's node (the attribute holding it); else NULL */
+  size_t n_inputs;         /* declared inputs, initializers listed as inputs included */
+  size_t n_outputs;
+  size_t n_initializers;
+  size_t n_nodes;          /* in file order: a topological order when the model is valid */
+  size_t n_values;         /* every value the graph defines */
+  size_t n_outer_refs;     /* values of enclosing graphs read here or in graphs nested here */
+} tolk_graph_info;
+
+tolk_graph_info tolk_graph_describe(const tolk_graph *graph);
+
+/* Entry i of the graph's lists; NULL when i is out of range. */
+const tolk_value *tolk_graph_input(const tolk_graph *graph, size_t i);
+const tolk_value *tolk_graph_output(const tolk_graph *graph, size_t i);
+const tolk_value *tolk_graph_initializer(const tolk_graph *graph, size_t i);
+const tolk_value *tolk_graph_value(const tolk_graph *graph, size_t i);
+const tolk_node *tolk_graph_node(const tolk_graph *graph, size_t i);
+
+typedef struct tolk_node_info {
+  const char *name;        /* "" when unnamed */
+  const char *op_type;
+  const char *domain;      /* "" for ai.onnx */
+  const tolk_graph *graph; /* the graph holding the node */
+  size_t index;            /* its position there: tolk_graph_node(graph, index) */
+  size_t n_inputs, n_outputs;
+  size_t n_subgraphs;      /* graphs its GRAPH and GRAPHS attributes hold */
+} tolk_node_info;
+
+tolk_node_info tolk_node_describe(const tolk_node *node);
+
+/* Input or output i; NULL for an optional one left out (named "" in the
+ * file) and when i is out of range. */
+const tolk_value *tolk_node_input(const tolk_node *node, size_t i);
+const tolk_value *tolk_node_output(const tolk_node *node, size_t i);
+
+/* Subgraph i, in attribute order; *attr (may be NULL) receives the name of
+ * the attribute holding it ("then_branch", "body"). NULL when i is out of
+ * range (*attr untouched). */
+const tolk_graph *tolk_node_subgraph(const tolk_node *node, size_t i, const char **attr);
+
+/* The kind of a value's declared type. */
+typedef enum tolk_type_kind {
+  TOLK_TYPE_NONE = 0, /* none declared */
+  TOLK_TYPE_TENSOR = 1,
+  TOLK_TYPE_SPARSE_TENSOR = 2,
+  TOLK_TYPE_SEQUENCE = 3,
+  TOLK_TYPE_MAP = 4,
+  TOLK_TYPE_OPTIONAL = 5
+} tolk_type_kind;
+
+enum {
+  TOLK_VALUE_GRAPH_INPUT = 1 << 0,
+  TOLK_VALUE_GRAPH_OUTPUT = 1 << 1,
+  TOLK_VALUE_INITIALIZER = 1 << 2, /* constant data: tolk_value_initializer */
+  TOLK_VALUE_UNDEFINED = 1 << 3    /* read, but defined nowhere in scope (invalid) */
+};
+
+/* A value of a graph as the model declares it. (tolk_value_info, above, is
+ * what a session makes of a graph input or output.) */
+typedef struct tolk_value_desc {
+  const char *name;
+  tolk_type_kind kind;
+  /* Of the tensor; for a sequence or an optional, of the tensor inside it;
+   * for a map, of its values. dtype TOLK_UNDEFINED: not declared; rank -1:
+   * no shape declared, else tolk_value_dim gives the dims. */
+  tolk_dtype dtype;
+  int rank;
+  unsigned flags;            /* TOLK_VALUE_* */
+  const tolk_graph *graph;   /* the graph defining it */
+  size_t index;              /* its position there: tolk_graph_value(graph, index) */
+  const tolk_node *producer; /* the node computing it; NULL for inputs,
+                                initializers and undefined values */
+} tolk_value_desc;
+
+tolk_value_desc tolk_value_describe(const tolk_value *value);
+
+/* Dim i of the declared shape: its size, or -1 when it is symbolic or
+ * unknown; *symbol (may be NULL) receives the dim_param name, or NULL when
+ * there is none. -1 and NULL when i is out of range. */
+int64_t tolk_value_dim(const tolk_value *value, int i, const char **symbol);
+
+/* The constant data of an initializer, as loaded. */
+typedef struct tolk_initializer_info {
+  tolk_dtype dtype;
+  int rank;
+  const int64_t *dims; /* rank entries */
+  int64_t numel;
+  /* Bytes tolk keeps for the elements: 4-bit types packed, strings as one
+   * pointer and length per element (the text is not counted). */
+  uint64_t nbytes;
+  /* The external data file, relative to the model's folder (also when
+   * external data was not opened); NULL when the data is in the model. */
+  const char *external_file;
+} tolk_initializer_info;
+
+/* For a value flagged TOLK_VALUE_INITIALIZER; for any other value (or NULL)
+ * dtype TOLK_UNDEFINED, rank -1, NULL pointers and 0. */
+tolk_initializer_info tolk_value_initializer(const tolk_value *value);
+
 /* ------------------------------------------------------------------ tensors and sessions
  * (src/exec/: owned by the execution engine) */
 
@@ -191,6 +354,15 @@ int64_t tolk_tensor_numel(const tolk_tensor *t);
 size_t tolk_tensor_nbytes(const tolk_tensor *t);
 /* The element data (may be NULL when numel is 0), borrowed from the tensor. */
 void *tolk_tensor_data(const tolk_tensor *t);
+
+/* Reads the file at `path` holding one serialized ONNX TensorProto, as the
+ * ONNX test data stores inputs and outputs (test_data_set_N/input_0.pb):
+ * every storage form is decoded, external data is refused. On success *out
+ * receives a tensor the caller frees with tolk_tensor_free(); on failure *out
+ * is NULL and err names the file: TOLK_ERR_IO when it cannot be read,
+ * TOLK_ERR_MALFORMED when it is not a TensorProto, TOLK_ERR_UNSUPPORTED for
+ * string tensors and the types past BFLOAT16. */
+tolk_status tolk_tensor_load_pb(const char *path, tolk_tensor **out, tolk_error *err);
 
 /* A session: a model prepared to run. Creating one resolves a kernel for
  * every node (an unsupported operator, domain or opset version fails here,

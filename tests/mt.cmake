@@ -6,10 +6,10 @@ set_tests_properties(cli_translate_file PROPERTIES LABELS unit)
 add_test(NAME cli_translate_json COMMAND tolk translate -m ${_tiny} --beam 1 --max-new-tokens 4 --json "Open file. Save it.")
 set_tests_properties(cli_translate_json PROPERTIES LABELS unit
   PASS_REGULAR_EXPRESSION "^\\{\"line\":1,\"source\":\"Open file.\",\"translation\":\"[^\n]*\",\"ids\":\\[4268,[^\n]*\n\\{\"line\":1,\"source\":\"Save it.\"")
-add_test(NAME cli_translate_bad_tag COMMAND tolk translate -m ${_tiny} --to xx "Hello")
-set_tests_properties(cli_translate_bad_tag PROPERTIES LABELS unit WILL_FAIL TRUE)
-add_test(NAME cli_translate_missing_model COMMAND tolk translate -m ${CMAKE_CURRENT_SOURCE_DIR}/no-such-model "Hello")
-set_tests_properties(cli_translate_missing_model PROPERTIES LABELS unit WILL_FAIL TRUE)
+tolk_cli_test(cli_translate_bad_tag stderr 2 "^tolk translate: the model has no tag for 'xx'; its tags: >>cmn_Hans<< " --
+              translate -m ${_tiny} --to xx "Hello")
+tolk_cli_test(cli_translate_missing_model stderr 2 "^tolk translate: not found: model folder .*/no-such-model: no such folder$" --
+              translate -m ${CMAKE_CURRENT_SOURCE_DIR}/no-such-model "Hello")
 add_test(NAME cli_info COMMAND tolk info -m ${_tiny} --int8)
 set_tests_properties(cli_info PROPERTIES LABELS unit
   PASS_REGULAR_EXPRESSION "encoder_model_quantized.onnx.*checksums: match tolk-manifest.json.*>>cmn_Hans<<")

@@ -6,7 +6,7 @@ add_test(NAME cli_tokenize_tag COMMAND tolk tokenize -m ${_tiny} --pieces ">>cmn
 set_tests_properties(cli_tokenize_tag PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "^>>cmn_Hans<< ▁a </s> ▁b\n$")
 add_test(NAME cli_detokenize COMMAND tolk detokenize -m ${_tiny} 2 435 729 2 1666 0)
 set_tests_properties(cli_detokenize PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "^Zip 归档文件\n$")
-add_test(NAME cli_detokenize_bad_id COMMAND tolk detokenize -m ${_tiny} 12 x3)
-set_tests_properties(cli_detokenize_bad_id PROPERTIES LABELS unit WILL_FAIL TRUE)
-add_test(NAME cli_tokenize_missing_model COMMAND tolk tokenize -m ${CMAKE_CURRENT_SOURCE_DIR}/no-such-model x)
-set_tests_properties(cli_tokenize_missing_model PROPERTIES LABELS unit WILL_FAIL TRUE)
+tolk_cli_test(cli_detokenize_bad_id stderr 2 "^tolk detokenize: 'x3' is not an id$" --
+              detokenize -m ${_tiny} 12 x3)
+tolk_cli_test(cli_tokenize_missing_model stderr 2 "^tolk tokenize: not found: .*/no-such-model/source.spm: cannot open$" --
+              tokenize -m ${CMAKE_CURRENT_SOURCE_DIR}/no-such-model x)

@@ -115,6 +115,11 @@ static const struct {
     [TOLK_UINT32] = {"uint32", 4},       [TOLK_UINT64] = {"uint64", 8},
     [TOLK_COMPLEX64] = {"complex64", 8}, [TOLK_COMPLEX128] = {"complex128", 16},
     [TOLK_BFLOAT16] = {"bfloat16", 2},
+    /* Size 0: stored, but no tolk_tensor of them can be created. */
+    [TOLK_FLOAT8E4M3FN] = {"float8e4m3fn", 0}, [TOLK_FLOAT8E4M3FNUZ] = {"float8e4m3fnuz", 0},
+    [TOLK_FLOAT8E5M2] = {"float8e5m2", 0},     [TOLK_FLOAT8E5M2FNUZ] = {"float8e5m2fnuz", 0},
+    [TOLK_UINT4] = {"uint4", 0},               [TOLK_INT4] = {"int4", 0},
+    [TOLK_FLOAT4E2M1] = {"float4e2m1", 0},     [TOLK_FLOAT8E8M0] = {"float8e8m0", 0},
 };
 
 const char *tolk_dtype_name(tolk_dtype dtype) {

@@ -4,9 +4,10 @@
  * load.c maps a .onnx file and decodes ModelProto into the IR (src/ir/ir.h);
  * tensor.c decodes TensorProto (every storage form and dtype); external.c
  * resolves external data inside the model's folder; check.c is the checker;
- * inspect.c renders a model as text, JSON or Graphviz. Other parts of tolk
- * (executor, tests, CLI) use the functions below; everything else here is
- * shared between those files only.
+ * info.c and tensor_pb.c are the public read-only view of a model and the
+ * public TensorProto reader (tolk.h). Other parts of tolk (executor, tests)
+ * use the functions below; everything else here is shared between those
+ * files only.
  */
 #ifndef TOLK_ONNX_H
 #define TOLK_ONNX_H
@@ -20,18 +21,19 @@
 #include "../core/pb.h"
 #include "../ir/ir.h"
 
-/* ONNX data types past tolk_dtype's list; decoded and stored (4-bit types
- * packed two per byte, low nibble first), but not computed with. */
+/* ONNX data types past BFLOAT16, as tolk_dtype numbers them: decoded and
+ * stored (4-bit types packed two per byte, low nibble first), but not
+ * computed with. */
 enum {
-  ONNX_FLOAT8E4M3FN = 17,
-  ONNX_FLOAT8E4M3FNUZ = 18,
-  ONNX_FLOAT8E5M2 = 19,
-  ONNX_FLOAT8E5M2FNUZ = 20,
-  ONNX_UINT4 = 21,
-  ONNX_INT4 = 22,
-  ONNX_FLOAT4E2M1 = 23,
-  ONNX_FLOAT8E8M0 = 24,
-  ONNX_DTYPE_MAX = 24
+  ONNX_FLOAT8E4M3FN = TOLK_FLOAT8E4M3FN,
+  ONNX_FLOAT8E4M3FNUZ = TOLK_FLOAT8E4M3FNUZ,
+  ONNX_FLOAT8E5M2 = TOLK_FLOAT8E5M2,
+  ONNX_FLOAT8E5M2FNUZ = TOLK_FLOAT8E5M2FNUZ,
+  ONNX_UINT4 = TOLK_UINT4,
+  ONNX_INT4 = TOLK_INT4,
+  ONNX_FLOAT4E2M1 = TOLK_FLOAT4E2M1,
+  ONNX_FLOAT8E8M0 = TOLK_FLOAT8E8M0,
+  ONNX_DTYPE_MAX = TOLK_FLOAT8E8M0
 };
 
 /* Densifying a sparse tensor may not produce more than this many bytes: the
@@ -99,10 +101,6 @@ tolk_status onnx_value_decode(const uint8_t *buf, size_t len, enum onnx_value_ki
  * 0 for UNDEFINED and unknown values. */
 size_t onnx_dtype_bits(int32_t dtype);
 
-/* "float", "int64", "float8e4m3fn", …; "dtype(N)" style names are not
- * produced: unknown values give "undefined". */
-const char *onnx_dtype_name(int32_t dtype);
-
 /* Bytes needed for `numel` elements of `dtype` (4-bit types rounded up);
  * false when it overflows or the dtype is unknown. */
 bool onnx_dtype_nbytes(int32_t dtype, int64_t numel, size_t *out);
@@ -165,15 +163,5 @@ tolk_status onnx_malformed(struct onnx_loader *l, const char *what, size_t offse
 /* An arena copy of a protobuf string, NUL-terminated; sets a "contains a NUL
  * byte" error for names (where `strict`), since C strings cannot hold it. */
 const char *onnx_str(struct onnx_loader *l, const struct pb_field *f);
-
-/* ------------------------------------------------------------ check / inspect */
-
-/* Writes the inspect report for `m` (loaded from `path`) to `out`. */
-enum onnx_inspect_format { ONNX_INSPECT_TEXT, ONNX_INSPECT_JSON };
-void onnx_inspect(const tolk_model *m, const char *path, enum onnx_inspect_format fmt,
-                  FILE *out);
-
-/* Writes the main graph (subgraphs as clusters) as Graphviz dot. */
-void onnx_inspect_dot(const tolk_model *m, FILE *out);
 
 #endif /* TOLK_ONNX_H */

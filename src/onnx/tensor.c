@@ -41,20 +41,6 @@ size_t onnx_dtype_bits(int32_t dtype) {
   }
 }
 
-const char *onnx_dtype_name(int32_t dtype) {
-  switch (dtype) {
-  case ONNX_FLOAT8E4M3FN: return "float8e4m3fn";
-  case ONNX_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
-  case ONNX_FLOAT8E5M2: return "float8e5m2";
-  case ONNX_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
-  case ONNX_UINT4: return "uint4";
-  case ONNX_INT4: return "int4";
-  case ONNX_FLOAT4E2M1: return "float4e2m1";
-  case ONNX_FLOAT8E8M0: return "float8e8m0";
-  default: return tolk_dtype_name((tolk_dtype)dtype);
-  }
-}
-
 bool onnx_dtype_nbytes(int32_t dtype, int64_t numel, size_t *out) {
   size_t bits = onnx_dtype_bits(dtype);
   if (!bits || numel < 0 || (uint64_t)numel > SIZE_MAX) return false;
@@ -403,7 +389,7 @@ tolk_status onnx_tensor_proto(struct onnx_loader *l, const uint8_t *p, size_t le
     return tolk_fail(l->err, TOLK_ERR_UNSUPPORTED, "tensor '%s' is a segment of a larger tensor", nm);
   if (!onnx_dtype_nbytes(t->dtype, numel, &t->nbytes))
     return tolk_fail(l->err, TOLK_ERR_LIMIT, "tensor '%s': %lld elements of %s overflow the byte size",
-                     nm, (long long)numel, onnx_dtype_name(t->dtype));
+                     nm, (long long)numel, tolk_dtype_name((tolk_dtype)t->dtype));
   char dbuf[160];
 
   /* Which storage is used: exactly one of raw, one typed field, external. */
@@ -448,7 +434,7 @@ tolk_status onnx_tensor_proto(struct onnx_loader *l, const uint8_t *p, size_t le
       dims_str(t, dbuf, sizeof dbuf);
       return tolk_fail(l->err, TOLK_ERR_INVALID_MODEL,
                        "tensor '%s': raw_data has %zu bytes, dims %s of %s need %zu", nm, s.raw_len,
-                       dbuf, onnx_dtype_name(t->dtype), t->nbytes);
+                       dbuf, tolk_dtype_name((tolk_dtype)t->dtype), t->nbytes);
     }
     if (!t->nbytes) {
       *out = t;
@@ -479,19 +465,19 @@ tolk_status onnx_tensor_proto(struct onnx_loader *l, const uint8_t *p, size_t le
                        nm, field_name(typed));
   } else if (s.counts[TF_STRING]) {
     return tolk_fail(l->err, TOLK_ERR_INVALID_MODEL, "tensor '%s': string_data given for a %s tensor",
-                     nm, onnx_dtype_name(t->dtype));
+                     nm, tolk_dtype_name((tolk_dtype)t->dtype));
   } else if (typed && typed != want_field) {
     return tolk_fail(l->err, TOLK_ERR_INVALID_MODEL, "tensor '%s': %s given for a %s tensor", nm,
-                     field_name(typed), onnx_dtype_name(t->dtype));
+                     field_name(typed), tolk_dtype_name((tolk_dtype)t->dtype));
   }
   size_t need = stored_values(t->dtype, (size_t)numel);
   if (have != need) {
     dims_str(t, dbuf, sizeof dbuf);
     if (!have && numel)
       return tolk_fail(l->err, TOLK_ERR_INVALID_MODEL, "tensor '%s': dims %s of %s but no data", nm,
-                       dbuf, onnx_dtype_name(t->dtype));
+                       dbuf, tolk_dtype_name((tolk_dtype)t->dtype));
     return tolk_fail(l->err, TOLK_ERR_INVALID_MODEL, "tensor '%s': %s has %zu values, dims %s of %s need %zu",
-                     nm, field_name(want_field), have, dbuf, onnx_dtype_name(t->dtype), need);
+                     nm, field_name(want_field), have, dbuf, tolk_dtype_name((tolk_dtype)t->dtype), need);
   }
   if (!numel) {
     *out = t;
