@@ -17,26 +17,15 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-struct piece {
-  struct mt_span span;
-  size_t line;
-  tolk_ids ids;
-};
-
-struct pieces {
-  struct piece *p;
-  size_t n, cap;
-};
-
-static bool add_piece(struct pieces *ps, struct mt_span span, size_t line, tolk_ids ids) {
+static bool add_piece(struct mt_doc *ps, struct mt_span span, size_t line, tolk_ids ids) {
   if (ps->n == ps->cap) {
     size_t cap = ps->cap ? 2 * ps->cap : 16;
-    struct piece *p = realloc(ps->p, cap * sizeof *p);
+    struct mt_piece *p = realloc(ps->p, cap * sizeof *p);
     if (!p) return false;
     ps->p = p;
     ps->cap = cap;
   }
-  ps->p[ps->n++] = (struct piece){span, line, ids};
+  ps->p[ps->n++] = (struct mt_piece){span, line, ids};
   return true;
 }
 
@@ -60,7 +49,7 @@ static tolk_status encode_span(const tolk_translator *tr, const char *text, stru
  * `limit` ids. A part with no space left that still does not fit is an
  * error: it is never truncated. */
 static tolk_status encode_fitting(const tolk_translator *tr, const char *text, struct mt_span sp,
-                                  size_t line, const char *tag, size_t limit, struct pieces *out,
+                                  size_t line, const char *tag, size_t limit, struct mt_doc *out,
                                   int depth, tolk_error *err) {
   tolk_ids ids;
   tolk_status st = encode_span(tr, text, sp, tag, &ids, err);
@@ -98,28 +87,26 @@ static bool needs_space(const char *prev, const char *next) {
   return a < 0x80 && b < 0x80 && a != ' ' && b != ' ';
 }
 
-static tolk_status join(const char *text, tolk_text_translation *out, tolk_error *err) {
+tolk_status mt_doc_join(const struct mt_doc *doc, const char *const *translations, char **out,
+                        tolk_error *err) {
   size_t total = 1;
-  for (size_t i = 0; i < out->n_sentences; i++) total += strlen(out->sentences[i].translation) + 1;
-  size_t lines = out->n_sentences ? out->sentences[out->n_sentences - 1].line : 0;
-  total += lines;
+  for (size_t i = 0; i < doc->n; i++) total += strlen(translations[i]) + 1;
+  total += doc->n ? doc->p[doc->n - 1].line : 0;
   char *s = malloc(total);
   if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translate: out of memory");
   size_t w = 0, line = 0;
-  for (size_t i = 0; i < out->n_sentences; i++) {
-    const tolk_sentence *t = &out->sentences[i];
-    if (t->line > line) {
-      while (line < t->line) s[w++] = '\n', line++;
-    } else if (i > 0 && needs_space(out->sentences[i - 1].translation, t->translation)) {
+  for (size_t i = 0; i < doc->n; i++) {
+    if (doc->p[i].line > line) {
+      while (line < doc->p[i].line) s[w++] = '\n', line++;
+    } else if (i > 0 && needs_space(translations[i - 1], translations[i])) {
       s[w++] = ' ';
     }
-    size_t l = strlen(t->translation);
-    memcpy(s + w, t->translation, l);
+    size_t l = strlen(translations[i]);
+    memcpy(s + w, translations[i], l);
     w += l;
   }
   s[w] = '\0';
-  (void)text;
-  out->text = s;
+  *out = s;
   return TOLK_OK;
 }
 
@@ -139,17 +126,19 @@ static size_t leading_tag(const char *text, size_t len) {
   return close ? (size_t)(close - text) + 2 : 0;
 }
 
-static tolk_status translate_pieces(const tolk_translator *tr, const char *text, struct pieces *ps,
+static tolk_status translate_pieces(const tolk_translator *tr, const struct mt_doc *ps,
                                     const tolk_generate_params *p, tolk_text_translation *out, tolk_error *err) {
   tolk_generate_params gp = p ? *p : tolk_generate_default_params(tr);
   size_t R = gp.num_return_sequences > 0 ? (size_t)gp.num_return_sequences : 1;
   tolk_ids *src = malloc((ps->n ? ps->n : 1) * sizeof *src);
   size_t n_gen = ps->n * R;
   tolk_generation *gen = calloc(n_gen ? n_gen : 1, sizeof *gen);
+  const char **texts = malloc((ps->n ? ps->n : 1) * sizeof *texts);
   out->sentences = calloc(ps->n ? ps->n : 1, sizeof *out->sentences);
-  if (!src || !gen || !out->sentences) {
+  if (!src || !gen || !texts || !out->sentences) {
     free(src);
     free(gen);
+    free(texts);
     return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translate: out of memory");
   }
   for (size_t i = 0; i < ps->n; i++) src[i] = ps->p[i].ids;
@@ -171,22 +160,21 @@ static tolk_status translate_pieces(const tolk_translator *tr, const char *text,
     s->n_ids = g->n;
     s->score = g->score;
     g->ids = NULL;
+    texts[i] = s->translation;
     out->n_sentences = i + 1;
   }
   out->decode_ms = now_ms() - t1;
   tolk_generation_free(gen, ps->n * R);
   free(gen);
   free(src);
-  if (!st) st = join(text, out, err);
+  if (!st) st = mt_doc_join(ps, texts, &out->text, err);
+  free(texts);
   return st;
 }
 
-tolk_status tolk_translator_translate_text(const tolk_translator *tr, const char *text, size_t len,
-                                           const char *tag, const tolk_generate_params *params,
-                                           tolk_text_translation *out, tolk_error *err) {
-  memset(out, 0, sizeof *out);
-  if (!tr || (!text && len)) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "translate: null argument");
-  double t0 = now_ms();
+tolk_status mt_doc_plan(const tolk_translator *tr, const char *text, size_t len, const char *tag,
+                        struct mt_doc *doc, tolk_error *err) {
+  memset(doc, 0, sizeof *doc);
   char own_tag[256];
   size_t tl = leading_tag(text, len);
   if (tl && tl < sizeof own_tag) {
@@ -195,7 +183,6 @@ tolk_status tolk_translator_translate_text(const tolk_translator *tr, const char
     tag = own_tag;
   }
   struct mt_spans spans = {0};
-  struct pieces ps = {0};
   size_t *lines = NULL;
   tolk_status st = TOLK_OK;
   if (!mt_split_sentences(text, len, &spans) || !(lines = malloc((spans.n ? spans.n : 1) * sizeof *lines)))
@@ -210,13 +197,30 @@ tolk_status tolk_translator_translate_text(const tolk_translator *tr, const char
   size_t limit = (size_t)mt_max_positions(tr);
   for (size_t i = 0; i < spans.n && !st; i++)
     if (spans.spans[i].end > spans.spans[i].begin)
-      st = encode_fitting(tr, text, spans.spans[i], lines[i], tag, limit, &ps, 0, err);
-  out->tokenize_ms = now_ms() - t0;
-  if (!st) st = translate_pieces(tr, text, &ps, params, out, err);
-  for (size_t i = 0; i < ps.n; i++) tolk_ids_free(&ps.p[i].ids, 1);
-  free(ps.p);
+      st = encode_fitting(tr, text, spans.spans[i], lines[i], tag, limit, doc, 0, err);
   free(spans.spans);
   free(lines);
+  if (st) mt_doc_release(doc);
+  return st;
+}
+
+void mt_doc_release(struct mt_doc *doc) {
+  for (size_t i = 0; i < doc->n; i++) tolk_ids_free(&doc->p[i].ids, 1);
+  free(doc->p);
+  memset(doc, 0, sizeof *doc);
+}
+
+tolk_status tolk_translator_translate_text(const tolk_translator *tr, const char *text, size_t len,
+                                           const char *tag, const tolk_generate_params *params,
+                                           tolk_text_translation *out, tolk_error *err) {
+  memset(out, 0, sizeof *out);
+  if (!tr || (!text && len)) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "translate: null argument");
+  double t0 = now_ms();
+  struct mt_doc doc;
+  tolk_status st = mt_doc_plan(tr, text, len, tag, &doc, err);
+  out->tokenize_ms = now_ms() - t0;
+  if (!st) st = translate_pieces(tr, &doc, params, out, err);
+  mt_doc_release(&doc);
   if (st) tolk_text_translation_free(out);
   return st;
 }

@@ -208,4 +208,30 @@ struct mt_spans {
  * whitespace between sentences. false when out of memory. */
 bool mt_split_sentences(const char *text, size_t len, struct mt_spans *out);
 
+/* A text cut into the sentences tolk_translator_translate_text translates
+ * (document.c): each with its byte range, line and ids (tag included). */
+struct mt_piece {
+  struct mt_span span;
+  size_t line;
+  tolk_ids ids;
+};
+
+struct mt_doc {
+  struct mt_piece *p;
+  size_t n, cap;
+};
+
+/* Splits and tokenizes text: lines, sentences, over-long sentences cut at
+ * word boundaries (a word that alone exceeds the model's positions fails
+ * with TOLK_ERR_LIMIT); a tag at the very start of the text applies to all
+ * of it, else `tag` (may be NULL). Release with mt_doc_release. */
+tolk_status mt_doc_plan(const tolk_translator *tr, const char *text, size_t len, const char *tag,
+                        struct mt_doc *doc, tolk_error *err);
+void mt_doc_release(struct mt_doc *doc);
+/* The whole translation: translations[i] of piece i, joined with the
+ * source's line breaks (and a space between ASCII words on one line). *out
+ * is the caller's (free). */
+tolk_status mt_doc_join(const struct mt_doc *doc, const char *const *translations, char **out,
+                        tolk_error *err);
+
 #endif /* TOLK_MT_H */
