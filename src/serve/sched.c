@@ -1,9 +1,644 @@
 /*
- * sched.c — placeholder until the scheduler lands (see sched.h).
+ * sched.c — the scheduler of `tolk serve` (sched.h): one thread runs the
+ * translator's continuous batch (src/mt/batcher.c) and everything else only
+ * talks to it through a queue.
+ *
+ *   sched_submit (any thread): the text is split and tokenized there, as
+ *     tolk_translator_translate_text does (mt_doc_plan), and its sentences
+ *     go to the back of one bounded queue — all of them or, when they do
+ *     not fit, none (TOLK_ERR_LIMIT, SCHED_QUEUE_FULL).
+ *   the step loop (the scheduler thread), each turn:
+ *     1. sentences of cancelled or late texts leave the queue and the batch;
+ *     2. queued sentences are admitted in arrival order while the batch's
+ *        rows × padded source length stays under max_batch_tokens (an idle
+ *        scheduler first waits up to max_wait_ms for company): their encoder
+ *        run and first decoder step happen now, between two steps of the
+ *        batch, and their rows join it;
+ *     3. one decoder step for every row;
+ *     4. finished sentences are decoded and reported at once; a text whose
+ *        last sentence finished is joined (mt_doc_join) and done.
+ *   A short text thus never waits for a long one to finish: it joins at
+ *   the next step and leaves when it is done.
+ *
+ * Every sentence is generated with its text's parameters by its own search
+ * over its own rows, and the kernels are batch-invariant, so its ids are
+ * those of tolk translate on that sentence alone, whatever shares the batch.
+ *
+ * Memory: the queue holds at most max_queue sentences and the batch at most
+ * max_batch_tokens worth of rows, so what the scheduler holds is bounded by
+ * its limits, not by traffic.
  */
 #include "sched.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/core.h"
+#include "metrics.h"
+#include "mt/mt.h"
+
 struct sched_params sched_default_params(void) {
-  struct sched_params p = {4096, 256, 2};
+  struct sched_params p = {8192, 1024, 0};
   return p;
+}
+
+enum { QUEUED, RUNNING, FINISHED };
+
+struct sentence {
+  struct sched_job *job;
+  size_t index;
+  uint64_t id;        /* in the batcher */
+  int state;
+  int64_t admitted_ns;
+  double encode_ms;
+  struct sched_sentence out;
+};
+
+struct sched_job {
+  _Atomic int refs;
+  _Atomic bool cancel;
+  struct sched *s;
+  struct sched_callbacks cb;
+  void *user;
+  tolk_generate_params gp;
+  int n_best;
+  int64_t submit_ns, deadline_ns;
+  struct mt_doc doc;
+  struct sentence *sent;
+  size_t n_left;      /* sentences not yet finished */
+  bool ended;         /* done() called (scheduler thread only) */
+  struct sched_job *next_live; /* the scheduler's list of unfinished jobs */
+};
+
+struct sched {
+  const tolk_translator *tr;
+  struct sched_params p;
+  struct metrics *m;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  /* under mu */
+  struct sentence **queue; /* ring of max_queue */
+  size_t head, queued;
+  struct sched_job *arrived; /* jobs submitted since the loop last looked */
+  bool stop, wake;
+  _Atomic size_t live_rows, queued_now;
+  /* scheduler thread only */
+  struct mt_batcher *batch;
+  struct sched_job *live;    /* jobs with sentences queued or running */
+  struct sched_job *ended;   /* done, released at the end of the turn */
+  struct sentence **running; /* by batcher id order of admission */
+  size_t n_running, cap_running;
+  uint64_t next_id;
+};
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static double ms_between(int64_t t0, int64_t t1) { return (double)(t1 - t0) * 1e-6; }
+
+/* ------------------------------------------------------------ results */
+
+static void free_sentence_out(struct sched_sentence *o) {
+  for (size_t h = 0; h < o->n_hyps; h++) {
+    free(o->hyps[h].text);
+    free(o->hyps[h].ids);
+  }
+  free(o->hyps);
+  o->hyps = NULL;
+  o->n_hyps = 0;
+}
+
+void sched_result_free(struct sched_result *r) {
+  if (!r) return;
+  for (size_t i = 0; i < r->n_sentences; i++) free_sentence_out(&r->sentences[i]);
+  free(r->sentences);
+  free(r->text);
+  free(r);
+}
+
+static void job_release_mem(struct sched_job *j) {
+  for (size_t i = 0; j->sent && i < j->doc.n; i++) free_sentence_out(&j->sent[i].out);
+  free(j->sent);
+  mt_doc_release(&j->doc);
+  free(j);
+}
+
+void sched_job_release(struct sched_job *j) {
+  if (j && atomic_fetch_sub(&j->refs, 1) == 1) job_release_mem(j);
+}
+
+void sched_cancel(struct sched_job *j) {
+  if (!j) return;
+  atomic_store(&j->cancel, true);
+  pthread_mutex_lock(&j->s->mu);
+  j->s->wake = true;
+  pthread_cond_signal(&j->s->cv);
+  pthread_mutex_unlock(&j->s->mu);
+}
+
+/* The finished search of a sentence as its n-best hypotheses. */
+static tolk_status sentence_result(struct sched *s, struct sentence *x, const struct mt_search *search,
+                                   tolk_error *err) {
+  struct sched_job *j = x->job;
+  size_t R = (size_t)j->gp.num_return_sequences;
+  tolk_generation *g = calloc(R, sizeof *g);
+  if (!g) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "scheduler: out of memory");
+  tolk_status st = mt_search_result(search, g, err);
+  size_t n = (size_t)j->n_best < R ? (size_t)j->n_best : R;
+  if (!st && !(x->out.hyps = calloc(n, sizeof *x->out.hyps)))
+    st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "scheduler: out of memory");
+  for (size_t h = 0; h < n && !st; h++) {
+    tolk_ids ids = {g[h].ids, g[h].n, 0};
+    st = tolk_tokenizer_decode_batch(tolk_translator_tokenizer(s->tr), &ids, 1, TOLK_DECODE_SKIP_SPECIAL,
+                                     &x->out.hyps[h].text, err);
+    if (st) break;
+    x->out.hyps[h].ids = g[h].ids;
+    x->out.hyps[h].n_ids = g[h].n;
+    x->out.hyps[h].score = g[h].score;
+    g[h].ids = NULL;
+    x->out.n_hyps = h + 1;
+  }
+  if (!st) {
+    const struct sched_hyp *best = &x->out.hyps[0];
+    int32_t eos = mt_translator_config(s->tr)->eos;
+    size_t made = best->n_ids - 1 - (best->n_ids > 1 && best->ids[best->n_ids - 1] == eos);
+    metrics_count(s->m, METRIC_C_TOKENS, made);
+    metrics_count(s->m, METRIC_C_SENTENCES, 1);
+  }
+  tolk_generation_free(g, R);
+  free(g);
+  return st;
+}
+
+/* Calls done() with the whole text (or the failure) and leaves the job to
+ * its references. */
+static void job_end(struct sched *s, struct sched_job *j, tolk_status st, bool deadline, const char *msg) {
+  if (j->ended) return;
+  j->ended = true;
+  struct sched_result *r = calloc(1, sizeof *r);
+  if (!r) { /* no way to tell the caller; the job at least leaves */
+    j->next_live = s->ended;
+    s->ended = j;
+    return;
+  }
+  r->status = st;
+  r->deadline = deadline;
+  snprintf(r->message, sizeof r->message, "%s", msg ? msg : "");
+  int64_t now = now_ns();
+  r->total_ms = ms_between(j->submit_ns, now);
+  if (!st) {
+    const char **texts = malloc((j->doc.n ? j->doc.n : 1) * sizeof *texts);
+    tolk_error err;
+    for (size_t i = 0; texts && i < j->doc.n; i++) texts[i] = j->sent[i].out.hyps[0].text;
+    if (!texts || mt_doc_join(&j->doc, texts, &r->text, &err)) {
+      r->status = TOLK_ERR_NO_MEMORY;
+      snprintf(r->message, sizeof r->message, "scheduler: out of memory");
+    }
+    free(texts);
+    r->sentences = calloc(j->doc.n ? j->doc.n : 1, sizeof *r->sentences);
+    if (!r->sentences) {
+      r->status = TOLK_ERR_NO_MEMORY;
+      snprintf(r->message, sizeof r->message, "scheduler: out of memory");
+    }
+    for (size_t i = 0; r->sentences && i < j->doc.n; i++) {
+      const struct sched_sentence *o = &j->sent[i].out;
+      r->sentences[r->n_sentences++] = *o; /* the hypotheses move to the result */
+      j->sent[i].out.hyps = NULL;
+      j->sent[i].out.n_hyps = 0;
+      r->queue_ms = o->queue_ms > r->queue_ms ? o->queue_ms : r->queue_ms;
+      r->encode_ms = o->encode_ms > r->encode_ms ? o->encode_ms : r->encode_ms;
+      r->decode_ms = o->decode_ms > r->decode_ms ? o->decode_ms : r->decode_ms;
+    }
+  }
+  j->cb.done(j->user, r);
+  /* The scheduler's reference goes at the end of the turn: sentences of
+   * this job may still be in hand (an admission in progress). */
+  j->next_live = s->ended;
+  s->ended = j;
+}
+
+static void release_ended(struct sched *s) {
+  for (struct sched_job *j = s->ended, *next; j; j = next) {
+    next = j->next_live;
+    sched_job_release(j);
+  }
+  s->ended = NULL;
+}
+
+/* ------------------------------------------------------------ submit */
+
+static tolk_status job_params(const struct sched *s, const struct sched_text_params *p, struct sched_job *j,
+                              tolk_error *err) {
+  j->gp = tolk_generate_default_params(s->tr);
+  if (p->num_beams > 0) j->gp.num_beams = p->num_beams;
+  if (p->max_new_tokens > 0) j->gp.max_new_tokens = p->max_new_tokens;
+  j->n_best = p->n_best > 0 ? p->n_best : 1;
+  if (j->gp.num_beams > MT_MAX_BEAMS)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "beam %d is over the limit of %d", j->gp.num_beams, MT_MAX_BEAMS);
+  if (j->n_best > j->gp.num_beams)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "n_best %d is more than the beam (%d)", j->n_best,
+                     j->gp.num_beams);
+  j->gp.num_return_sequences = j->gp.num_beams > 1 ? j->n_best : 1;
+  j->gp.do_sample = 0;
+  mt_params_fit(s->tr, &j->gp);
+  int max_length;
+  return mt_search_check(&j->gp, &max_length, err);
+}
+
+/* The tag, checked against the vocabulary. */
+static tolk_status check_tag(const struct sched *s, const char *tag, tolk_error *err) {
+  if (!tag) return TOLK_OK;
+  if (tolk_tokenizer_piece_to_id(tolk_translator_tokenizer(s->tr), tag) >= 0) return TOLK_OK;
+  return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "target tag %s is not in the model's vocabulary", tag);
+}
+
+tolk_status sched_submit(struct sched *s, const char *text, size_t len, const struct sched_text_params *p,
+                         const struct sched_callbacks *cb, void *user, struct sched_job **out, tolk_error *err) {
+  *out = NULL;
+  if (!s || (!text && len) || !p || !cb || !cb->done)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "scheduler: null argument");
+  struct sched_job *j = calloc(1, sizeof *j);
+  if (!j) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "scheduler: out of memory");
+  j->s = s;
+  j->cb = *cb;
+  j->user = user;
+  j->submit_ns = now_ns();
+  j->deadline_ns = p->deadline_ns;
+  atomic_init(&j->refs, 2); /* the caller's and the scheduler's */
+  atomic_init(&j->cancel, false);
+  tolk_status st = job_params(s, p, j, err);
+  if (!st) st = check_tag(s, p->tag, err);
+  if (!st) st = mt_doc_plan(s->tr, text, len, p->tag, &j->doc, err);
+  if (!st && !(j->sent = calloc(j->doc.n ? j->doc.n : 1, sizeof *j->sent)))
+    st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "scheduler: out of memory");
+  if (st) {
+    job_release_mem(j);
+    return st;
+  }
+  for (size_t i = 0; i < j->doc.n; i++) {
+    struct sentence *x = &j->sent[i];
+    x->job = j;
+    x->index = x->out.index = i;
+    x->out.begin = j->doc.p[i].span.begin;
+    x->out.end = j->doc.p[i].span.end;
+    x->out.line = j->doc.p[i].line;
+  }
+  j->n_left = j->doc.n;
+  pthread_mutex_lock(&s->mu);
+  bool fits = !s->stop && s->queued + j->doc.n <= (size_t)s->p.max_queue;
+  if (fits) {
+    size_t cap = (size_t)s->p.max_queue;
+    for (size_t i = 0; i < j->doc.n; i++) s->queue[(s->head + s->queued + i) % cap] = &j->sent[i];
+    s->queued += j->doc.n;
+    atomic_store(&s->queued_now, s->queued);
+    j->next_live = s->arrived;
+    s->arrived = j;
+    s->wake = true;
+    pthread_cond_signal(&s->cv);
+  }
+  size_t queued = s->queued;
+  bool stopping = s->stop;
+  pthread_mutex_unlock(&s->mu);
+  if (!fits) {
+    metrics_count(s->m, METRIC_C_REJECTED_QUEUE, 1);
+    size_t n = j->doc.n;
+    job_release_mem(j);
+    return tolk_fail(err, TOLK_ERR_LIMIT, stopping ? SCHED_QUEUE_FULL ": shutting down"
+                                                   : SCHED_QUEUE_FULL ": %zu sentences waiting, %zu more do not fit in %d",
+                     queued, n, s->p.max_queue);
+  }
+  metrics_gauge(s->m, METRIC_G_QUEUE_DEPTH, (double)queued);
+  *out = j;
+  return TOLK_OK;
+}
+
+size_t sched_queued(const struct sched *s) { return atomic_load(&s->queued_now); }
+size_t sched_live_rows(const struct sched *s) { return atomic_load(&s->live_rows); }
+bool sched_full(const struct sched *s) { return sched_queued(s) >= (size_t)s->p.max_queue; }
+
+/* ------------------------------------------------------------ the step loop */
+
+static bool job_expired(const struct sched_job *j, int64_t now) {
+  return j->deadline_ns > 0 && now > j->deadline_ns;
+}
+
+static void running_remove(struct sched *s, struct sentence *x) {
+  for (size_t i = 0; i < s->n_running; i++)
+    if (s->running[i] == x) {
+      s->running[i] = s->running[--s->n_running];
+      return;
+    }
+}
+
+static struct sentence *running_find(struct sched *s, uint64_t id) {
+  for (size_t i = 0; i < s->n_running; i++)
+    if (s->running[i]->id == id) return s->running[i];
+  return NULL;
+}
+
+static void live_remove(struct sched *s, struct sched_job *j) {
+  for (struct sched_job **p = &s->live; *p; p = &(*p)->next_live)
+    if (*p == j) {
+      *p = j->next_live;
+      return;
+    }
+}
+
+static void compact_queue(struct sched *s, int64_t now);
+
+/* Ends a job that will not finish: its queued sentences leave the queue,
+ * its running ones the batch. */
+static void job_abort(struct sched *s, struct sched_job *j, tolk_status st, bool deadline, const char *msg) {
+  size_t dropped = 0;
+  j->ended = true; /* compact_queue drops its sentences */
+  pthread_mutex_lock(&s->mu);
+  compact_queue(s, now_ns());
+  atomic_store(&s->queued_now, s->queued);
+  pthread_mutex_unlock(&s->mu);
+  j->ended = false;
+  for (size_t i = 0; i < j->doc.n; i++) {
+    struct sentence *x = &j->sent[i];
+    if (x->state == RUNNING) {
+      tolk_status ds;
+      tolk_error err;
+      mt_batcher_drop(s->batch, x->id, &ds, &err);
+      running_remove(s, x);
+    }
+    if (x->state != FINISHED) dropped++;
+    x->state = FINISHED;
+  }
+  if (st == TOLK_ERR_CANCELLED) metrics_count(s->m, deadline ? METRIC_C_DEADLINE : METRIC_C_CANCELLED, dropped);
+  live_remove(s, j);
+  job_end(s, j, st, deadline, msg);
+}
+
+/* Under s->mu: the queue without the sentences of cancelled or late jobs. */
+static void compact_queue(struct sched *s, int64_t now) {
+  size_t cap = (size_t)s->p.max_queue, w = 0;
+  for (size_t i = 0; i < s->queued; i++) {
+    struct sentence *x = s->queue[(s->head + i) % cap];
+    if (!x->job->ended && !atomic_load(&x->job->cancel) && !job_expired(x->job, now))
+      s->queue[(s->head + w++) % cap] = x;
+  }
+  s->queued = w;
+}
+
+/* Rows and padded length the batch would have with `x` added. */
+static bool fits_batch(const struct sched *s, size_t rows, size_t len, const struct sentence *x) {
+  size_t r = rows + (size_t)x->job->gp.num_beams, l = x->job->doc.p[x->index].ids.n;
+  if (l < len) l = len;
+  return r * l <= (size_t)s->p.max_batch_tokens;
+}
+
+/* Under s->mu: takes from the queue's head what the batch can take, in
+ * arrival order (at least one sentence into an empty batch). */
+static size_t pop_admissions(struct sched *s, struct sentence **out, size_t max) {
+  size_t rows = mt_batcher_rows(s->batch), len = mt_batcher_source_len(s->batch), n = 0;
+  size_t cap = (size_t)s->p.max_queue;
+  while (s->queued && n < max) {
+    struct sentence *x = s->queue[s->head];
+    if (!fits_batch(s, rows, len, x) && (rows || n)) break;
+    rows += (size_t)x->job->gp.num_beams;
+    size_t l = x->job->doc.p[x->index].ids.n;
+    len = l > len ? l : len;
+    out[n++] = x;
+    s->head = (s->head + 1) % cap;
+    s->queued--;
+  }
+  return n;
+}
+
+/* An idle scheduler waits up to max_wait_ms after the first arrival for
+ * more sentences to batch with, unless the queue already fills a batch. */
+static void wait_for_company(struct sched *s) {
+  if (s->p.max_wait_ms <= 0 || !s->queued || mt_batcher_sentences(s->batch)) return;
+  struct sched_job *first = s->queue[s->head]->job;
+  int64_t until = first->submit_ns + (int64_t)s->p.max_wait_ms * 1000000;
+  while (!s->stop && now_ns() < until) {
+    size_t rows = 0, len = 0, cap = (size_t)s->p.max_queue;
+    bool full = false;
+    for (size_t i = 0; i < s->queued && !full; i++) {
+      const struct sentence *x = s->queue[(s->head + i) % cap];
+      full = !fits_batch(s, rows, len, x);
+      rows += (size_t)x->job->gp.num_beams;
+      len = x->job->doc.p[x->index].ids.n > len ? x->job->doc.p[x->index].ids.n : len;
+    }
+    if (full) return;
+    struct timespec ts = {until / 1000000000, until % 1000000000};
+    pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+  }
+}
+
+/* Reports the sentences the batcher finished; a job whose last sentence
+ * finished is done. */
+static void collect_finished(struct sched *s) {
+  size_t n;
+  struct mt_done *d = mt_batcher_finished(s->batch, &n);
+  int64_t now = now_ns();
+  for (size_t i = 0; i < n; i++) {
+    struct sentence *x = running_find(s, d[i].id);
+    if (!x) continue;
+    running_remove(s, x);
+    struct sched_job *j = x->job;
+    tolk_error err;
+    x->out.decode_ms = ms_between(x->admitted_ns, now);
+    metrics_observe(s->m, METRIC_H_DECODE_MS, x->out.decode_ms);
+    if (sentence_result(s, x, d[i].search, &err)) {
+      job_abort(s, j, err.status, false, err.message);
+      continue;
+    }
+    x->state = FINISHED;
+    if (j->cb.sentence) j->cb.sentence(j->user, &x->out);
+    if (--j->n_left == 0) {
+      live_remove(s, j);
+      job_end(s, j, TOLK_OK, false, NULL);
+    }
+  }
+  mt_batcher_clear_finished(s->batch);
+}
+
+/* Every running sentence's job fails: the batch broke. */
+static void fail_running(struct sched *s, const tolk_error *err) {
+  while (s->n_running) job_abort(s, s->running[0]->job, err->status, false, err->message);
+  mt_batcher_reset(s->batch);
+}
+
+static bool reserve_running(struct sched *s, size_t more) {
+  if (s->n_running + more <= s->cap_running) return true;
+  size_t cap = s->n_running + more > 2 * s->cap_running ? s->n_running + more : 2 * s->cap_running;
+  struct sentence **r = realloc(s->running, cap * sizeof *r);
+  if (!r) return false;
+  s->running = r;
+  s->cap_running = cap;
+  return true;
+}
+
+/* Admits sentences: one encoder run and first step for all of them. */
+static void admit(struct sched *s, struct sentence **x, size_t n) {
+  tolk_ids *src = malloc(n * sizeof *src);
+  const tolk_generate_params **gp = malloc(n * sizeof *gp);
+  uint64_t *ids = malloc(n * sizeof *ids);
+  tolk_error err;
+  tolk_status st = src && gp && ids && reserve_running(s, n) ? TOLK_OK
+                                                              : tolk_fail(&err, TOLK_ERR_NO_MEMORY, "scheduler: out of memory");
+  for (size_t i = 0; i < n && !st; i++) {
+    src[i] = x[i]->job->doc.p[x[i]->index].ids;
+    gp[i] = &x[i]->job->gp;
+    ids[i] = x[i]->id = s->next_id++;
+  }
+  int64_t t0 = now_ns();
+  if (!st) st = mt_batcher_add(s->batch, src, gp, ids, n, &err);
+  int64_t t1 = now_ns();
+  for (size_t i = 0; i < n; i++) {
+    struct sched_job *j = x[i]->job;
+    if (j->ended || x[i]->state == FINISHED) continue;
+    if (st) {
+      job_abort(s, j, err.status, false, err.message);
+      continue;
+    }
+    x[i]->state = RUNNING;
+    x[i]->admitted_ns = t0;
+    x[i]->out.queue_ms = ms_between(j->submit_ns, t0);
+    x[i]->out.encode_ms = ms_between(t0, t1);
+    s->running[s->n_running++] = x[i];
+    metrics_observe(s->m, METRIC_H_QUEUE_MS, x[i]->out.queue_ms);
+    metrics_observe(s->m, METRIC_H_ENCODE_MS, x[i]->out.encode_ms);
+  }
+  free(src);
+  free(gp);
+  free(ids);
+  if (!st) collect_finished(s);
+}
+
+/* Cancelled and late jobs leave: queued sentences are already out of the
+ * queue (compact_queue), running ones leave the batch here. */
+static void sweep(struct sched *s) {
+  int64_t now = now_ns();
+  for (struct sched_job *j = s->live, *next; j; j = next) {
+    next = j->next_live;
+    if (atomic_load(&j->cancel))
+      job_abort(s, j, TOLK_ERR_CANCELLED, false, "cancelled");
+    else if (job_expired(j, now))
+      job_abort(s, j, TOLK_ERR_CANCELLED, true, "deadline exceeded");
+  }
+}
+
+static void step(struct sched *s) {
+  if (!mt_batcher_sentences(s->batch)) return;
+  size_t rows = mt_batcher_rows(s->batch);
+  metrics_observe(s->m, METRIC_H_BATCH_ROWS, (double)rows);
+  metrics_observe(s->m, METRIC_H_BATCH_TOKENS, (double)(rows * mt_batcher_source_len(s->batch)));
+  metrics_count(s->m, METRIC_C_STEPS, 1);
+  tolk_error err;
+  if (mt_batcher_step(s->batch, &err)) fail_running(s, &err);
+  else collect_finished(s);
+}
+
+static void *loop(void *arg) {
+  struct sched *s = arg;
+  size_t max_admit = (size_t)s->p.max_queue;
+  struct sentence **admitted = malloc(max_admit * sizeof *admitted);
+  pthread_mutex_lock(&s->mu);
+  while (!s->stop) {
+    while (!s->stop && !s->wake && !s->queued && !mt_batcher_sentences(s->batch))
+      pthread_cond_wait(&s->cv, &s->mu);
+    if (s->stop) break;
+    s->wake = false;
+    for (struct sched_job *j = s->arrived, *next; j; j = next) {
+      next = j->next_live;
+      j->next_live = s->live;
+      s->live = j;
+    }
+    s->arrived = NULL;
+    wait_for_company(s);
+    compact_queue(s, now_ns());
+    size_t n = admitted ? pop_admissions(s, admitted, max_admit) : 0;
+    atomic_store(&s->queued_now, s->queued);
+    pthread_mutex_unlock(&s->mu);
+    sweep(s);
+    if (n) admit(s, admitted, n);
+    step(s);
+    release_ended(s);
+    atomic_store(&s->live_rows, mt_batcher_rows(s->batch));
+    metrics_gauge(s->m, METRIC_G_LIVE_ROWS, (double)mt_batcher_rows(s->batch));
+    metrics_gauge(s->m, METRIC_G_QUEUE_DEPTH, (double)sched_queued(s));
+    pthread_mutex_lock(&s->mu);
+  }
+  pthread_mutex_unlock(&s->mu);
+  free(admitted);
+  return NULL;
+}
+
+/* ------------------------------------------------------------ lifetime */
+
+tolk_status sched_create(const tolk_translator *tr, const struct sched_params *p, struct metrics *metrics,
+                         struct sched **out, tolk_error *err) {
+  *out = NULL;
+  struct sched_params d = sched_default_params();
+  if (!p) p = &d;
+  if (!tr || p->max_batch_tokens < 1 || p->max_queue < 1 || p->max_wait_ms < 0)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
+                     "scheduler: max_batch_tokens and max_queue must be at least 1, max_wait_ms at least 0");
+  struct sched *s = calloc(1, sizeof *s);
+  if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "scheduler: out of memory");
+  s->tr = tr;
+  s->p = *p;
+  s->m = metrics;
+  atomic_init(&s->live_rows, 0);
+  atomic_init(&s->queued_now, 0);
+  s->queue = malloc((size_t)p->max_queue * sizeof *s->queue);
+  tolk_status st = s->queue ? mt_batcher_new(tr, &s->batch, err)
+                            : tolk_fail(err, TOLK_ERR_NO_MEMORY, "scheduler: out of memory");
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  if (!st && pthread_create(&s->thread, NULL, loop, s) != 0)
+    st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "scheduler: cannot start its thread");
+  if (st) {
+    mt_batcher_free(s->batch);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s->queue);
+    free(s);
+    return st;
+  }
+  *out = s;
+  return TOLK_OK;
+}
+
+void sched_free(struct sched *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  s->stop = true;
+  pthread_cond_signal(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  pthread_join(s->thread, NULL);
+  /* The thread is gone: what is left is ours to end. */
+  for (struct sched_job *j = s->arrived, *next; j; j = next) {
+    next = j->next_live;
+    j->next_live = s->live;
+    s->live = j;
+  }
+  s->arrived = NULL;
+  while (s->live) job_abort(s, s->live, TOLK_ERR_CANCELLED, false, "shutting down");
+  release_ended(s);
+  metrics_gauge(s->m, METRIC_G_QUEUE_DEPTH, 0);
+  metrics_gauge(s->m, METRIC_G_LIVE_ROWS, 0);
+  mt_batcher_free(s->batch);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  free(s->queue);
+  free(s->running);
+  free(s);
 }
