@@ -507,7 +507,7 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len,
     if (s->stop) {
       st = tolk_fail(err, TOLK_ERR_CANCELLED, "shutting down");
     } else if (s->queued + j->n > (size_t)s->p.max_queue) {
-      st = tolk_fail(err, TOLK_ERR_LIMIT, "queue full: %zu sentences waiting, this text has %zu, the queue holds %d",
+      st = tolk_fail(err, TOLK_ERR_LIMIT, SCHED_QUEUE_FULL ": %zu sentences waiting, this text has %zu, the queue holds %d",
                      s->queued, j->n, s->p.max_queue);
     } else {
       j->submit_ns = now_ns();
