@@ -203,6 +203,10 @@ static void job_end(struct sched *s, struct sched_job *j, tolk_status st, bool d
       snprintf(r->message, sizeof r->message, "scheduler: out of memory");
     }
     free(texts);
+  }
+  /* The sentences that finished (all of them on success; on a failure or
+   * a cancellation, those done by then). */
+  {
     r->sentences = calloc(j->doc.n ? j->doc.n : 1, sizeof *r->sentences);
     if (!r->sentences) {
       r->status = TOLK_ERR_NO_MEMORY;
@@ -210,6 +214,7 @@ static void job_end(struct sched *s, struct sched_job *j, tolk_status st, bool d
     }
     for (size_t i = 0; r->sentences && i < j->doc.n; i++) {
       const struct sched_sentence *o = &j->sent[i].out;
+      if (!o->n_hyps) continue;
       r->sentences[r->n_sentences++] = *o; /* the hypotheses move to the result */
       j->sent[i].out.hyps = NULL;
       j->sent[i].out.n_hyps = 0;
@@ -552,18 +557,26 @@ static void *loop(void *arg) {
       pthread_cond_wait(&s->cv, &s->mu);
     if (s->stop) break;
     s->wake = false;
-    for (struct sched_job *j = s->arrived, *next; j; j = next) {
+    struct sched_job *arrived = s->arrived;
+    s->arrived = NULL;
+    for (struct sched_job *j = arrived, *next; j; j = next) {
       next = j->next_live;
       j->next_live = s->live;
       s->live = j;
     }
-    s->arrived = NULL;
     wait_for_company(s);
     compact_queue(s, now_ns());
     size_t n = admitted ? pop_admissions(s, admitted, max_admit) : 0;
     atomic_store(&s->queued_now, s->queued);
     pthread_mutex_unlock(&s->mu);
     sweep(s);
+    for (struct sched_job *j = s->live, *next; j; j = next) { /* an empty text: done at once */
+      next = j->next_live;
+      if (!j->doc.n) {
+        live_remove(s, j);
+        job_end(s, j, TOLK_OK, false, NULL);
+      }
+    }
     if (n) admit(s, admitted, n);
     step(s);
     release_ended(s);
