@@ -18,6 +18,10 @@
 struct tolk_kv_cache {
   const tolk_session *s;
   int64_t rows, cap, len; /* len: the longest row, what the graph sees as the past length */
+  int64_t cap_rows;       /* rows the buffers have room for (≥ rows) */
+  float *spare;           /* select's staging for rows that move, spare_floats of room */
+  float **stage;          /* 2 × pairs pointers into spare */
+  size_t spare_floats;
   int64_t *row_len;       /* rows entries when rows differ (a ragged session), else NULL */
   int64_t pending;        /* length after the run in progress, -1: none */
   float **buf;            /* per pair: [rows, heads, cap, head_dim] */
@@ -318,8 +322,9 @@ tolk_status tolk_kv_cache_create(const tolk_session *s, int64_t rows, tolk_kv_ca
   tolk_kv_cache *c = calloc(1, sizeof *c);
   if (c) c->buf = calloc(s->n_kv, sizeof *c->buf);
   if (c) c->tbuf = calloc(s->n_kv, sizeof *c->tbuf);
-  if (!c || !c->buf || !c->tbuf) {
-    if (c) free(c->buf);
+  if (c) c->stage = calloc(2 * (size_t)s->n_kv, sizeof *c->stage);
+  if (!c || !c->buf || !c->tbuf || !c->stage) {
+    if (c) free(c->buf), free(c->tbuf), free(c->stage);
     free(c);
     return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
   }
@@ -339,6 +344,8 @@ void tolk_kv_cache_free(tolk_kv_cache *c) {
   free(c->buf);
   free(c->tbuf);
   free(c->row_len);
+  free(c->spare);
+  free(c->stage);
   free(c);
 }
 
@@ -395,32 +402,27 @@ static float *new_buffer(const struct exec_kv_pair *kp, int64_t rows, int64_t ca
   return malloc(n ? n : 1);
 }
 
-/* A buffer of `rows` × cap positions holding the first `keep_len`
- * positions of rows src_row[i] (NULL: the same row) of old (cap old_cap). */
-static float *moved(const struct exec_kv_pair *kp, const float *old, int64_t old_cap, int64_t rows,
-                    int64_t cap, const int32_t *src_row, int64_t keep_len, bool trans) {
-  float *nb = new_buffer(kp, rows, cap);
-  if (nb) copy_rows(kp, nb, cap, 0, old, old_cap, src_row, rows, keep_len, trans);
-  return nb;
-}
-
-/* Re-lays every buffer out for `rows` × cap (see moved); all or nothing. */
-static tolk_status relayout(tolk_kv_cache *c, int64_t rows, int64_t cap, const int32_t *src_row,
-                            int64_t keep_len, tolk_error *err) {
+/* Re-lays every buffer out for cap_rows rows × cap positions, keeping the
+ * rows held and their first `keep_len` positions; all or nothing. Room for
+ * rows and positions both double when they run out, so a cache that grows
+ * (longer rows, sentences joining) is copied O(log n) times, not each step. */
+static tolk_status relayout(tolk_kv_cache *c, int64_t cap_rows, int64_t cap, int64_t keep_len, tolk_error *err) {
   const tolk_session *s = c->s;
   float **nb = calloc(2 * (size_t)s->n_kv, sizeof *nb);
   bool ok = nb != NULL;
   for (uint32_t p = 0; ok && p < s->n_kv; p++) {
     const struct exec_kv_pair *kp = &s->kv[p];
-    ok = (nb[p] = moved(kp, c->buf[p], c->cap, rows, cap, src_row, keep_len, false)) != NULL;
-    if (ok && kp->keys_t)
-      ok = (nb[s->n_kv + p] = moved(kp, c->tbuf[p], c->cap, rows, cap, src_row, keep_len, true)) != NULL;
+    for (int t = 0; ok && t < (kp->keys_t ? 2 : 1); t++) {
+      float *b = nb[t * s->n_kv + p] = new_buffer(kp, cap_rows, cap);
+      if ((ok = b != NULL) && c->cap)
+        copy_rows(kp, b, cap, 0, t ? c->tbuf[p] : c->buf[p], c->cap, NULL, c->rows, keep_len, t);
+    }
   }
   if (!ok) {
     for (size_t i = 0; nb && i < 2 * (size_t)s->n_kv; i++) free(nb[i]);
     free(nb);
     return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache of %lld rows × %lld positions",
-                     (long long)rows, (long long)cap);
+                     (long long)cap_rows, (long long)cap);
   }
   for (uint32_t p = 0; p < s->n_kv; p++) {
     free(c->buf[p]);
@@ -429,19 +431,41 @@ static tolk_status relayout(tolk_kv_cache *c, int64_t rows, int64_t cap, const i
     c->tbuf[p] = nb[s->n_kv + p];
   }
   free(nb);
-  c->rows = rows;
+  c->cap_rows = cap_rows;
   c->cap = cap;
   return TOLK_OK;
 }
 
-/* Makes room for `need` positions, keeping those written. Capacity doubles,
- * so a growing cache is copied O(log n) times, not every step. */
+static int64_t grown(int64_t have, int64_t need, int64_t least) {
+  int64_t n = have ? 2 * have : least;
+  return n < need ? need : n;
+}
+
+/* Positions held by the run in progress, else by the cache. */
+static int64_t held(const tolk_kv_cache *c) { return c->pending > c->len ? c->pending : c->len; }
+
+/* Makes room for `need` positions, keeping those written. */
 static tolk_status reserve(tolk_kv_cache *c, int64_t need, tolk_error *err) {
   if (need <= c->cap) return TOLK_OK;
-  int64_t cap = c->cap ? 2 * c->cap : 16;
-  if (cap < need) cap = need;
-  int64_t held = c->pending > c->len ? c->pending : c->len;
-  return relayout(c, c->rows, cap, NULL, c->cap ? held : 0, err);
+  return relayout(c, c->cap_rows > c->rows ? c->cap_rows : c->rows, grown(c->cap, need, 16), held(c), err);
+}
+
+/* Makes room for `rows` rows, keeping those held. */
+static tolk_status reserve_rows(tolk_kv_cache *c, int64_t rows, tolk_error *err) {
+  if (rows <= c->cap_rows) return TOLK_OK;
+  return relayout(c, grown(c->cap_rows, rows, 4), c->cap ? c->cap : 16, held(c), err);
+}
+
+/* Row `from` to row `to` of every buffer, the first len positions. */
+static void move_row(tolk_kv_cache *c, int64_t to, const float *const *from_buf, const float *const *from_tbuf,
+                     int64_t from_cap, int64_t from, int64_t len) {
+  const tolk_session *s = c->s;
+  int32_t f = (int32_t)from;
+  for (uint32_t p = 0; p < s->n_kv; p++) {
+    const struct exec_kv_pair *kp = &s->kv[p];
+    copy_rows(kp, c->buf[p], c->cap, to, from_buf[p], from_cap, &f, 1, len, false);
+    if (kp->keys_t) copy_rows(kp, c->tbuf[p], c->cap, to, from_tbuf[p], from_cap, &f, 1, len, true);
+  }
 }
 
 tolk_status tolk_kv_cache_set(tolk_kv_cache *c, size_t n, const char *const *names,
@@ -475,8 +499,9 @@ tolk_status tolk_kv_cache_set(tolk_kv_cache *c, size_t n, const char *const *nam
   }
   if (!st) {
     c->len = 0;
-    st = reserve(c, len, err);
+    st = reserve_rows(c, c->rows, err);
   }
+  if (!st) st = reserve(c, len, err);
   for (uint32_t p = 0; !st && p < s->n_kv; p++) {
     const struct exec_kv_pair *kp = &s->kv[p];
     size_t run = (size_t)(len * kp->head_dim);
@@ -498,30 +523,78 @@ tolk_status tolk_kv_cache_set(tolk_kv_cache *c, size_t n, const char *const *nam
   return st;
 }
 
+/* Rows keep[0..n) moved into place: rows that move to a later index
+ * only (a batch shrinking) are moved in place, front to back; a general
+ * order (beams following their parents, repeats) goes through the spare
+ * buffer — in both cases only rows that change place are copied. */
+static tolk_status permute(tolk_kv_cache *c, const int32_t *keep, size_t n, tolk_error *err) {
+  bool forward = true;
+  size_t moving = 0;
+  for (size_t i = 0; i < n; i++) {
+    forward &= keep[i] >= (int32_t)i && (i == 0 || keep[i] > keep[i - 1]);
+    moving += keep[i] != (int32_t)i;
+  }
+  int64_t len = c->len;
+  if (forward) {
+    for (size_t i = 0; i < n; i++)
+      if (keep[i] != (int32_t)i) move_row(c, (int64_t)i, (const float *const *)c->buf, (const float *const *)c->tbuf, c->cap, keep[i], len);
+    return TOLK_OK;
+  }
+  const tolk_session *s = c->s;
+  size_t per_row = 0; /* floats of every buffer's first len positions of one row */
+  for (uint32_t p = 0; p < s->n_kv; p++) per_row += (s->kv[p].keys_t ? 2 : 1) * (size_t)(s->kv[p].heads * len * s->kv[p].head_dim);
+  size_t need;
+  if (!tolk_mul_size(per_row, moving, &need)) return tolk_fail(err, TOLK_ERR_LIMIT, "key/value cache: too large");
+  if (need > c->spare_floats) {
+    float *sp = realloc(c->spare, (need ? need : 1) * sizeof *sp);
+    if (!sp) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
+    c->spare = sp;
+    c->spare_floats = need;
+  }
+  /* Stage the moving rows as a cache of `moving` rows and len positions,
+   * then write them to their places. */
+  float **sb = c->stage, **stb = c->stage + s->n_kv;
+  float *at = c->spare;
+  for (uint32_t p = 0; p < s->n_kv; p++) {
+    size_t row = (size_t)(s->kv[p].heads * len * s->kv[p].head_dim);
+    sb[p] = at, at += row * moving;
+    stb[p] = s->kv[p].keys_t ? at : NULL, at += s->kv[p].keys_t ? row * moving : 0;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (keep[i] == (int32_t)i) continue;
+    int32_t f = keep[i];
+    for (uint32_t p = 0; p < s->n_kv; p++) {
+      copy_rows(&s->kv[p], sb[p], len, (int64_t)k, c->buf[p], c->cap, &f, 1, len, false);
+      if (stb[p]) copy_rows(&s->kv[p], stb[p], len, (int64_t)k, c->tbuf[p], c->cap, &f, 1, len, true);
+    }
+    k++;
+  }
+  k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (keep[i] != (int32_t)i) move_row(c, (int64_t)i, (const float *const *)sb, (const float *const *)stb, len, (int64_t)k++, len);
+  return TOLK_OK;
+}
+
 tolk_status tolk_kv_cache_select(tolk_kv_cache *c, const int32_t *keep, size_t n, tolk_error *err) {
   if (!c || (n && !keep)) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "NULL argument");
-  bool identity = (int64_t)n <= c->rows;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n; i++)
     if (keep[i] < 0 || keep[i] >= c->rows)
       return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "row %d of a cache of %lld rows", keep[i],
                        (long long)c->rows);
-    identity &= keep[i] == (int32_t)i;
-  }
   int64_t *rl = NULL;
   if (c->row_len) {
     rl = malloc((n ? n : 1) * sizeof *rl);
     if (!rl) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
     for (size_t i = 0; i < n; i++) rl[i] = c->row_len[keep[i]];
   }
-  tolk_status st = TOLK_OK;
-  if (identity) /* dropping trailing rows: nothing moves */
-    c->rows = (int64_t)n;
-  else
-    st = relayout(c, (int64_t)n, c->cap, keep, c->len, err);
+  tolk_status st = reserve_rows(c, (int64_t)n, err);
+  if (!st) st = permute(c, keep, n, err);
   if (st) {
     free(rl);
     return st;
   }
+  c->rows = (int64_t)n;
   free(c->row_len);
   c->row_len = rl;
   settle_lengths(c);
@@ -530,41 +603,6 @@ tolk_status tolk_kv_cache_select(tolk_kv_cache *c, const int32_t *keep, size_t n
 
 /* The length of row r of c. */
 static int64_t row_length(const tolk_kv_cache *c, int64_t r) { return c->row_len ? c->row_len[r] : c->len; }
-
-/* dst's rows then src's, in new buffers of capacity cap; all or nothing. */
-static tolk_status concat_rows(tolk_kv_cache *dst, const tolk_kv_cache *src, int64_t cap, tolk_error *err) {
-  const tolk_session *s = dst->s;
-  int64_t rows = dst->rows + src->rows;
-  float **nb = calloc(2 * (size_t)s->n_kv, sizeof *nb);
-  bool ok = nb != NULL;
-  for (uint32_t p = 0; ok && p < s->n_kv; p++) {
-    const struct exec_kv_pair *kp = &s->kv[p];
-    for (int t = 0; ok && t < (kp->keys_t ? 2 : 1); t++) {
-      float *b = nb[t * s->n_kv + p] = new_buffer(kp, rows, cap);
-      ok = b != NULL;
-      if (!ok) break;
-      float *const *from = t ? dst->tbuf : dst->buf, *const *more = t ? src->tbuf : src->buf;
-      if (dst->cap) copy_rows(kp, b, cap, 0, from[p], dst->cap, NULL, dst->rows, dst->len, t);
-      if (src->cap) copy_rows(kp, b, cap, dst->rows, more[p], src->cap, NULL, src->rows, src->len, t);
-    }
-  }
-  if (!ok) {
-    for (size_t i = 0; nb && i < 2 * (size_t)s->n_kv; i++) free(nb[i]);
-    free(nb);
-    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache of %lld rows × %lld positions",
-                     (long long)rows, (long long)cap);
-  }
-  for (uint32_t p = 0; p < s->n_kv; p++) {
-    free(dst->buf[p]);
-    free(dst->tbuf[p]);
-    dst->buf[p] = nb[p];
-    dst->tbuf[p] = nb[s->n_kv + p];
-  }
-  free(nb);
-  dst->rows = rows;
-  dst->cap = cap;
-  return TOLK_OK;
-}
 
 tolk_status tolk_kv_cache_append(tolk_kv_cache *dst, tolk_kv_cache *src, tolk_error *err) {
   if (!dst || !src || dst == src) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "NULL or identical caches");
@@ -586,12 +624,15 @@ tolk_status tolk_kv_cache_append(tolk_kv_cache *dst, tolk_kv_cache *src, tolk_er
   for (int64_t r = 0; rl && r < rows; r++)
     rl[r] = r < dst->rows ? row_length(dst, r) : row_length(src, r - dst->rows);
   int64_t len = dst->len > src->len ? dst->len : src->len;
-  int64_t cap = dst->cap > src->cap ? dst->cap : src->cap;
-  tolk_status st = concat_rows(dst, src, cap > len ? cap : len, err);
+  tolk_status st = reserve_rows(dst, rows, err);
+  if (!st) st = reserve(dst, len, err);
   if (st) {
     free(rl);
     return st;
   }
+  for (int64_t r = 0; r < src->rows; r++)
+    move_row(dst, dst->rows + r, (const float *const *)src->buf, (const float *const *)src->tbuf, src->cap, r, src->len);
+  dst->rows = rows;
   free(dst->row_len);
   dst->row_len = rl;
   dst->len = len;

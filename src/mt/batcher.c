@@ -39,6 +39,7 @@ struct mt_batcher {
   const struct mt_model *model;
   const struct mt_config *cfg;
   bool ragged;
+  bool broken; /* a join failed part way: the running batch is unusable */
   struct group *g;
   size_t n_groups, cap_groups;
   struct mt_scratch *scratch;
@@ -85,6 +86,7 @@ void mt_batcher_free(struct mt_batcher *b) {
 }
 
 bool mt_batcher_ragged(const struct mt_batcher *b) { return b->ragged; }
+bool mt_batcher_broken(const struct mt_batcher *b) { return b->broken; }
 
 size_t mt_batcher_rows(const struct mt_batcher *b) {
   size_t rows = 0;
@@ -242,7 +244,7 @@ tolk_status mt_batcher_add(struct mt_batcher *b, const tolk_ids *src, const tolk
       if (!m) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "batcher: out of memory");
       else run->m = m, run->cap = cap;
     }
-    if (!st) st = mt_state_append(run->state, g.state, err);
+    if (!st && (st = mt_state_append(run->state, g.state, err))) b->broken = true;
     if (!st) {
       memcpy(run->m + run->n, g.m, g.n * sizeof *g.m);
       run->n += g.n;
@@ -294,6 +296,7 @@ bool mt_batcher_drop(struct mt_batcher *b, uint64_t id, tolk_status *st, tolk_er
 void mt_batcher_reset(struct mt_batcher *b) {
   for (size_t i = 0; i < b->n_groups; i++) group_free(&b->g[i]);
   b->n_groups = 0;
+  b->broken = false;
   mt_batcher_clear_finished(b);
 }
 

@@ -47,8 +47,9 @@ struct mt_model {
 struct mt_state {
   const struct mt_model *m;
   size_t rows;
-  tolk_tensor *enc_hidden, *enc_mask;
-  tolk_tensor **kv; /* layers × KV_KINDS; NULL before the first step */
+  tolk_tensor *enc_hidden;
+  struct mt_rows enc_mask;
+  struct mt_rows *kv; /* layers × KV_KINDS; NULL before the first step */
   tolk_kv_cache *cache; /* in_place: the decoder.* kinds live here */
   int32_t *source;      /* the sentence of each row */
   tolk_tensor *logits;
@@ -176,11 +177,13 @@ tolk_status mt_state_begin(const struct mt_model *m, const int32_t *ids, const i
     for (size_t c = 0; c < len; c++) mask[r * len + c] = (int32_t)c < lens[r];
   tolk_tensor *input_ids = NULL;
   tolk_status st = int64_tensor(ids, rows, len, &input_ids, err);
-  if (!st) st = int64_tensor(mask, rows, len, &s->enc_mask, err);
+  tolk_tensor *mask_t = NULL;
+  if (!st) st = int64_tensor(mask, rows, len, &mask_t, err);
+  if (!st) st = mt_rows_adopt(&s->enc_mask, mask_t, err);
   free(mask);
   if (!st) {
     const char *names[2] = {"input_ids", "attention_mask"};
-    const tolk_tensor *in[2] = {input_ids, s->enc_mask};
+    const tolk_tensor *in[2] = {input_ids, s->enc_mask.t};
     st = tolk_session_run(m->encoder, 2, names, in, 1, NULL, &s->enc_hidden, NULL, err);
     if (st) tolk_error_prefix(err, "encoder");
   }
@@ -195,7 +198,7 @@ tolk_status mt_state_begin(const struct mt_model *m, const int32_t *ids, const i
 
 static void free_kv(struct mt_state *s) {
   if (!s->kv) return;
-  for (int i = 0; i < s->m->layers * KV_KINDS; i++) tolk_tensor_free(s->kv[i]);
+  for (int i = 0; i < s->m->layers * KV_KINDS; i++) mt_rows_free(&s->kv[i]);
   free(s->kv);
   s->kv = NULL;
 }
@@ -206,13 +209,13 @@ void mt_state_free(struct mt_state *s) {
   tolk_kv_cache_free(s->cache);
   free(s->source);
   tolk_tensor_free(s->enc_hidden);
-  tolk_tensor_free(s->enc_mask);
+  mt_rows_free(&s->enc_mask);
   tolk_tensor_free(s->logits);
   free(s);
 }
 
 size_t mt_state_rows(const struct mt_state *s) { return s->rows; }
-size_t mt_state_source_len(const struct mt_state *s) { return (size_t)tolk_tensor_dims(s->enc_mask)[1]; }
+size_t mt_state_source_len(const struct mt_state *s) { return (size_t)tolk_tensor_dims(s->enc_mask.t)[1]; }
 
 /* A new tensor made of rows keep[0..n) of t (rows = the first dimension). */
 static tolk_status gather_rows(const tolk_tensor *t, const int32_t *keep, size_t n,
@@ -266,10 +269,10 @@ tolk_status mt_state_select(struct mt_state *s, const int32_t *keep, size_t n, t
   tolk_status st = TOLK_OK;
   if (!same_sentences) {
     st = replace_gathered(&s->enc_hidden, keep, n, err);
-    if (!st) st = replace_gathered(&s->enc_mask, keep, n, err);
+    if (!st) st = mt_rows_select(&s->enc_mask, keep, n, err);
   }
   for (int i = 0; s->kv && !st && i < s->m->layers * KV_KINDS; i++)
-    if (!same_sentences || !encoder_side(i % KV_KINDS)) st = replace_gathered(&s->kv[i], keep, n, err);
+    if (!same_sentences || !encoder_side(i % KV_KINDS)) st = mt_rows_select(&s->kv[i], keep, n, err);
   if (!st && s->cache) st = tolk_kv_cache_select(s->cache, keep, n, err);
   if (st) {
     free(source);
@@ -311,12 +314,11 @@ static tolk_status start_cache(struct mt_state *s, tolk_error *err) {
   tolk_status st = names && vals ? tolk_kv_cache_create(m->past, (int64_t)s->rows, &s->cache, err)
                                  : tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
   for (int i = 0; !st && i < m->layers * KV_KINDS; i++)
-    if (!encoder_side(i % KV_KINDS)) names[j] = m->past_names[i], vals[j++] = s->kv[i];
+    if (!encoder_side(i % KV_KINDS)) names[j] = m->past_names[i], vals[j++] = s->kv[i].t;
   if (!st) st = tolk_kv_cache_set(s->cache, n, names, vals, err);
   for (int i = 0; !st && i < m->layers * KV_KINDS; i++)
     if (!encoder_side(i % KV_KINDS)) {
-      tolk_tensor_free(s->kv[i]);
-      s->kv[i] = NULL;
+      mt_rows_free(&s->kv[i]);
     }
   if (!st) {
     tolk_tensor_free(s->enc_hidden);
@@ -329,72 +331,21 @@ static tolk_status start_cache(struct mt_state *s, tolk_error *err) {
 
 bool mt_model_ragged(const struct mt_model *m) { return m->in_place && tolk_session_kv_ragged(m->past); }
 
-/* A copy of t ([rows, …, S, …] with the source axis `axis`) widened to S
- * positions along it, zeros after its own. */
-static tolk_status widen(const tolk_tensor *t, int axis, int64_t S, tolk_tensor **out, tolk_error *err) {
-  int rank = tolk_tensor_rank(t);
-  int64_t dims[TOLK_MAX_RANK];
-  memcpy(dims, tolk_tensor_dims(t), (size_t)rank * sizeof *dims);
-  int64_t have = dims[axis], outer = 1, inner = 1;
-  for (int d = 0; d < axis; d++) outer *= dims[d];
-  for (int d = axis + 1; d < rank; d++) inner *= dims[d];
-  dims[axis] = S;
-  tolk_status st = tolk_tensor_create(tolk_tensor_dtype(t), rank, dims, NULL, 0, out, err);
-  if (st) return st;
-  size_t es = tolk_dtype_size(tolk_tensor_dtype(t)), run = (size_t)(have * inner) * es;
-  const char *src = tolk_tensor_data(t);
-  char *dst = tolk_tensor_data(*out);
-  for (int64_t o = 0; o < outer && run; o++) memcpy(dst + (size_t)(o * S * inner) * es, src + (size_t)o * run, run);
-  return TOLK_OK;
-}
-
-/* a's rows then b's: both [rows, …] of one shape past the first axis. */
-static tolk_status stack(const tolk_tensor *a, const tolk_tensor *b, tolk_tensor **out, tolk_error *err) {
-  int rank = tolk_tensor_rank(a);
-  int64_t dims[TOLK_MAX_RANK];
-  memcpy(dims, tolk_tensor_dims(a), (size_t)rank * sizeof *dims);
-  dims[0] += tolk_tensor_dims(b)[0];
-  tolk_status st = tolk_tensor_create(tolk_tensor_dtype(a), rank, dims, NULL, 0, out, err);
-  if (st) return st;
-  char *d = tolk_tensor_data(*out);
-  if (tolk_tensor_nbytes(a)) memcpy(d, tolk_tensor_data(a), tolk_tensor_nbytes(a));
-  if (tolk_tensor_nbytes(b)) memcpy(d + tolk_tensor_nbytes(a), tolk_tensor_data(b), tolk_tensor_nbytes(b));
-  return TOLK_OK;
-}
-
-/* dst's and src's tensor t, both widened to S source positions along axis,
- * stacked into *out. */
-static tolk_status join_source_side(const tolk_tensor *x, const tolk_tensor *y, int axis, int64_t S,
-                                    tolk_tensor **out, tolk_error *err) {
-  tolk_tensor *wx = NULL, *wy = NULL;
-  tolk_status st = widen(x, axis, S, &wx, err);
-  if (!st) st = widen(y, axis, S, &wy, err);
-  if (!st) st = stack(wx, wy, out, err);
-  tolk_tensor_free(wx);
-  tolk_tensor_free(wy);
-  return st;
-}
-
 tolk_status mt_state_append(struct mt_state *dst, struct mt_state *src, tolk_error *err) {
   const struct mt_model *m = dst->m;
   if (src->m != m || !dst->cache || !src->cache)
     return tolk_fail(err, TOLK_ERR_UNSUPPORTED, "decoder state: only states past their first step of one "
                                                  "in-place model can be joined");
-  int64_t S = tolk_tensor_dims(dst->enc_mask)[1], Ss = tolk_tensor_dims(src->enc_mask)[1];
-  if (Ss > S) S = Ss;
-  size_t n_kv = (size_t)m->layers * KV_KINDS;
-  tolk_tensor *mask = NULL, **kv = calloc(n_kv, sizeof *kv);
-  tolk_status st = kv ? join_source_side(dst->enc_mask, src->enc_mask, 1, S, &mask, err)
-                      : tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
-  for (size_t i = 0; !st && i < n_kv; i++)
-    if (encoder_side((int)(i % KV_KINDS))) st = join_source_side(dst->kv[i], src->kv[i], 2, S, &kv[i], err);
-  int32_t *source = st ? NULL : malloc((dst->rows + src->rows + 1) * sizeof *source);
-  if (!st && !source) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
-  if (!st) st = tolk_kv_cache_append(dst->cache, src->cache, err);
+  int32_t *source = malloc((dst->rows + src->rows + 1) * sizeof *source);
+  if (!source) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  /* The caches first: that one is all or nothing (and refuses unequal
+   * lengths where the session is not ragged), the rest can only run out of
+   * memory — which leaves dst broken, for the caller to drop. */
+  tolk_status st = tolk_kv_cache_append(dst->cache, src->cache, err);
+  if (!st) st = mt_rows_append(&dst->enc_mask, src->enc_mask.t, 1, err);
+  for (size_t i = 0; !st && i < (size_t)m->layers * KV_KINDS; i++)
+    if (encoder_side((int)(i % KV_KINDS))) st = mt_rows_append(&dst->kv[i], src->kv[i].t, 2, err);
   if (st) {
-    tolk_tensor_free(mask);
-    for (size_t i = 0; kv && i < n_kv; i++) tolk_tensor_free(kv[i]);
-    free(kv);
     free(source);
     return st;
   }
@@ -404,14 +355,6 @@ tolk_status mt_state_append(struct mt_state *dst, struct mt_state *src, tolk_err
   for (size_t r = 0; r < dst->rows; r++) next = dst->source[r] >= next ? dst->source[r] + 1 : next;
   memcpy(source, dst->source, dst->rows * sizeof *source);
   for (size_t r = 0; r < src->rows; r++) source[dst->rows + r] = next + src->source[r];
-  tolk_tensor_free(dst->enc_mask);
-  dst->enc_mask = mask;
-  for (size_t i = 0; i < n_kv; i++)
-    if (encoder_side((int)(i % KV_KINDS))) {
-      tolk_tensor_free(dst->kv[i]);
-      dst->kv[i] = kv[i];
-    }
-  free(kv);
   free(dst->source);
   dst->source = source;
   dst->rows += src->rows;
@@ -437,7 +380,7 @@ tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float
   size_t n_in = 0, n_out = 0;
   if (!st) {
     names[n_in] = "input_ids", in[n_in++] = ids;
-    names[n_in] = "encoder_attention_mask", in[n_in++] = s->enc_mask;
+    names[n_in] = "encoder_attention_mask", in[n_in++] = s->enc_mask.t;
     if (first || m->merged) names[n_in] = "encoder_hidden_states", in[n_in++] = s->enc_hidden;
     if (m->merged) {
       uint8_t flag = !first;
@@ -455,7 +398,7 @@ tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float
   if (!st && (!first || m->merged))
     for (size_t i = 0; i < n_kv; i++)
       if (!cached || encoder_side((int)(i % KV_KINDS)))
-        names[n_in] = m->past_names[i], in[n_in++] = first ? dummy[i] : s->kv[i];
+        names[n_in] = m->past_names[i], in[n_in++] = first ? dummy[i] : s->kv[i].t;
   out_names[n_out++] = "logits";
   for (int l = 0; l < m->layers; l++)
     for (int k = 0; k < KV_KINDS; k++)
@@ -476,9 +419,10 @@ tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float
     for (int l = 0; l < m->layers; l++)
       for (int k = 0; k < KV_KINDS; k++) {
         if (!first && (cached || encoder_side(k))) continue;
-        tolk_tensor_free(s->kv[l * KV_KINDS + k]);
-        s->kv[l * KV_KINDS + k] = outs[o];
+        tolk_tensor *t = outs[o];
         outs[o++] = NULL;
+        if (!st) st = mt_rows_adopt(&s->kv[l * KV_KINDS + k], t, err);
+        else tolk_tensor_free(t);
       }
     const tolk_tensor *lg = outs[0];
     if (tolk_tensor_rank(lg) != 3 || tolk_tensor_dims(lg)[0] != (int64_t)s->rows ||

@@ -80,6 +80,25 @@ size_t mt_state_rows(const struct mt_state *s);
 /* The padded source length (ids) its rows attend to. */
 size_t mt_state_source_len(const struct mt_state *s);
 
+/* A batch tensor [rows, …] whose rows change in place (rows.c): `t` is a
+ * view of the first rows of `mem`, which has room for `cap`. */
+struct mt_rows {
+  tolk_tensor *t;
+  tolk_tensor *own; /* the adopted tensor whose buffer mem is, or NULL: mem is malloc'd */
+  void *mem;
+  int64_t cap;
+};
+
+/* Takes t over (freed with r; its buffer is used until rows are added). */
+tolk_status mt_rows_adopt(struct mt_rows *r, tolk_tensor *t, tolk_error *err);
+void mt_rows_free(struct mt_rows *r);
+/* Keeps rows keep[0..n) in that order (repeats allowed); rows that stay put
+ * are not copied. */
+tolk_status mt_rows_select(struct mt_rows *r, const int32_t *keep, size_t n, tolk_error *err);
+/* Appends the rows of x (same shape but the first axis and `axis`), both
+ * widened along `axis` to the longer of the two with zeros. */
+tolk_status mt_rows_append(struct mt_rows *r, const tolk_tensor *x, int axis, tolk_error *err);
+
 /* Whether states of the model can be joined while they decode (the
  * decoder keeps its cache in place and its sessions are ragged). */
 bool mt_model_ragged(const struct mt_model *m);
@@ -154,11 +173,14 @@ void mt_batcher_free(struct mt_batcher *b);
 /* Whether admitted sentences join the running batch (else each admission
  * decodes as a batch of its own, stepped in turn). */
 bool mt_batcher_ragged(const struct mt_batcher *b);
+bool mt_batcher_broken(const struct mt_batcher *b);
 
 /* Admits n sentences (ids ending in </s>; params[i] checked and fitted to
  * the model, num_beams ≤ MT_MAX_BEAMS; ids[i] names it): their encoder run
  * and first decoder step, then their rows join the batch. Some may finish
- * at once (mt_batcher_finished). On failure none was admitted. */
+ * at once (mt_batcher_finished). On failure none was admitted — and when
+ * mt_batcher_broken says so, the running batch is lost as after a failed
+ * step. */
 tolk_status mt_batcher_add(struct mt_batcher *b, const tolk_ids *src, const tolk_generate_params *const *params,
                            const uint64_t *ids, size_t n, tolk_error *err);
 

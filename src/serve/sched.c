@@ -521,6 +521,7 @@ static void admit(struct sched *s, struct sentence **x, size_t n) {
   free(gp);
   free(ids);
   if (!st) collect_finished(s);
+  else if (mt_batcher_broken(s->batch)) fail_running(s, &err);
 }
 
 /* Cancelled and late jobs leave: queued sentences are already out of the
