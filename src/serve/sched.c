@@ -400,8 +400,8 @@ static void *worker(void *arg) {
     pthread_mutex_lock(&s->mu);
     s->live_rows = 0;
     if (again) {
-      /* Its next sentence waits again, behind the texts already queued. */
-      s->queued++;
+      /* Its next sentence waits again, behind the texts already queued
+       * (it never left the queued count: only the one admitted did). */
       if (s->tail) s->tail->next = j;
       else s->head = j;
       s->tail = j;
