@@ -332,7 +332,8 @@ static bool read_fields(struct req *r, enum req_next *next) {
                      r->received, r->svc->cfg.max_body);
     return false;
   }
-  r->fields = r->len || r->content_type[0] ? parse_body(r->content_type[0] ? r->content_type : NULL, r->body ? r->body : "", r->len, &status, msg, sizeof msg)
+  /* A GET's fields are its query string; a body it may carry is ignored. */
+  r->fields = r->post && (r->len || r->content_type[0]) ? parse_body(r->content_type[0] ? r->content_type : NULL, r->body ? r->body : "", r->len, &status, msg, sizeof msg)
                                            : cJSON_CreateObject();
   if (!r->fields) {
     *next = req_fail(r, status, REJ_BAD_REQUEST, "%s", msg);
@@ -377,6 +378,7 @@ static enum req_next first(struct req *r, const char *url, const char *method) {
   }
   unsigned m = !strcmp(method, "GET") || !strcmp(method, "HEAD") ? M_GET : !strcmp(method, "POST") ? M_POST : 0;
   r->head = !strcmp(method, "HEAD");
+  r->post = m == M_POST;
   if (!strcmp(method, "OPTIONS")) return options(r);
   if (!(r->route->methods & m)) {
     req_add_header(r, "Allow", "%s%s", r->route->methods & M_GET ? "GET, HEAD" : "",

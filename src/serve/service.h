@@ -129,6 +129,7 @@ struct req {
   enum req_phase phase;
   int64_t t0;
   bool head;                 /* HEAD: answer as GET, MHD sends no body */
+  bool post;                 /* POST: the body holds the fields */
   char id[80], client[64], origin[256];
   char path[256];            /* the URL's path */
   bool cors;                 /* Origin allowed: add CORS headers */
