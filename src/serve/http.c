@@ -555,6 +555,7 @@ void http_gone(void *req) {
   req_cancel_unlocked(r);
 }
 
+static void on_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 static void on_log(void *cls, const char *fmt, va_list ap) {
   (void)cls;
   char line[512];
