@@ -5,7 +5,7 @@
 # The options are parsed before any model is opened, so no model is needed.
 set(_cnn ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/simple-cnn/model.onnx)
 
-foreach(verb inspect check info tokenize detokenize run translate)
+foreach(verb inspect check info tokenize detokenize run translate serve)
   tolk_cli_test(cli_help_${verb} stdout 0 "^usage: tolk ${verb} " "^  -h, --help +this text$" -- ${verb} --help)
   tolk_usage_error_test(cli_usage_${verb}_unknown ${verb} "unknown option '--bogus'" --bogus x)
 endforeach()
@@ -43,3 +43,8 @@ tolk_usage_error_test(cli_usage_translate_input_alone translate "--input and --o
 tolk_cli_test(cli_no_command stderr 2 "^usage: tolk <command> " --)
 tolk_cli_test(cli_unknown_command stderr 2 "^tolk: unknown command 'frobnicate'$" -- frobnicate)
 tolk_cli_test(cli_version stdout 0 "^tolk [0-9]+\\.[0-9]+\\.[0-9]+$" -- --version)
+tolk_usage_error_test(cli_usage_serve_bad_port serve "--port wants a whole number from 0 to 65535, not 'nope'" --port nope)
+tolk_usage_error_test(cli_usage_serve_bad_rate serve "--rate-limit wants a rate such as 60/min, not '60'" --rate-limit 60)
+tolk_usage_error_test(cli_usage_serve_bad_body serve "--max-body wants a size from 1 to 4G: bytes, or k or M .1M., not '1G'"
+  --max-body 1G)
+tolk_usage_error_test(cli_usage_serve_operand serve "unexpected argument 'extra'" --check extra)

@@ -94,6 +94,9 @@ static void refused(void) {
   broken("<script>var a = 1;", "<script> opened at byte 0 is never closed");
   broken("<p>x</br></p>", "<br> has no end tag");
   broken("<p>x</p", "malformed end tag");
+  struct html_doc d;
+  char msg[128];
+  CHECK(html_parse("<p>\0\0\0\rld</p>", 13, &d, msg, sizeof msg) == -1 && strstr(msg, "NUL byte at byte 3"));
   char *deep = malloc(HTML_MAX_DEPTH * 5 + 16);
   size_t w = 0;
   for (int i = 0; i <= HTML_MAX_DEPTH; i++) memcpy(deep + w, "<div>", 5), w += 5;

@@ -97,6 +97,7 @@ static void same_as_translate_text(const tolk_translator *tr, struct sched *s) {
   }
   CHECK_MSG(r && !strcmp(r->text, t.text), "%s vs %s", r ? r->text : "", t.text);
   CHECK(r && r->total_ms >= r->decode_ms);
+  CHECK(sched_queued(s) == 0 && !sched_full(s)); /* nothing left counted as waiting */
   tolk_text_translation_free(&t);
   probe_free(&p);
 }

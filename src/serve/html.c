@@ -138,7 +138,7 @@ static int add_text(struct scan *sc, size_t b, size_t e) {
     }
     char ent[4];
     size_t el = 0, used = sc->s[i] == '&' ? entity(sc->s + i, e - trail - i, ent, &el) : 0;
-    if (used && el == 1 && ent[0] == ' ') { /* &nbsp; is whitespace to translation */
+    if (used && el == 1 && is_ws(ent[0])) { /* &nbsp;, &#10;: whitespace to translation */
       space = true;
       i += used;
       continue;
@@ -154,6 +154,10 @@ static int add_text(struct scan *sc, size_t b, size_t e) {
     }
   }
   t[w] = '\0';
+  if (w == 0) { /* only entities for spaces: nothing to translate */
+    free(t);
+    return 0;
+  }
   struct html_doc *d = sc->doc;
   if (d->n == d->cap) {
     size_t cap = d->cap ? 2 * d->cap : 16;
@@ -301,6 +305,9 @@ int html_parse(const char *s, size_t n, struct html_doc *doc, char *msg, size_t 
   *sc = (struct scan){.s = s, .n = n, .doc = doc, .msg = msg, .msgsz = msgsz};
   size_t text = 0;
   int rc = 0;
+  /* A NUL is a parse error in HTML, and would cut the texts short. */
+  const char *nul = memchr(s, '\0', n);
+  if (nul) rc = fail(sc, "a NUL byte at byte %zu", (size_t)(nul - s));
   while (!rc && sc->i < n) {
     size_t i = sc->i;
     char c1 = i + 1 < n ? s[i + 1] : 0;

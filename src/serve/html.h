@@ -9,7 +9,7 @@
  * tag, comment or quoted attribute, an end tag that closes something other
  * than the element open (beyond the elements HTML lets end implicitly: p,
  * li, td, tr, option, …), an element left open at the end, nesting past
- * HTML_MAX_DEPTH. The message names the byte offsets involved.
+ * HTML_MAX_DEPTH, a NUL byte. The message names the byte offsets involved.
  *
  * Not translated: whitespace-only text, <script>, <style>, <textarea>, <pre>,
  * <code>, <kbd>, <samp>, <var>, and any element (with its content) marked
