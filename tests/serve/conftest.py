@@ -82,17 +82,14 @@ class Server:
         return requests.post(self.url + path, timeout=kw.pop("timeout", 60), **kw)
 
     def metrics(self):
-        """GET /metrics parsed by the Prometheus Python client: {sample name+labels: value}."""
+        """GET /metrics, parsed by the Prometheus Python client."""
         from prometheus_client.parser import text_string_to_metric_families
         r = self.get("/metrics")
         assert r.status_code == 200, r.text
-        out = {}
-        for fam in text_string_to_metric_families(r.text):
-            for s in fam.samples:
-                key = s.name + ("{" + ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items())) + "}"
-                                if s.labels else "")
-                out[key] = s.value
-        return out
+        return Metrics([s for fam in text_string_to_metric_families(r.text) for s in fam.samples])
+
+    def metric(self, name, **labels):
+        return self.metrics().get(name, **labels)
 
     def stop(self, sig=signal.SIGTERM, timeout=30.0):
         """Sends `sig` and returns the exit status (None if it had to be killed)."""
@@ -113,6 +110,24 @@ class Server:
             os.unlink(self.log_path)
         except OSError:
             pass
+
+
+class Metrics:
+    """One scrape: samples by name; series of one name (per model slot,
+    endpoint, …) are summed over the labels not asked for."""
+
+    def __init__(self, samples):
+        self.samples = samples
+
+    def get(self, name, **labels):
+        return sum(s.value for s in self.samples if s.name == name
+                   and all(s.labels.get(k) == v for k, v in labels.items()))
+
+    def has(self, name):
+        return any(s.name == name for s in self.samples)
+
+    def __repr__(self):
+        return "\n".join(f"{s.name}{s.labels or ''} {s.value}" for s in self.samples)
 
 
 @pytest.fixture(scope="module")

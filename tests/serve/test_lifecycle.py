@@ -25,7 +25,7 @@ def test_sigterm_answers_requests_in_flight_and_exits_0():
             return s.post("/v1/translate", json={"texts": [f"{text} ({i})"], "beam": 4}, timeout=120)
         with cf.ThreadPoolExecutor(8) as ex:
             futs = [ex.submit(one, i) for i in range(8)]
-            wait_until(lambda: s.metrics().get("tolk_live_rows", 0) > 0, 30, what="decoding")
+            wait_until(lambda: s.metric("tolk_live_rows") > 0, 30, what="decoding")
             t0 = time.monotonic()
             s.proc.send_signal(signal.SIGTERM)
             rs = [f.result() for f in futs]   # a reset connection would raise here
@@ -60,14 +60,13 @@ def test_sighup_with_a_broken_model_keeps_the_old_one(tmp_model):
         data = bytearray(graphs[0].read_bytes())
         data[:64] = b"\xff" * 64
         graphs[0].write_bytes(bytes(data))
-        m0 = s.metrics()
         s.proc.send_signal(signal.SIGHUP)
-
-        def told():
-            m = s.metrics()
-            failed = [k for k, v in m.items() if "reload" in k and "fail" in k and v > m0.get(k, 0)]
-            return failed or ("reload" in s.log().lower() and graphs[0].name in s.log())
-        wait_until(told, 30, what="the failed reload to show in /metrics or the log")
+        wait_until(lambda: s.metric("tolk_model_reloads_total", result="failed") == 1, 30,
+                   what="tolk_model_reloads_total{result=\"failed\"} to count the reload")
+        # Why: the last failure's reason in /metrics, or the log, names the graph.
+        why = [smp.labels.get("reason", "") for smp in s.metrics().samples
+               if smp.name == "tolk_model_reload_last_failure_info"]
+        assert any(graphs[0].name in w for w in why) or graphs[0].name in s.log(), (why, s.log())
         assert s.proc.poll() is None, "a failed reload must not stop the server"
         assert translate() == before
         assert s.get("/ready").status_code == 200
@@ -80,10 +79,10 @@ def test_sighup_with_a_broken_model_keeps_the_old_one(tmp_model):
 def test_sighup_with_a_good_model_reloads(tmp_model):
     s = Server("-m", str(tmp_model))
     try:
-        m0 = s.metrics()
         s.proc.send_signal(signal.SIGHUP)
-        wait_until(lambda: any("reload" in k and v > m0.get(k, 0) for k, v in s.metrics().items()),
-                   30, what="a reload to be counted in /metrics")
+        wait_until(lambda: s.metric("tolk_model_reloads_total", result="ok") == 1,
+                   30, what="tolk_model_reloads_total{result=\"ok\"} to count the reload")
+        assert s.metric("tolk_model_reloads_total", result="failed") == 0
         r = s.post("/v1/translate", json={"texts": ["Open the file."]})
         assert r.status_code == 200
     finally:
