@@ -5,8 +5,9 @@ and reads billed_characters) and through requests for DeepL's form body with
 
 Proves: an application written for DeepL works unchanged against tolk —
 single and batched texts, source_lang given or detected, split_sentences,
-the `Authorization: DeepL-Auth-Key` check (403 → AuthorizationException) and
-errors in DeepL's shape ({"message": …}, surfaced by the client).
+the languages and usage calls, the `Authorization: DeepL-Auth-Key` check
+(403 → AuthorizationException) and errors in DeepL's shape ({"message": …},
+surfaced by the client).
 """
 import deepl
 import pytest
@@ -54,12 +55,11 @@ def test_client_split_sentences(server, split):
     assert r.text
 
 
-def test_split_sentences_off_keeps_one_unit(server):
-    # With split_sentences=0 the text is one unit, as DeepL means it; with "1"
-    # a line break separates sentences (tolk keeps it in the output).
-    t = translator(server)
-    on = t.translate_text("Open file.\nSave file.", target_lang="ZH", split_sentences="1").text
-    assert "\n" in on
+def test_split_sentences_keeps_line_breaks(server):
+    # "1" (DeepL's default) splits at punctuation and newlines; the newline
+    # stays in the translation, as tolk translate keeps it.
+    r = translator(server).translate_text("Open file.\nSave file.", target_lang="ZH", split_sentences="1")
+    assert r.text.count("\n") == 1, r.text
 
 
 def test_form_body_text_repeated(server):
@@ -96,3 +96,15 @@ def test_missing_text_is_400(server):
                     headers={"Authorization": f"DeepL-Auth-Key {KEY}"})
     assert r.status_code == 400
     assert "text" in r.json()["message"]
+
+
+def test_client_languages(server):
+    t = translator(server)
+    assert "EN" in {l.code.upper() for l in t.get_source_languages()}
+    targets = {l.code.upper() for l in t.get_target_languages()}
+    assert targets & {"ZH", "ZH-HANS"}, targets
+
+
+def test_client_usage(server):
+    usage = translator(server).get_usage()
+    assert usage.character is not None
