@@ -78,7 +78,7 @@ test('typing a sentence shows its translation, tokens and timings', async () => 
   assert.match(await page.title(), /tolk/);
   // The targets and the models come from the server.
   await page.locator('#target option').first().waitFor({ state: 'attached' });
-  assert.ok(await page.locator('#target option[value="zh"]').count() === 1, 'target zh offered');
+  assert.ok(await page.locator('#target option[value="zh-Hans"]').count() === 1, 'target zh-Hans offered');
   await page.locator('#models li', { hasText: /en|English/ }).first().waitFor();
   await page.getByText('ready', { exact: true }).waitFor();
 
@@ -112,7 +112,7 @@ test('the keyboard alone: Tab to the text, type, Ctrl+Enter translates at once',
   await page.keyboard.press('Control+Enter');
   await page.locator('#target-out').filter({ hasText: /\S/ }).waitFor({ timeout: 15000 });
   // The options are labelled controls a screen reader can name.
-  await page.getByLabel('Target').selectOption('zh');
+  await page.getByLabel('Target').selectOption('zh-Hans');
   await page.getByLabel('Beam').fill('1');
   await page.getByRole('button', { name: 'Translate' }).press('Enter');
   await page.locator('#target-out[aria-busy="false"]').waitFor();

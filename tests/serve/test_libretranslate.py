@@ -32,7 +32,7 @@ def test_client_languages(demo):
     langs = LibreTranslateAPI(demo.url).languages()
     by_code = {l["code"]: l for l in langs}
     assert "en" in by_code and by_code["en"]["name"] == "English"
-    assert "zh" in by_code["en"]["targets"]
+    assert "zh-Hans" in by_code["en"]["targets"]   # LibreTranslate's current code for zh
     for l in langs:
         assert set(l) >= {"code", "name", "targets"}
 
@@ -101,7 +101,7 @@ def test_frontend_settings(demo):
     assert isinstance(s["charLimit"], int)
     assert isinstance(s["keyRequired"], bool) and s["keyRequired"] is False
     assert s["language"]["source"]["code"] in ("en", "auto")
-    assert s["language"]["target"]["code"] == "zh"
+    assert s["language"]["target"]["code"] == "zh-Hans"
 
 
 def test_frontend_settings_says_a_key_is_required(keyed):
