@@ -1,8 +1,9 @@
 /*
  * web/app.js — the page's behaviour, plain JavaScript with no dependencies.
  *
- * On load: GET /languages fills the target list and the loaded models, GET
- * /ready the status line. While typing: DEBOUNCE_MS after the last key (at
+ * On load: GET /languages fills the target list and the loaded models'
+ * language pairs (no endpoint names the model folders; each answer's
+ * "model" is shown with its timings), GET /ready the status line. While typing: DEBOUNCE_MS after the last key (at
  * once on Ctrl+Enter, the button, or a changed option) the text goes to the
  * native API, POST /v1/translate with return_ids, and the answer fills the
  * translation, the queue/encode/decode timings and each sentence's token ids.
@@ -46,9 +47,9 @@
   const ms = (v) => (typeof v === 'number' ? `${v.toFixed(1)} ms` : '–');
 
   function setTimings(t, roundTrip, tokens) {
-    el('t-queue').textContent = ms(t && t.queue_ms);
-    el('t-encode').textContent = ms(t && t.encode_ms);
-    el('t-decode').textContent = ms(t && t.decode_ms);
+    el('t-queue').textContent = ms(t && t.queue);
+    el('t-encode').textContent = ms(t && t.encode);
+    el('t-decode').textContent = ms(t && t.decode);
     el('t-total').textContent = ms(roundTrip);
     el('t-tokens').textContent = tokens === undefined ? '–' : String(tokens);
   }
@@ -76,14 +77,15 @@
   function render(result, roundTrip) {
     const list = el('sentences');
     list.replaceChildren();
-    if (!result) { out.textContent = ''; setTimings(null); return; }
-    out.textContent = result.translation;
+    if (!result) { out.textContent = ''; setTimings(null); el('t-model').textContent = '–'; return; }
+    out.textContent = result.text;
+    el('t-model').textContent = result.model || '–';
     let tokens = 0;
     for (const s of result.sentences || []) {
       tokens += (s.ids || []).length;
       list.append(sentenceItem(s));
     }
-    setTimings(result.timings, roundTrip, tokens);
+    setTimings(result.timings_ms, roundTrip, tokens);
   }
 
   async function translate() {
@@ -130,7 +132,7 @@
     const models = el('models');
     models.replaceChildren(...langs.filter((l) => l.targets.length).map((l) => {
       const li = document.createElement('li');
-      li.textContent = `${l.name} (${l.code}) → ${l.targets.join(', ')}`;
+      li.textContent = `${l.name} → ${l.targets.map((c) => names.get(c) || c).join(', ')}`;
       return li;
     }));
   }

@@ -171,6 +171,14 @@ def cli_sentences(text, model=TINY, *args):
     return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
 
 
+def cli_text(text, model=TINY, *args):
+    """`tolk translate` on `text`: the whole translation as it prints it."""
+    r = subprocess.run([TOLK, "translate", "-m", model, *args, text],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout[:-1] if r.stdout.endswith("\n") else r.stdout
+
+
 @pytest.fixture
 def tmp_model(tmp_path):
     """A copy of the tiny fixture the test may break."""

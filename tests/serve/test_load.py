@@ -124,7 +124,7 @@ def test_disconnected_client_is_cancelled(start_server):
     assert m.get("tolk_sentences_total") < 40, m
     assert m.get("tolk_decoder_steps_total") > steps0
     # The server still answers the next client.
-    assert s.post("/v1/translate", json={"texts": ["Open file"]}).json()["translations"][0]["translation"] == "打开文件"
+    assert s.post("/v1/translate", json={"texts": ["Open file"]}).json()["translations"][0]["text"] == "打开文件"
 
 
 def test_cancelled_stream(start_server):

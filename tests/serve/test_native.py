@@ -13,7 +13,7 @@ import pytest
 import requests
 import sseclient
 
-from conftest import DEMO, TINY, cli_sentences
+from conftest import TINY, cli_sentences, cli_text
 
 TEXT = "Open the file. Save it before you close the window.\nThen quit."
 
@@ -27,7 +27,10 @@ def native(server, body, **kw):
 
 def test_demo_model_translates(demo):
     out = native(demo, {"texts": ["Open file"], "target": "zh"})
-    assert [t["translation"] for t in out["translations"]] == ["打开文件"]
+    assert [t["text"] for t in out["translations"]] == ["打开文件"]
+    assert out["target"] == "zh-Hans"
+    assert out["translations"][0]["model"] == "demo-en-zh"
+    assert out["translations"][0]["source_language"] == "en"
 
 
 def test_shape_and_ids_match_the_cli(tiny):
@@ -42,11 +45,16 @@ def test_shape_and_ids_match_the_cli(tiny):
         for s, r in zip(t["sentences"], ref):
             assert s["score"] == pytest.approx(r["score"], abs=1e-4)
         # Line breaks are kept, as the CLI keeps them.
-        assert t["translation"].count("\n") == text.count("\n")
-        for key in ("queue_ms", "encode_ms", "decode_ms"):
-            assert isinstance(t["timings"][key], (int, float)) and t["timings"][key] >= 0, key
-            for s in t["sentences"]:
-                assert s["timings"][key] >= 0
+        assert t["text"].count("\n") == text.count("\n")
+        # The whole text as tolk translate prints it: sentences rejoined, lines kept.
+        assert t["text"] == cli_text(text, TINY, "--beam", "4")
+        for key in ("queue", "encode", "decode", "total"):
+            assert isinstance(t["timings_ms"][key], (int, float)) and t["timings_ms"][key] >= 0, key
+        for s in t["sentences"]:
+            for key in ("queue", "encode", "decode"):
+                assert s["timings_ms"][key] >= 0, key
+            # Each sentence says where it came from: its bytes in the text.
+            assert text.encode()[s["begin"]:s["end"]].decode() == s["source"]
 
 
 def test_n_best_with_scores(tiny):
@@ -57,7 +65,7 @@ def test_n_best_with_scores(tiny):
     assert len(hyps) == 3
     scores = [h["score"] for h in hyps]
     assert scores == sorted(scores, reverse=True), "n-best comes best first"
-    assert hyps[0]["ids"] == s["ids"] and hyps[0]["translation"] == s["translation"]
+    assert hyps[0]["ids"] == s["ids"] and hyps[0]["text"] == s["translation"]
     assert len({tuple(h["ids"]) for h in hyps}) == 3, "three different hypotheses"
 
 
@@ -98,7 +106,7 @@ def test_stream_one_event_per_sentence_then_done(tiny):
     assert [d["ids"] for d in by_index] == [r["ids"] for r in ref]
     assert [d["translation"] for d in by_index] == [r["translation"] for r in ref]
     done = events[-1][1]
-    assert done["translations"][0]["translation"] == native(tiny, body)["translations"][0]["translation"]
+    assert done["translations"][0]["text"] == native(tiny, body)["translations"][0]["text"]
 
 
 def test_stream_several_texts(tiny):
