@@ -2,8 +2,9 @@
 // it, in Debian's headless Chromium driven by playwright-core (no browser is
 // ever downloaded): the page loads with no request leaving the server, its
 // targets and models come from the server, typing a sentence shows its
-// translation, tokens and timings, the keyboard alone works, a server error
-// shows the server's message, and the layout holds at phone width.
+// translation, tokens and timings, the keyboard alone works, server errors
+// (400; 429 with Retry-After) show the server's message, and the layout
+// holds at phone width.
 //
 //   node --test page.test.mjs   with  TOLK=build/tolk  TOLK_SHOT=build/serve-page.png
 //   [TOLK_MODEL_DIR=models/demo-en-zh]  [CHROMIUM=/usr/bin/chromium]
@@ -129,6 +130,26 @@ test('a server error shows its status and message', async () => {
   // The server's own words follow the status, not a generic "failed".
   assert.match(await alert.innerText(), /^4\d\d [A-Z][a-z ]+: .*beam/i);
   await page.close();
+});
+
+test('429 from the rate limit shows the server\'s message and Retry-After', async () => {
+  const limited = await startServer([...(MODEL ? ['-m', MODEL] : []), '--rate-limit', '1/min']);
+  try {
+    const page = await context.newPage();
+    await page.goto(limited.url + '/');
+    await page.getByLabel('English').fill('Open file');
+    const alert = page.getByRole('alert');
+    // The first translation spends the minute's one request; the next is refused.
+    for (let i = 0; i < 5 && !(await alert.isVisible()); i++) {
+      await page.getByRole('button', { name: 'Translate' }).click();
+      await page.locator('#target-out[aria-busy="false"]').waitFor();
+    }
+    assert.match(await alert.innerText(), /^429 Too many requests: .+ \(retry in \d+ s\)$/);
+    await page.close();
+  } finally {
+    limited.proc.removeAllListeners('exit');
+    limited.proc.kill('SIGTERM');
+  }
 });
 
 test('phone width: one column, nothing wider than the screen', async () => {
