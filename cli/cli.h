@@ -25,6 +25,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_translate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* The model folder a verb uses when given no -m: $TOLK_MODEL, else the
  * bundled demo model (models/demo-en-zh of the source tree this binary was

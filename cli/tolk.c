@@ -18,6 +18,7 @@ static const struct cli_command commands[] = {
     {"run", "run a model on .npy/.pb inputs; compare, save and time outputs", cmd_run},
     {"translate", "translate English text to Chinese with a Marian model", cmd_translate},
     {"info", "describe a translation model folder: files, sizes, languages", cmd_info},
+    {"serve", "serve translation over HTTP (LibreTranslate, DeepL and native APIs)", cmd_serve},
     {NULL, NULL, NULL},
 };
 

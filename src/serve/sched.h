@@ -112,7 +112,10 @@ void sched_free(struct sched *s);
  * take all its sentences (answer 503), TOLK_ERR_INVALID_ARGUMENT for bad
  * parameters (unknown tag, n_best > num_beams), and as the tokenizer and
  * splitter fail (a word too long for the model: TOLK_ERR_LIMIT too; the
- * message tells which). */
+ * message tells which: a full queue's message starts with
+ * SCHED_QUEUE_FULL, which the HTTP layer tests to answer 503, not 400). */
+#define SCHED_QUEUE_FULL "queue full"
+
 tolk_status sched_submit(struct sched *s, const char *text, size_t len,
                          const struct sched_text_params *p, const struct sched_callbacks *cb,
                          void *user, struct sched_job **out, tolk_error *err);

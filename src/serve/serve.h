@@ -1,0 +1,56 @@
+/*
+ * serve.h — what cli/cmd_serve.c calls: the service's whole configuration
+ * in one struct, a check that validates it (and the models) without
+ * serving, and the server itself, which returns when SIGTERM or SIGINT has
+ * drained it. Everything else under src/serve/ is internal.
+ */
+#ifndef TOLK_SERVE_SERVE_H
+#define TOLK_SERVE_SERVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define SERVE_MAX_LIST 16
+
+struct serve_config {
+  const char *models[SERVE_MAX_LIST]; /* -m folders; none: the caller's default */
+  size_t n_models;
+  const char *host;                   /* bind address (default 127.0.0.1) */
+  int port;                           /* 0: any free port */
+  int threads;                        /* intra-op threads per model; 0: all cores */
+  bool int8;
+  int max_batch_tokens, max_wait_ms, max_queue; /* the scheduler's (sched.h) */
+  double timeout_s;                   /* a request's translation deadline (504 past it) */
+  double drain_s;                     /* SIGTERM: how long in-flight requests may take */
+  double conn_timeout_s;              /* idle connections, and the time to send a request */
+  size_t max_body;                    /* bytes (413 past it) */
+  long max_chars;                     /* per text, in characters (code points) */
+  long max_texts;                     /* per request */
+  int max_connections;
+  const char *api_keys;               /* key file, or NULL: no keys */
+  double rate_per_min;                /* per client (or key); 0: no limit */
+  const char *cors[SERVE_MAX_LIST];   /* allowed Origin values ("*": any) */
+  size_t n_cors;
+  const char *trusted[SERVE_MAX_LIST];/* --trusted-proxy CIDRs */
+  size_t n_trusted;
+  const char *access_log;             /* file, "-" for stdout, NULL for none */
+};
+
+struct serve_config serve_default_config(void);
+
+/* Validates the flags (addresses, CIDRs, the key file) into msg; 0 when
+ * usable. Touches no model. */
+int serve_validate(const struct serve_config *c, char *msg, size_t msgsz);
+
+/* --check: serve_validate, then every model opened and verified (manifest,
+ * graphs, a smoke translation), a line per model on stdout. 0 all good, 1
+ * not. */
+int serve_check(const struct serve_config *c);
+
+/* Serves until SIGTERM/SIGINT (then drains, see DESIGN.md's "The service")
+ * and returns the exit status: 0 after a clean drain, 1 when it could not
+ * start. Prints "listening on http://HOST:PORT" on stdout once the models
+ * are loaded; SIGHUP reloads them. */
+int serve_run(const struct serve_config *c);
+
+#endif /* TOLK_SERVE_SERVE_H */

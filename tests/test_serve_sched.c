@@ -1,0 +1,227 @@
+/*
+ * test_serve_sched.c — the scheduler's contract (src/serve/sched.h), with no
+ * sockets, on the fixture model: sentences split as translate_text splits
+ * them and translated to the same ids, sentence() once per sentence and
+ * done() exactly once per job whatever happens (success, cancel, deadline,
+ * shutdown), refusals without callbacks (queue full, bad parameters, a word
+ * too long), n-best hypotheses, and the metrics it writes.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve/metrics.h"
+#include "serve/sched.h"
+#include "testutil.h"
+#include "tolk.h"
+
+struct probe {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int sentences, dones;
+  struct sched_result *r;
+};
+
+static void on_sentence(void *user, const struct sched_sentence *s) {
+  struct probe *p = user;
+  pthread_mutex_lock(&p->mu);
+  p->sentences++;
+  pthread_mutex_unlock(&p->mu);
+  CHECK(s->n_hyps >= 1 && s->hyps[0].text != NULL);
+}
+
+static void on_done(void *user, struct sched_result *r) {
+  struct probe *p = user;
+  pthread_mutex_lock(&p->mu);
+  p->dones++;
+  if (p->r) sched_result_free(p->r);
+  p->r = r;
+  pthread_cond_broadcast(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}
+
+static const struct sched_callbacks cbs = {on_sentence, on_done};
+
+static void probe_init(struct probe *p) {
+  memset(p, 0, sizeof *p);
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+}
+
+static void probe_wait(struct probe *p, int dones) {
+  pthread_mutex_lock(&p->mu);
+  while (p->dones < dones) pthread_cond_wait(&p->cv, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+}
+
+static void probe_free(struct probe *p) {
+  sched_result_free(p->r);
+  pthread_cond_destroy(&p->cv);
+  pthread_mutex_destroy(&p->mu);
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void same_as_translate_text(const tolk_translator *tr, struct sched *s) {
+  const char *text = "Open file. Save it.\nNext line here.";
+  struct probe p;
+  probe_init(&p);
+  struct sched_text_params tp = {">>cmn_Hans<<", 1, 6, 0, 0};
+  struct sched_job *j;
+  tolk_error err;
+  CHECK(sched_submit(s, text, strlen(text), &tp, &cbs, &p, &j, &err) == TOLK_OK);
+  probe_wait(&p, 1);
+  sched_job_release(j);
+  struct sched_result *r = p.r;
+  CHECK(r && r->status == TOLK_OK && r->n_sentences == 3 && p.sentences == 3);
+  tolk_generate_params gp = tolk_generate_default_params(tr);
+  gp.num_beams = 1;
+  gp.max_new_tokens = 6;
+  tolk_text_translation t;
+  CHECK(tolk_translator_translate_text(tr, text, strlen(text), ">>cmn_Hans<<", &gp, &t, &err) == TOLK_OK);
+  CHECK(r && t.n_sentences == r->n_sentences);
+  for (size_t i = 0; r && i < t.n_sentences && i < r->n_sentences; i++) {
+    const struct sched_sentence *a = &r->sentences[i];
+    CHECK(a->index == i && a->begin == t.sentences[i].begin && a->end == t.sentences[i].end &&
+          a->line == t.sentences[i].line);
+    CHECK(a->hyps[0].n_ids == t.sentences[i].n_ids &&
+          !memcmp(a->hyps[0].ids, t.sentences[i].ids, t.sentences[i].n_ids * sizeof(int32_t)));
+    CHECK(!strcmp(a->hyps[0].text, t.sentences[i].translation));
+  }
+  CHECK_MSG(r && !strcmp(r->text, t.text), "%s vs %s", r ? r->text : "", t.text);
+  CHECK(r && r->total_ms >= r->decode_ms);
+  tolk_text_translation_free(&t);
+  probe_free(&p);
+}
+
+static void n_best(struct sched *s) {
+  struct probe p;
+  probe_init(&p);
+  struct sched_text_params tp = {">>cmn_Hans<<", 3, 5, 3, 0};
+  struct sched_job *j;
+  tolk_error err;
+  CHECK(sched_submit(s, "Hello world.", 12, &tp, &cbs, &p, &j, &err) == TOLK_OK);
+  probe_wait(&p, 1);
+  sched_job_release(j);
+  CHECK(p.r && p.r->status == TOLK_OK && p.r->n_sentences == 1 && p.r->sentences[0].n_hyps == 3);
+  if (p.r && p.r->n_sentences == 1)
+    CHECK(p.r->sentences[0].hyps[0].score >= p.r->sentences[0].hyps[2].score);
+  probe_free(&p);
+}
+
+static void refusals(const tolk_translator *tr, struct metrics *m) {
+  struct sched_params sp = sched_default_params();
+  sp.max_queue = 2;
+  struct sched *s;
+  tolk_error err;
+  CHECK(sched_create(tr, &sp, m, &s, &err) == TOLK_OK);
+  struct probe p;
+  probe_init(&p);
+  struct sched_job *j = (struct sched_job *)1;
+  struct sched_text_params tp = {">>cmn_Hans<<", 1, 4, 0, 0};
+  CHECK(sched_submit(s, "One. Two. Three.", 16, &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && j == NULL);
+  CHECK(!strncmp(err.message, "queue full", 10));
+  tp.n_best = 2; /* > num_beams 1 */
+  CHECK(sched_submit(s, "One.", 4, &tp, &cbs, &p, &j, &err) == TOLK_ERR_INVALID_ARGUMENT);
+  tp.n_best = 0;
+  tp.tag = ">>xx_Nope<<";
+  CHECK(sched_submit(s, "One.", 4, &tp, &cbs, &p, &j, &err) == TOLK_ERR_INVALID_ARGUMENT);
+  tp.tag = ">>cmn_Hans<<";
+  size_t n = 6000;
+  char *word = malloc(n + 1);
+  for (size_t i = 0; i < n; i++) word[i] = (char)("qxzjvkwy"[i % 8] + (i / 8) % 2);
+  word[n] = '\0';
+  CHECK(sched_submit(s, word, n, &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT);
+  CHECK(strstr(err.message, "positions") != NULL);
+  free(word);
+  CHECK(!sched_full(s));
+  CHECK(p.dones == 0 && p.sentences == 0); /* refused: no callback */
+  sched_free(s);
+  probe_free(&p);
+}
+
+static void cancel_deadline_shutdown(const tolk_translator *tr) {
+  struct sched *s;
+  tolk_error err;
+  CHECK(sched_create(tr, NULL, NULL, &s, &err) == TOLK_OK);
+  /* A long text cancelled at once: done() once, CANCELLED, not a deadline. */
+  char text[4000] = "";
+  for (int i = 0; i < 120; i++) strcat(text, "Open the file. ");
+  struct probe p;
+  probe_init(&p);
+  struct sched_text_params tp = {">>cmn_Hans<<", 1, 4, 0, 0};
+  struct sched_job *j;
+  CHECK(sched_submit(s, text, strlen(text), &tp, &cbs, &p, &j, &err) == TOLK_OK);
+  sched_cancel(j);
+  probe_wait(&p, 1);
+  CHECK(p.r && p.r->status == TOLK_ERR_CANCELLED && !p.r->deadline);
+  CHECK(p.r && (int)p.r->n_sentences == p.sentences && p.sentences < 120);
+  sched_cancel(j); /* after done(): no effect */
+  sched_job_release(j);
+  probe_free(&p);
+  /* A deadline already past. */
+  probe_init(&p);
+  tp.deadline_ns = now_ns() - 1;
+  CHECK(sched_submit(s, "Late.", 5, &tp, &cbs, &p, &j, &err) == TOLK_OK);
+  sched_job_release(j); /* released before done(): still called */
+  probe_wait(&p, 1);
+  CHECK(p.r && p.r->status == TOLK_ERR_CANCELLED && p.r->deadline);
+  probe_free(&p);
+  /* Empty text: done at once, nothing translated. */
+  probe_init(&p);
+  tp.deadline_ns = 0;
+  CHECK(sched_submit(s, "  \n ", 4, &tp, &cbs, &p, &j, &err) == TOLK_OK);
+  probe_wait(&p, 1);
+  sched_job_release(j);
+  CHECK(p.r && p.r->status == TOLK_OK && p.r->n_sentences == 0 && !strcmp(p.r->text, ""));
+  probe_free(&p);
+  /* Shutdown with work queued: every job still gets its done(). */
+  probe_init(&p);
+  int n = 20;
+  for (int i = 0; i < n; i++) {
+    CHECK(sched_submit(s, text, 150, &tp, &cbs, &p, &j, &err) == TOLK_OK);
+    sched_job_release(j);
+  }
+  sched_free(s);
+  CHECK(p.dones == n);
+  CHECK(p.r && p.r->status == TOLK_ERR_CANCELLED && !strcmp(p.r->message, "shutting down"));
+  probe_free(&p);
+}
+
+int main(void) {
+  const char *fx = getenv("TOLK_FIXTURES");
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/marian-tiny", fx ? fx : "tests/fixtures");
+  tolk_translator_params tp = tolk_translator_default_params();
+  tp.threads = 1;
+  tolk_translator *tr;
+  tolk_error err;
+  if (tolk_translator_create(dir, tp, &tr, &err)) {
+    fprintf(stderr, "%s\n", err.message);
+    return 1;
+  }
+  struct metrics *root = metrics_create();
+  struct metrics *m = metrics_model(root, 0);
+  metrics_set_model(root, 0, "tiny", NULL);
+  struct sched *s;
+  CHECK(sched_create(tr, NULL, m, &s, &err) == TOLK_OK);
+  same_as_translate_text(tr, s);
+  n_best(s);
+  sched_free(s);
+  refusals(tr, m);
+  cancel_deadline_shutdown(tr);
+  char *text = metrics_render(root, NULL);
+  CHECK(text && strstr(text, "tolk_sentences_total{slot=\"0\",model=\"tiny\"} 4\n"));
+  CHECK(text && strstr(text, "tolk_queue_rejected_texts_total{slot=\"0\",model=\"tiny\"} 1\n"));
+  free(text);
+  metrics_free(root);
+  tolk_translator_free(tr);
+  return tu_finish("test_serve_sched");
+}
