@@ -16,6 +16,7 @@ all: build
 deps:
 	@scripts/deps.sh
 	@scripts/testdata.sh
+	@scripts/testenv.sh
 
 $(BUILD)/CMakeCache.txt: | deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)

@@ -3,12 +3,20 @@
 # As root it runs apt-get; otherwise it prints the exact command and fails, so
 # nothing is installed behind the user's back.
 set -euo pipefail
+# The service tests (tests/serve, tests/browser) add python3-venv for their
+# pinned client libraries (scripts/testenv.sh), curl, and Debian's Chromium
+# for the page with a CJK font for its screenshot; the browser is never
+# downloaded by a test tool.
 pkgs=(cmake make gcc g++ pkg-config clang libclang-rt-14-dev libfuzzer-14-dev libcjson-dev libmicrohttpd-dev
-      libonnx-testdata python3)
+      libonnx-testdata python3 python3-venv curl chromium fonts-wqy-microhei)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# Node.js and npm (tests/browser's Playwright driver) may come from another
+# apt source (NodeSource's nodejs bundles npm and conflicts with Debian's npm
+# package), so they are asked for by command, not by package.
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 cmd="apt-get install -y --no-install-recommends ${missing[*]}"
 if [ "$(id -u)" -ne 0 ]; then

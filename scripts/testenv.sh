@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Sets up what the service tests run with, outside the tracked files:
+#   build-venv/                 a venv with tests/requirements.txt (pinned clients: requests,
+#                               libretranslatepy, deepl, sseclient-py, schemathesis, pytest)
+#   tests/browser/node_modules  `npm ci` of tests/browser/package-lock.json (playwright-core;
+#                               it drives Debian's /usr/bin/chromium, no browser is downloaded)
+# Called by the Makefile's deps target, after deps.sh has installed python3-venv, Node.js and
+# Chromium. Each part is redone only when its pin file changed (a copy is kept as the stamp),
+# so the tests themselves run offline. Without the registries the service tests are skipped
+# and say why; under CI (CI set) that is an error instead, so no run passes without them.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=$root/build-venv
+req=$root/tests/requirements.txt
+web=$root/tests/browser
+
+fail() {
+  echo "testenv: $1; the service tests (ctest -L serve) will be skipped" >&2
+  [ -n "${CI:-}" ] && exit 1
+  exit 0
+}
+
+if ! cmp -s "$req" "$venv/requirements.txt" 2>/dev/null; then
+  rm -rf "$venv"
+  python3 -m venv "$venv" || fail "python3 -m venv failed (Debian: python3-venv)"
+  if ! "$venv/bin/pip" install -q --disable-pip-version-check -r "$req" >"$venv/pip.log" 2>&1; then
+    cat "$venv/pip.log" >&2
+    rm -rf "$venv"
+    fail "could not install tests/requirements.txt from PyPI"
+  fi
+  cp "$req" "$venv/requirements.txt"
+  echo "testenv: service test clients in $venv"
+fi
+
+if ! cmp -s "$web/package-lock.json" "$web/node_modules/.tolk-lock.json" 2>/dev/null; then
+  command -v npm >/dev/null || fail "npm not found (Debian: nodejs npm)"
+  if ! (cd "$web" && npm ci --no-audit --no-fund --loglevel=error >&2); then
+    rm -rf "$web/node_modules"
+    fail "npm ci in tests/browser failed"
+  fi
+  cp "$web/package-lock.json" "$web/node_modules/.tolk-lock.json"
+  echo "testenv: playwright-core in $web/node_modules"
+fi
