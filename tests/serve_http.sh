@@ -94,7 +94,7 @@ expect 400 'Invalid HTML: </p> at byte 17 does not match <b> opened at byte 9' "
 expect 200 '^\[\{"confidence":[0-9.]+,"language":"en"\}\]$' -d 'q=What language is this?' "$A/detect"
 
 # DeepL
-expect 200 '^\{"translations":\[\{"detected_source_language":"EN","text":"[^"]+"\},\{"detected_source_language":"EN","text":"[^"]+"\}\]\}$' \
+expect 200 '^\{"translations":\[\{"detected_source_language":"EN","text":"[^"]+","billed_characters":5\},\{"detected_source_language":"EN","text":"[^"]+","billed_characters":7\}\]\}$' \
   -d 'text=Hello&text=Goodbye&target_lang=ZH' "$A/v2/translate"
 expect 200 '"translations":\[\{' "${J[@]}" -d '{"text":["Hello"],"target_lang":"ZH-HANT","source_lang":"EN","split_sentences":"nonewlines"}' "$A/v2/translate"
 expect 200 '"text":"<b>' -d 'text=<b>Hello</b>&target_lang=ZH&tag_handling=html' "$A/v2/translate"
@@ -220,7 +220,7 @@ expect 200 'tolk_sentences_dropped_total\{slot="0",model="marian-tiny",reason="d
 start D
 D=$D_url
 expect 200 '^\{"translatedText":"打开文件"\}$' -d 'q=Open file&source=en&target=zh' "$D/translate"
-expect 200 '"translations":\[\{"detected_source_language":"EN","text":"打开文件"\}\]' -d 'text=Open file&target_lang=ZH' "$D/v2/translate"
+expect 200 '"translations":\[\{"detected_source_language":"EN","text":"打开文件","billed_characters":9\}\]' -d 'text=Open file&target_lang=ZH' "$D/v2/translate"
 expect 200 'tolk_model_info\{slot="0",model="demo-en-zh",.*int8="1",verified="1"' "$D/metrics"
 
 # ---------------------------------------------------------------- the access log, then SIGTERM

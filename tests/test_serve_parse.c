@@ -158,7 +158,7 @@ static void dispatch(void) {
 
 static void fields(void) {
   char msg[PARSE_MSG_MAX];
-  cJSON *j = json("{\"s\":\"x\",\"n\":3,\"f\":2.5,\"b\":true,\"a\":[\"x\",\"y\"],\"bad\":[\"x\",1],\"z\":null,\"e\":[]}", msg);
+  cJSON *j = json("{\"s\":\"x\",\"n\":3,\"f\":2.5,\"b\":true,\"a\":[\"x\",\"y\"],\"bad\":[\"x\",1],\"z\":null,\"e\":[],\"one\":1}", msg);
   const char *form = "s=x&n=3&f=2.5&b=1&a=x&a=y&neg=-2&sp=+3";
   cJSON *f = parse_form_body(form, strlen(form), msg, sizeof msg);
   CHECK(j && f);
@@ -180,6 +180,7 @@ static void fields(void) {
     HAS(msg, "f parameter is not a number");
     CHECK(field_bool(o, "b", &b, msg, sizeof msg) == FIELD_OK && b);
     CHECK(field_bool(o, "s", &b, msg, sizeof msg) == FIELD_BAD);
+    CHECK(k || field_bool(o, "one", &b, msg, sizeof msg) == FIELD_BAD); /* JSON 1 is no boolean */
     const char **v;
     size_t cnt;
     bool arr;

@@ -40,11 +40,17 @@ int deepl_parse(const cJSON *fields, struct deepl_request *out, char *msg, size_
   }
   out->join_lines = strcmp(split, "1") != 0;
   if (field_string(fields, "tag_handling", &tags, msg, msgsz) == FIELD_BAD) goto bad;
-  if (tags && *tags && strcmp(tags, "html")) {
+  if (tags && strcmp(tags, "html")) {
     snprintf(msg, msgsz, "Value for 'tag_handling' not supported: only html.");
     goto bad;
   }
-  out->html = tags && !strcmp(tags, "html");
+  out->html = tags != NULL;
+  /* Ignored, but a client that sends them wrong hears of it. */
+  bool keep;
+  const char *formality;
+  if (field_bool(fields, "preserve_formatting", &keep, msg, msgsz) == FIELD_BAD ||
+      field_string(fields, "formality", &formality, msg, msgsz) == FIELD_BAD)
+    goto bad;
   return 0;
 bad:
   free(out->texts);
@@ -79,6 +85,7 @@ enum req_next deepl_translate(struct req *r) {
     struct task *t = &r->tasks[i];
     const char *tag;
     size_t len = strlen(d.texts[i]);
+    t->chars = utf8_count(d.texts[i], len);
     if (!api_resolve(r, d.source ? d.source : "auto", d.target, d.texts[i], len, t, &tag, &next)) goto fail;
     char *text = d.html ? api_html_input(r, t, d.texts[i], &len, &next)
                  : d.join_lines ? joined_lines(d.texts[i], &len) : NULL;
@@ -115,6 +122,8 @@ enum req_next deepl_translate_finish(struct req *r) {
     cJSON *t = cJSON_CreateObject();
     cJSON_AddStringToObject(t, "detected_source_language", code);
     cJSON_AddStringToObject(t, "text", s);
+    /* DeepL bills the source text's characters; its client reads this. */
+    cJSON_AddNumberToObject(t, "billed_characters", (double)r->tasks[i].chars);
     cJSON_AddItemToArray(a, t);
     free(s);
   }

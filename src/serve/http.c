@@ -260,6 +260,14 @@ static const char *presented_key(struct req *r, size_t *len) {
 
 static bool check_key(struct req *r, enum req_next *next) {
   struct service *svc = r->svc;
+  /* A key of the wrong type is a malformed request, keys or not. */
+  char msg[PARSE_MSG_MAX];
+  const char *k0;
+  if (r->fields && (field_string(r->fields, "api_key", &k0, msg, sizeof msg) == FIELD_BAD ||
+                    field_string(r->fields, "auth_key", &k0, msg, sizeof msg) == FIELD_BAD)) {
+    *next = req_fail(r, 400, REJ_BAD_REQUEST, "%s", msg);
+    return false;
+  }
   if (!svc->keys.n || !r->route->auth) return true;
   size_t len = 0;
   const char *k = presented_key(r, &len);
@@ -332,9 +340,12 @@ static bool read_fields(struct req *r, enum req_next *next) {
                      r->received, r->svc->cfg.max_body);
     return false;
   }
-  /* A GET's fields are its query string; a body it may carry is ignored. */
-  r->fields = r->post && (r->len || r->content_type[0]) ? parse_body(r->content_type[0] ? r->content_type : NULL, r->body ? r->body : "", r->len, &status, msg, sizeof msg)
-                                           : cJSON_CreateObject();
+  /* A GET's fields are its query string, and its body when it has one:
+   * DeepL's own client sends GET /v2/languages with type=target as a form
+   * body. An empty GET body is no body, whatever its Content-Type says. */
+  bool body = r->post ? r->len || r->content_type[0] : r->len > 0;
+  r->fields = body ? parse_body(r->content_type[0] ? r->content_type : NULL, r->body ? r->body : "", r->len, &status, msg, sizeof msg)
+                   : cJSON_CreateObject();
   if (!r->fields) {
     *next = req_fail(r, status, REJ_BAD_REQUEST, "%s", msg);
     return false;

@@ -518,10 +518,6 @@ enum field_result field_bool(const cJSON *obj, const char *name, bool *out, char
     *out = cJSON_IsTrue(v);
     return FIELD_OK;
   }
-  if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1)) {
-    *out = v->valuedouble == 1;
-    return FIELD_OK;
-  }
   if (cJSON_IsString(v)) {
     static const char *const yes[] = {"true", "1", "yes", "on"}, *const no[] = {"false", "0", "no", "off"};
     for (size_t i = 0; i < 4; i++) {

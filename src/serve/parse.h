@@ -84,6 +84,8 @@ enum field_result field_string(const cJSON *obj, const char *name, const char **
  * string. */
 enum field_result field_int(const cJSON *obj, const char *name, long lo, long hi, long *out,
                             char *msg, size_t msgsz);
+/* A JSON true or false, or (as form fields arrive) the strings true/false,
+ * 1/0, yes/no, on/off. A JSON number is refused: the schema says boolean. */
 enum field_result field_bool(const cJSON *obj, const char *name, bool *out, char *msg,
                              size_t msgsz);
 

@@ -110,6 +110,7 @@ struct task {
   char *source;              /* the document (html) or NULL */
   size_t source_len;
   struct detection detected; /* source "auto" */
+  size_t chars;              /* the text as sent, in code points (DeepL's billed_characters) */
 };
 
 enum req_phase { PH_BODY, PH_WORK, PH_ANSWERED };

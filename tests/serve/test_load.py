@@ -129,8 +129,11 @@ def test_disconnected_client_is_cancelled(start_server):
 
 
 def test_cancelled_stream(start_server):
-    s = start_server("-m", DEMO)
-    long_text = " ".join(f"Save the document {i} before you quit." for i in range(40))
+    # One sentence a batch, so that the stream's 200 sentences finish one after
+    # another (batched, they would all end within a few steps of each other,
+    # before the client could go away).
+    s = start_server("-m", DEMO, "--max-batch-tokens", "16")
+    long_text = " ".join(f"Save the document {i} before you quit." for i in range(200))
     before = cancelled(s)
     r = requests.post(s.url + "/v1/translate", json={"texts": [long_text], "stream": True},
                       stream=True, timeout=60)
@@ -140,3 +143,5 @@ def test_cancelled_stream(start_server):
             break
     r.close()
     wait_until(lambda: cancelled(s) > before, 10, what="the stream's sentences to be cancelled")
+    wait_until(lambda: s.metric("tolk_live_rows") == 0, 10, what="the batch to empty")
+    assert s.metric("tolk_sentences_total") < 200, "the stream was translated to its end"
