@@ -2,6 +2,7 @@
 #   make demo      build, then run the main job on the bundled default model
 #   make test      build and run the whole test suite (ctest, label `slow` excluded)
 #   make sanitize  the same suite under AddressSanitizer + UBSan
+#   make tsan      the threaded tests (label tsan) under ThreadSanitizer
 #   make fuzz      build the libFuzzer targets with clang and run each for FUZZ_SECONDS
 JOBS ?= $(shell nproc)
 BUILD ?= build
@@ -9,7 +10,7 @@ CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 60
 TOLK = $(BUILD)/tolk
 
-.PHONY: all deps build test sanitize fuzz demo clean
+.PHONY: all deps build test sanitize tsan fuzz demo clean
 
 all: build
 
@@ -33,6 +34,12 @@ sanitize: deps
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest -j $(JOBS) --output-on-failure -LE 'slow|nosan'
 
+tsan: deps
+	cmake -S . -B build-tsan -DTOLK_TSAN=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_FLAGS)
+	cmake --build build-tsan -j $(JOBS)
+	cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  ctest -j $(JOBS) --output-on-failure -L tsan
+
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DTOLK_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build build-fuzz -j $(JOBS) --target fuzzers
@@ -42,4 +49,4 @@ demo: build
 	@scripts/demo.sh $(TOLK)
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -49,8 +49,10 @@ int tolk_serve_validate(const struct tolk_serve_config *c, char *msg, size_t msg
 int tolk_serve_check(const struct tolk_serve_config *c);
 
 /* Serves until SIGTERM/SIGINT (then drains, see DESIGN.md's "The service")
- * and returns the exit status: 0 after a clean drain, 1 when it could not
- * start. Prints "listening on http://HOST:PORT" on stdout once the models
+ * and returns the exit status: 0 after a drain (what was left past
+ * drain_s is cancelled and answered 503), 1 when it could not start, or
+ * when cancelled requests were still held 30 s later (their memory is then
+ * left to the process's exit). Prints "listening on http://HOST:PORT" on stdout once the models
  * are loaded; SIGHUP reloads them. */
 int tolk_serve_run(const struct tolk_serve_config *c);
 

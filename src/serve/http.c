@@ -619,10 +619,16 @@ int http_start(struct service *svc, char *msg, size_t msgsz) {
   return 0;
 }
 
+/* The listening socket stops listening at once (a new client is refused,
+ * not left in the backlog), but is closed only after MHD's thread is gone:
+ * that thread may still be taking it out of its epoll set, and a closed
+ * descriptor number can be reused under it. */
 void http_quiesce(struct service *svc) {
-  if (!svc->daemon) return;
+  if (!svc->daemon || svc->quiesced_fd >= 0) return;
   MHD_socket fd = MHD_quiesce_daemon(svc->daemon);
-  if (fd != MHD_INVALID_SOCKET) close(fd);
+  if (fd == MHD_INVALID_SOCKET) return;
+  shutdown(fd, SHUT_RDWR);
+  svc->quiesced_fd = fd;
 }
 
 void http_cancel_all(struct service *svc) {
@@ -634,4 +640,6 @@ void http_cancel_all(struct service *svc) {
 void http_stop(struct service *svc) {
   if (svc->daemon) MHD_stop_daemon(svc->daemon);
   svc->daemon = NULL;
+  if (svc->quiesced_fd >= 0) close(svc->quiesced_fd);
+  svc->quiesced_fd = -1;
 }

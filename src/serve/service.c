@@ -125,6 +125,7 @@ static struct service *svc_new(const struct tolk_serve_config *c, char *msg, siz
   struct service *svc = calloc(1, sizeof *svc);
   if (!svc) return NULL;
   svc->cfg = *c;
+  svc->quiesced_fd = -1;
   pthread_mutex_init(&svc->alog_mu, NULL);
   pthread_mutex_init(&svc->live_mu, NULL);
   if (getrandom(&svc->id_salt, sizeof svc->id_salt, 0) != (ssize_t)sizeof svc->id_salt)
@@ -152,6 +153,10 @@ static struct service *svc_new(const struct tolk_serve_config *c, char *msg, siz
   return svc;
 }
 
+/* How long cancelled requests get to leave the scheduler (one decoder step
+ * each, normally milliseconds) before the server exits without them. */
+enum { DRAIN_CANCEL_S = 30 };
+
 static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -167,18 +172,22 @@ static bool wait_idle(struct service *svc, double seconds) {
   return true;
 }
 
-static void drain(struct service *svc) {
+/* Waits for the requests in flight (up to --drain), then cancels the rest.
+ * false when some are still held after that: a cancelled request leaves at
+ * the scheduler's next step boundary, and MHD_stop_daemon aborts the
+ * process while a connection is still suspended. */
+static bool drain(struct service *svc) {
   atomic_store(&svc->draining, true);
   http_quiesce(svc);
   long live = atomic_load(&svc->n_live);
   if (live) fprintf(stderr, "tolk serve: draining %ld request(s), up to %g s\n", live, svc->cfg.drain_s);
-  if (!wait_idle(svc, svc->cfg.drain_s)) {
-    fprintf(stderr, "tolk serve: drain time over: cancelling %ld request(s)\n", atomic_load(&svc->n_live));
-    http_cancel_all(svc);
-    /* Their answers (503) go out; a connection still suspended after this
-     * would make MHD_stop_daemon undefined, so give them time to leave. */
-    wait_idle(svc, 5);
-  }
+  if (wait_idle(svc, svc->cfg.drain_s)) return true;
+  fprintf(stderr, "tolk serve: drain time over: cancelling %ld request(s)\n", atomic_load(&svc->n_live));
+  http_cancel_all(svc);
+  if (wait_idle(svc, DRAIN_CANCEL_S)) return true;
+  fprintf(stderr, "tolk serve: %ld request(s) still held %d s after their cancel; exiting without them\n",
+          atomic_load(&svc->n_live), DRAIN_CANCEL_S);
+  return false;
 }
 
 static void reload(struct service *svc) {
@@ -235,7 +244,7 @@ int tolk_serve_run(const struct tolk_serve_config *c) {
     models_collect(svc->models);
   }
   fprintf(stderr, "tolk serve: shutting down\n");
-  drain(svc);
+  if (!drain(svc)) return 1; /* the scheduler still holds them: leave it all to the exit */
   http_stop(svc);
   svc_free(svc);
   return 0;

@@ -61,6 +61,7 @@ struct service {
   FILE *alog;
   pthread_mutex_t alog_mu;
   struct MHD_Daemon *daemon;
+  int quiesced_fd;           /* the listening socket after http_quiesce, -1 before */
   char host[128];
   unsigned port;
   atomic_bool loaded, draining;
