@@ -16,24 +16,7 @@
 #include "testutil.h"
 #include "tolk.h"
 
-static const char *const texts[] = {
-    "Open file",
-    "The file could not be saved because the disk is full.",
-    "Cancel",
-    "Are you sure you want to delete these 3 items permanently?",
-    "Connection timed out.",
-    "Show hidden files and folders in the list",
-    "Print",
-    "Unable to read the configuration file; the default settings will be used instead.",
-    "Copy",
-};
-enum { N_TEXTS = sizeof texts / sizeof *texts };
-
-static bool same_generation(const tolk_generation *a, const tolk_generation *b) {
-  return a->n == b->n && !memcmp(a->ids, b->ids, a->n * sizeof *a->ids) &&
-         !memcmp(&a->score, &b->score, sizeof a->score) &&
-         (a->n < 2 || !memcmp(a->token_scores, b->token_scores, (a->n - 1) * sizeof(float)));
-}
+#include "mt_texts.h"
 
 static void check_model(const char *dir, bool int8, int beams) {
   tolk_translator_params tp = tolk_translator_default_params();
@@ -45,31 +28,31 @@ static void check_model(const char *dir, bool int8, int beams) {
     CHECK_MSG(false, "%s: %s", dir, err.message);
     return;
   }
-  const char *tagged[N_TEXTS];
-  char buf[N_TEXTS][256];
-  for (size_t i = 0; i < N_TEXTS; i++) {
-    snprintf(buf[i], sizeof buf[i], ">>cmn_Hans<< %s", texts[i]);
+  const char *tagged[MT_N_TEXTS];
+  char buf[MT_N_TEXTS][256];
+  for (size_t i = 0; i < MT_N_TEXTS; i++) {
+    snprintf(buf[i], sizeof buf[i], ">>cmn_Hans<< %s", mt_texts[i]);
     tagged[i] = buf[i];
   }
-  tolk_ids src[N_TEXTS];
-  CHECK(tolk_tokenizer_encode_batch(tolk_translator_tokenizer(tr), tagged, NULL, N_TEXTS, 0, src,
+  tolk_ids src[MT_N_TEXTS];
+  CHECK(tolk_tokenizer_encode_batch(tolk_translator_tokenizer(tr), tagged, NULL, MT_N_TEXTS, 0, src,
                                     &err) == TOLK_OK);
   tolk_generate_params p = tolk_generate_default_params(tr);
   p.num_beams = beams;
   p.num_return_sequences = 1;
   p.max_new_tokens = 24;
   p.batch_tokens = 0; /* all in one batch */
-  tolk_generation batch[N_TEXTS], alone[N_TEXTS];
-  CHECK(tolk_translator_generate(tr, src, N_TEXTS, &p, batch, &err) == TOLK_OK);
+  tolk_generation batch[MT_N_TEXTS], alone[MT_N_TEXTS];
+  CHECK(tolk_translator_generate(tr, src, MT_N_TEXTS, &p, batch, &err) == TOLK_OK);
   int differ = 0;
-  for (size_t i = 0; i < N_TEXTS; i++) {
+  for (size_t i = 0; i < MT_N_TEXTS; i++) {
     CHECK(tolk_translator_generate(tr, &src[i], 1, &p, &alone[i], &err) == TOLK_OK);
     differ += !same_generation(&batch[i], &alone[i]);
   }
   CHECK_MSG(differ == 0, "%s %s beam %d: %d of %d sentences differ alone and in a batch", dir,
-            int8 ? "int8" : "fp32", beams, differ, N_TEXTS);
+            int8 ? "int8" : "fp32", beams, differ, MT_N_TEXTS);
   /* Pairs: every sentence next to a shorter and a longer one. */
-  for (size_t i = 0; i + 1 < N_TEXTS; i++) {
+  for (size_t i = 0; i + 1 < MT_N_TEXTS; i++) {
     tolk_generation pair[2];
     CHECK(tolk_translator_generate(tr, &src[i], 2, &p, pair, &err) == TOLK_OK);
     CHECK_MSG(same_generation(&pair[0], &alone[i]) && same_generation(&pair[1], &alone[i + 1]),
@@ -77,9 +60,9 @@ static void check_model(const char *dir, bool int8, int beams) {
               i + 1);
     tolk_generation_free(pair, 2);
   }
-  tolk_generation_free(batch, N_TEXTS);
-  tolk_generation_free(alone, N_TEXTS);
-  tolk_ids_free(src, N_TEXTS);
+  tolk_generation_free(batch, MT_N_TEXTS);
+  tolk_generation_free(alone, MT_N_TEXTS);
+  tolk_ids_free(src, MT_N_TEXTS);
   tolk_translator_free(tr);
 }
 

@@ -18,30 +18,14 @@
 #include "testutil.h"
 #include "tolk.h"
 
-static const char *const texts[] = {
-    "Open file",
-    "The file could not be saved because the disk is full.",
-    "Cancel",
-    "Are you sure you want to delete these 3 items permanently?",
-    "Connection timed out.",
-    "Show hidden files and folders in the list",
-    "Print",
-    "Unable to read the configuration file; the default settings will be used instead.",
-};
-enum { N = sizeof texts / sizeof *texts };
-
-static bool same(const tolk_generation *a, const tolk_generation *b) {
-  return a->n == b->n && !memcmp(a->ids, b->ids, a->n * sizeof *a->ids) &&
-         !memcmp(&a->score, &b->score, sizeof a->score) &&
-         (a->n < 2 || !memcmp(a->token_scores, b->token_scores, (a->n - 1) * sizeof(float)));
-}
+#include "mt_texts.h"
 
 struct run {
   tolk_translator *tr;
-  tolk_ids src[N];
-  tolk_generate_params p[N];
-  tolk_generation alone[N];
-  bool finished[N], dropped[N];
+  tolk_ids src[MT_N_TEXTS];
+  tolk_generate_params p[MT_N_TEXTS];
+  tolk_generation alone[MT_N_TEXTS];
+  bool finished[MT_N_TEXTS], dropped[MT_N_TEXTS];
   int matched;
 };
 
@@ -55,9 +39,9 @@ static void collect(struct run *r, struct mt_batcher *b, const char *what) {
     tolk_error err;
     CHECK(mt_search_result(d[i].search, g, &err) == TOLK_OK);
     CHECK_MSG(!r->dropped[id] && !r->finished[id], "%s: sentence %zu reported twice or after its drop", what, id);
-    CHECK_MSG(same(&g[0], &r->alone[id]), "%s: sentence %zu (beam %d) differs from its lone run", what, id,
+    CHECK_MSG(same_generation(&g[0], &r->alone[id]), "%s: sentence %zu (beam %d) differs from its lone run", what, id,
               r->p[id].num_beams);
-    r->matched += same(&g[0], &r->alone[id]);
+    r->matched += same_generation(&g[0], &r->alone[id]);
     r->finished[id] = true;
     tolk_generation_free(g, (size_t)r->p[id].num_return_sequences);
   }
@@ -65,8 +49,8 @@ static void collect(struct run *r, struct mt_batcher *b, const char *what) {
 }
 
 static void add(struct run *r, struct mt_batcher *b, size_t first, size_t n) {
-  const tolk_generate_params *pp[N];
-  uint64_t ids[N];
+  const tolk_generate_params *pp[MT_N_TEXTS];
+  uint64_t ids[MT_N_TEXTS];
   for (size_t i = 0; i < n; i++) pp[i] = &r->p[first + i], ids[i] = first + i;
   tolk_error err;
   CHECK_MSG(mt_batcher_add(b, &r->src[first], pp, ids, n, &err) == TOLK_OK, "%s", err.message);
@@ -84,10 +68,10 @@ static void check(const char *dir, bool int8, bool want_ragged, const char *what
     CHECK_MSG(false, "%s: %s", dir, err.message);
     return;
   }
-  const char *tagged[N];
-  char buf[N][256];
-  for (size_t i = 0; i < N; i++) {
-    snprintf(buf[i], sizeof buf[i], ">>cmn_Hans<< %s", texts[i]);
+  const char *tagged[MT_N_TEXTS];
+  char buf[MT_N_TEXTS][256];
+  for (size_t i = 0; i < MT_N_TEXTS; i++) {
+    snprintf(buf[i], sizeof buf[i], ">>cmn_Hans<< %s", mt_texts[i]);
     tagged[i] = buf[i];
     r.p[i] = tolk_generate_default_params(r.tr);
     r.p[i].num_beams = i % 3 == 1 ? 1 : (int)(2 + i % 3); /* greedy, beam 2, 3, 4 mixed */
@@ -95,8 +79,8 @@ static void check(const char *dir, bool int8, bool want_ragged, const char *what
     r.p[i].max_new_tokens = 6 + (int)(i * 3);
     r.p[i].batch_tokens = 0;
   }
-  CHECK(tolk_tokenizer_encode_batch(tolk_translator_tokenizer(r.tr), tagged, NULL, N, 0, r.src, &err) == TOLK_OK);
-  for (size_t i = 0; i < N; i++)
+  CHECK(tolk_tokenizer_encode_batch(tolk_translator_tokenizer(r.tr), tagged, NULL, MT_N_TEXTS, 0, r.src, &err) == TOLK_OK);
+  for (size_t i = 0; i < MT_N_TEXTS; i++)
     CHECK_MSG(tolk_translator_generate(r.tr, &r.src[i], 1, &r.p[i], &r.alone[i], &err) == TOLK_OK, "%s",
               err.message);
   struct mt_batcher *b = NULL;
@@ -105,7 +89,7 @@ static void check(const char *dir, bool int8, bool want_ragged, const char *what
             want_ragged);
   /* Arrivals at steps 0, 2, 3 and 5; sentence 6 dropped after joining. */
   size_t next = 0, step = 0;
-  static const size_t arrive[][2] = {{0, 2}, {2, 1}, {3, 3}, {5, 2}};
+  static const size_t arrive[][2] = {{0, 2}, {2, 1}, {3, 3}, {5, 3}}; /* all MT_N_TEXTS */
   for (size_t a = 0; a < 4 || mt_batcher_sentences(b); step++) {
     while (a < 4 && arrive[a][0] == step) {
       add(&r, b, next, arrive[a][1]);
@@ -123,13 +107,13 @@ static void check(const char *dir, bool int8, bool want_ragged, const char *what
     collect(&r, b, what);
     if (step > 200) break;
   }
-  CHECK_MSG(r.matched == N - (r.dropped[6] ? 1 : 0), "%s: %d of %d sentences matched their lone runs", what,
-            r.matched, N);
+  CHECK_MSG(r.matched == MT_N_TEXTS - (r.dropped[6] ? 1 : 0), "%s: %d of %d sentences matched their lone runs", what,
+            r.matched, MT_N_TEXTS);
   tolk_status st;
   CHECK(!mt_batcher_drop(b, 999, &st, &err));
   mt_batcher_free(b);
-  tolk_generation_free(r.alone, N);
-  tolk_ids_free(r.src, N);
+  tolk_generation_free(r.alone, MT_N_TEXTS);
+  tolk_ids_free(r.src, MT_N_TEXTS);
   tolk_translator_free(r.tr);
 }
 

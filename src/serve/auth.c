@@ -16,15 +16,7 @@
 #include <sys/socket.h>
 
 #include "core/sha256.h"
-
-static void say(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *msg, size_t msgsz, const char *fmt, ...) {
-  if (!msg || !msgsz) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, msgsz, fmt, ap);
-  va_end(ap);
-}
+#include "parse.h"
 
 /* ------------------------------------------------------------------ keys */
 
@@ -72,14 +64,14 @@ static int parse_line(const char *l, size_t n, size_t line_no, struct api_key *k
   kb = i;
   while (i < n && l[i] != ' ' && l[i] != '\t') {
     if ((unsigned char)l[i] <= 0x20 || (unsigned char)l[i] >= 0x7f) {
-      say(msg, msgsz, "line %zu: a key is printable ASCII without spaces", line_no);
+      serve_say(msg, msgsz, "line %zu: a key is printable ASCII without spaces", line_no);
       return -1;
     }
     i++;
   }
   ke = i;
   if (ke - kb < AUTH_KEY_MIN || ke - kb > AUTH_KEY_MAX) {
-    say(msg, msgsz, "line %zu: a key has %d to %d characters (this one has %zu)", line_no,
+    serve_say(msg, msgsz, "line %zu: a key has %d to %d characters (this one has %zu)", line_no,
         AUTH_KEY_MIN, AUTH_KEY_MAX, ke - kb);
     return -1;
   }
@@ -90,7 +82,7 @@ static int parse_line(const char *l, size_t n, size_t line_no, struct api_key *k
     size_t ob = i;
     while (i < n && l[i] != ' ' && l[i] != '\t') i++;
     if (i > ob && !key_option(l + ob, i - ob, k)) {
-      say(msg, msgsz, "line %zu: unknown option '%.*s' (rate=N/min or chars=N)", line_no,
+      serve_say(msg, msgsz, "line %zu: unknown option '%.*s' (rate=N/min or chars=N)", line_no,
           (int)(i - ob > 40 ? 40 : i - ob), l + ob);
       return -1;
     }
@@ -116,7 +108,7 @@ int keyring_parse(const char *text, size_t n, struct keyring *out, char *msg, si
       cap = cap ? 2 * cap : 8;
       struct api_key *k = realloc(out->keys, cap * sizeof *k);
       if (!k) {
-        say(msg, msgsz, "out of memory");
+        serve_say(msg, msgsz, "out of memory");
         goto fail;
       }
       out->keys = k;
@@ -125,7 +117,7 @@ int keyring_parse(const char *text, size_t n, struct keyring *out, char *msg, si
     if (parse_line(text + s, le - s, line_no, k, msg, msgsz)) goto fail;
     for (size_t j = 0; j < out->n; j++)
       if (ct_equal(out->keys[j].digest, k->digest, 32)) {
-        say(msg, msgsz, "line %zu: the same key is on an earlier line", line_no);
+        serve_say(msg, msgsz, "line %zu: the same key is on an earlier line", line_no);
         goto fail;
       }
     out->n++;
@@ -139,7 +131,7 @@ fail:
 int keyring_load(const char *path, struct keyring *out, char *msg, size_t msgsz) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    say(msg, msgsz, "%s: %s", path, strerror(errno));
+    serve_say(msg, msgsz, "%s: %s", path, strerror(errno));
     return -1;
   }
   size_t cap = 4096, n = 0;
@@ -151,7 +143,7 @@ int keyring_load(const char *path, struct keyring *out, char *msg, size_t msgsz)
       if (cap >= (64u << 20)) {
         fclose(f);
         free(buf);
-        say(msg, msgsz, "%s: larger than 64 MiB", path);
+        serve_say(msg, msgsz, "%s: larger than 64 MiB", path);
         return -1;
       }
       char *nb = realloc(buf, cap *= 2);
@@ -161,14 +153,14 @@ int keyring_load(const char *path, struct keyring *out, char *msg, size_t msgsz)
   }
   fclose(f);
   if (!buf) {
-    say(msg, msgsz, "out of memory");
+    serve_say(msg, msgsz, "out of memory");
     return -1;
   }
   char inner[200];
   int rc = keyring_parse(buf, n, out, inner, sizeof inner);
-  if (rc) say(msg, msgsz, "%s: %s", path, inner);
+  if (rc) serve_say(msg, msgsz, "%s: %s", path, inner);
   else if (out->n == 0) {
-    say(msg, msgsz, "%s: no keys", path);
+    serve_say(msg, msgsz, "%s: no keys", path);
     rc = -1;
   }
   /* The file held the keys in clear: do not leave them in freed memory. */

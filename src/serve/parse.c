@@ -15,8 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-static void say(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *msg, size_t msgsz, const char *fmt, ...) {
+void serve_say(char *msg, size_t msgsz, const char *fmt, ...) {
   if (!msg || !msgsz) return;
   va_list ap;
   va_start(ap, fmt);
@@ -116,7 +115,7 @@ static void json_error(const char *body, size_t n, size_t at, const char *what, 
   size_t line, col;
   line_col(body, at, &line, &col);
   if (at >= n) {
-    say(msg, msgsz, "Invalid JSON at line %zu, column %zu (byte %zu): %s", line, col, at,
+    serve_say(msg, msgsz, "Invalid JSON at line %zu, column %zu (byte %zu): %s", line, col, at,
         what ? what : "unexpected end of the body");
     return;
   }
@@ -124,7 +123,7 @@ static void json_error(const char *body, size_t n, size_t at, const char *what, 
   char near[8];
   if (c >= 0x20 && c < 0x7f) snprintf(near, sizeof near, "'%c'", c);
   else snprintf(near, sizeof near, "0x%02x", c);
-  say(msg, msgsz, "Invalid JSON at line %zu, column %zu (byte %zu): %s %s", line, col, at,
+  serve_say(msg, msgsz, "Invalid JSON at line %zu, column %zu (byte %zu): %s %s", line, col, at,
       what ? what : "unexpected", near);
 }
 
@@ -149,13 +148,13 @@ static size_t json_nul_escape(const char *s, size_t n) {
 cJSON *parse_json_body(const char *body, size_t n, char *msg, size_t msgsz) {
   size_t bad = utf8_invalid_at(body, n);
   if (bad != SIZE_MAX) {
-    say(msg, msgsz, "Invalid request: the body is not valid UTF-8 at byte %zu", bad);
+    serve_say(msg, msgsz, "Invalid request: the body is not valid UTF-8 at byte %zu", bad);
     return NULL;
   }
   size_t start = 0;
   while (start < n && strchr(" \t\r\n", body[start])) start++;
   if (start == n) {
-    say(msg, msgsz, "Invalid JSON: the body is empty");
+    serve_say(msg, msgsz, "Invalid JSON: the body is empty");
     return NULL;
   }
   if ((bad = json_nul_escape(body, n)) != SIZE_MAX) {
@@ -177,7 +176,7 @@ cJSON *parse_json_body(const char *body, size_t n, char *msg, size_t msgsz) {
     return NULL;
   }
   if (!cJSON_IsObject(root)) {
-    say(msg, msgsz, "Invalid JSON format: the body must be a JSON object");
+    serve_say(msg, msgsz, "Invalid JSON format: the body must be a JSON object");
     cJSON_Delete(root);
     return NULL;
   }
@@ -189,7 +188,7 @@ cJSON *parse_json_body(const char *body, size_t n, char *msg, size_t msgsz) {
 /* Adds name=value to obj; a second value for a name turns it into an array. */
 static bool add_field(cJSON *obj, const char *name, const char *value, char *msg, size_t msgsz) {
   if (cJSON_GetArraySize(obj) >= PARSE_MAX_FIELDS) {
-    say(msg, msgsz, "Invalid request: more than %d form fields", PARSE_MAX_FIELDS);
+    serve_say(msg, msgsz, "Invalid request: more than %d form fields", PARSE_MAX_FIELDS);
     return false;
   }
   cJSON *v = cJSON_CreateString(value);
@@ -215,7 +214,7 @@ static bool add_field(cJSON *obj, const char *name, const char *value, char *msg
 oom_v:
   cJSON_Delete(v);
 oom:
-  say(msg, msgsz, "out of memory");
+  serve_say(msg, msgsz, "out of memory");
   return false;
 }
 
@@ -231,7 +230,7 @@ static char *url_decode(const char *s, size_t n, size_t base, const char *what, 
                         size_t msgsz) {
   char *out = malloc(n + 1);
   if (!out) {
-    say(msg, msgsz, "out of memory");
+    serve_say(msg, msgsz, "out of memory");
     return NULL;
   }
   size_t w = 0;
@@ -241,7 +240,7 @@ static char *url_decode(const char *s, size_t n, size_t base, const char *what, 
     else {
       int hi = i + 1 < n ? hexval(s[i + 1]) : -1, lo = i + 2 < n ? hexval(s[i + 2]) : -1;
       if (hi < 0 || lo < 0) {
-        say(msg, msgsz, "Invalid request: malformed percent escape in %s at byte %zu of the body",
+        serve_say(msg, msgsz, "Invalid request: malformed percent escape in %s at byte %zu of the body",
             what, base + i);
         free(out);
         return NULL;
@@ -256,7 +255,7 @@ static char *url_decode(const char *s, size_t n, size_t base, const char *what, 
   if (bad != SIZE_MAX || nul != SIZE_MAX) {
     size_t at = bad < nul ? bad : nul, raw = 0;
     for (size_t d = 0; raw < n && d < at; d++) raw += s[raw] == '%' ? 3 : 1;
-    say(msg, msgsz, "Invalid request: %s %s at byte %zu of its value (byte %zu of the body)", what,
+    serve_say(msg, msgsz, "Invalid request: %s %s at byte %zu of its value (byte %zu of the body)", what,
         at == nul ? "contains a NUL byte" : "is not valid UTF-8", at, base + raw);
     free(out);
     return NULL;
@@ -277,7 +276,7 @@ bool parse_form_into(cJSON *obj, const char *s, size_t n, char *msg, size_t msgs
       snprintf(what, sizeof what, "field '%.40s'", name);
       char *value = eq ? url_decode(s + ne + 1, e - ne - 1, ne + 1, what, msg, msgsz) : strdup("");
       bool ok = value && add_field(obj, name, value, msg, msgsz);
-      if (!value && !eq) say(msg, msgsz, "out of memory");
+      if (!value && !eq) serve_say(msg, msgsz, "out of memory");
       free(name);
       free(value);
       if (!ok) return false;
@@ -290,7 +289,7 @@ bool parse_form_into(cJSON *obj, const char *s, size_t n, char *msg, size_t msgs
 cJSON *parse_form_body(const char *body, size_t n, char *msg, size_t msgsz) {
   cJSON *obj = cJSON_CreateObject();
   if (!obj) {
-    say(msg, msgsz, "out of memory");
+    serve_say(msg, msgsz, "out of memory");
     return NULL;
   }
   if (!parse_form_into(obj, body, n, msg, msgsz)) {
@@ -351,7 +350,7 @@ static bool mp_part_name(const char *h, size_t n, size_t base, char *name, size_
     size_t e = nl ? (size_t)(nl - h) : n;
     if (e - b > 20 && !strncasecmp(h + b, "content-disposition:", 20)) {
       if (memmem(h + b, e - b, "filename=", 9) || memmem(h + b, e - b, "filename*=", 10)) {
-        say(msg, msgsz, "Invalid request: file uploads are not accepted (part at byte %zu)", base);
+        serve_say(msg, msgsz, "Invalid request: file uploads are not accepted (part at byte %zu)", base);
         return false;
       }
       if (!mp_param(h + b, e - b, "name", name, cap) || utf8_invalid_at(name, strlen(name)) != SIZE_MAX)
@@ -360,7 +359,7 @@ static bool mp_part_name(const char *h, size_t n, size_t base, char *name, size_
     }
     b = e + 2;
   }
-  say(msg, msgsz, "Invalid multipart body at byte %zu: a part without a form-data name", base);
+  serve_say(msg, msgsz, "Invalid multipart body at byte %zu: a part without a form-data name", base);
   return false;
 }
 
@@ -384,25 +383,25 @@ static bool mp_parts(cJSON *obj, const char *body, size_t n, size_t at, const ch
     size_t bad = utf8_invalid_at(body + vb, ve - vb);
     if (bad == SIZE_MAX && memchr(body + vb, 0, ve - vb)) bad = (size_t)((const char *)memchr(body + vb, 0, ve - vb) - (body + vb));
     if (bad != SIZE_MAX) {
-      say(msg, msgsz, "Invalid request: field '%.40s' is not valid UTF-8 (or has a NUL) at byte %zu of its value (byte %zu of the body)",
+      serve_say(msg, msgsz, "Invalid request: field '%.40s' is not valid UTF-8 (or has a NUL) at byte %zu of its value (byte %zu of the body)",
           name, bad, vb + bad);
       return false;
     }
     char *value = strndup(body + vb, ve - vb);
     bool ok = value && add_field(obj, name, value, msg, msgsz);
-    if (!value) say(msg, msgsz, "out of memory");
+    if (!value) serve_say(msg, msgsz, "out of memory");
     free(value);
     if (!ok) return false;
     at = ve + dl;
   }
-  say(msg, msgsz, "Invalid multipart body at byte %zu: truncated or malformed part", at);
+  serve_say(msg, msgsz, "Invalid multipart body at byte %zu: truncated or malformed part", at);
   return false;
 }
 
 cJSON *parse_multipart_body(const char *body, size_t n, const char *ct, char *msg, size_t msgsz) {
   char boundary[80], delim[90];
   if (!ct || !mp_boundary(ct, boundary, sizeof boundary)) {
-    say(msg, msgsz, "Invalid request: multipart/form-data without a valid boundary parameter");
+    serve_say(msg, msgsz, "Invalid request: multipart/form-data without a valid boundary parameter");
     return NULL;
   }
   /* The first delimiter may start the body (no preamble). */
@@ -413,7 +412,7 @@ cJSON *parse_multipart_body(const char *body, size_t n, const char *ct, char *ms
     snprintf(delim, sizeof delim, "\r\n--%s", boundary);
     const char *first = memmem(body, n, delim, strlen(delim));
     if (!first) {
-      say(msg, msgsz, "Invalid multipart body: no '--%s' delimiter", boundary);
+      serve_say(msg, msgsz, "Invalid multipart body: no '--%s' delimiter", boundary);
       return NULL;
     }
     at = (size_t)(first - body) + strlen(delim);
@@ -421,7 +420,7 @@ cJSON *parse_multipart_body(const char *body, size_t n, const char *ct, char *ms
   snprintf(delim, sizeof delim, "\r\n--%s", boundary);
   cJSON *obj = cJSON_CreateObject();
   if (!obj) {
-    say(msg, msgsz, "out of memory");
+    serve_say(msg, msgsz, "out of memory");
     return NULL;
   }
   if (!mp_parts(obj, body, n, at, delim, msg, msgsz)) {
@@ -441,13 +440,13 @@ cJSON *parse_body(const char *ct, const char *body, size_t n, int *http_status, 
   case BODY_NONE:
     if (n == 0) return cJSON_CreateObject();
     *http_status = 415;
-    say(msg, msgsz, "Unsupported media type: a body needs a Content-Type (application/json, "
+    serve_say(msg, msgsz, "Unsupported media type: a body needs a Content-Type (application/json, "
                     "application/x-www-form-urlencoded or multipart/form-data)");
     return NULL;
   case BODY_OTHER: break;
   }
   *http_status = 415;
-  say(msg, msgsz, "Unsupported media type '%.80s': use application/json, "
+  serve_say(msg, msgsz, "Unsupported media type '%.80s': use application/json, "
                   "application/x-www-form-urlencoded or multipart/form-data (UTF-8)", ct);
   return NULL;
 }
@@ -473,7 +472,7 @@ enum field_result field_string(const cJSON *obj, const char *name, const char **
   const cJSON *v = get(obj, name);
   if (!v) return FIELD_MISSING;
   if (!cJSON_IsString(v)) {
-    say(msg, msgsz, "Invalid request: %s must be a string, not %s", name, type_name(v));
+    serve_say(msg, msgsz, "Invalid request: %s must be a string, not %s", name, type_name(v));
     return FIELD_BAD;
   }
   *out = v->valuestring;
@@ -499,13 +498,13 @@ enum field_result field_int(const cJSON *obj, const char *name, long lo, long hi
     goto bad;
   }
   if (d < (double)lo || d > (double)hi) {
-    say(msg, msgsz, "Invalid request: %s must be between %ld and %ld", name, lo, hi);
+    serve_say(msg, msgsz, "Invalid request: %s must be between %ld and %ld", name, lo, hi);
     return FIELD_BAD;
   }
   *out = (long)d;
   return FIELD_OK;
 bad:
-  say(msg, msgsz, "Invalid request: %s parameter is not a number (an integer, not %s)", name,
+  serve_say(msg, msgsz, "Invalid request: %s parameter is not a number (an integer, not %s)", name,
       cJSON_IsString(v) ? "this string" : type_name(v));
   return FIELD_BAD;
 }
@@ -525,7 +524,7 @@ enum field_result field_bool(const cJSON *obj, const char *name, bool *out, char
       if (!strcasecmp(v->valuestring, no[i])) return *out = false, FIELD_OK;
     }
   }
-  say(msg, msgsz, "Invalid request: %s must be true or false, not %s", name,
+  serve_say(msg, msgsz, "Invalid request: %s must be true or false, not %s", name,
       cJSON_IsString(v) ? "this string" : type_name(v));
   return FIELD_BAD;
 }
@@ -544,7 +543,7 @@ enum field_result field_strings(const cJSON *obj, const char *name, const char *
     return FIELD_OK;
   }
   if (!*is_array) {
-    say(msg, msgsz, "Invalid request: %s must be a string or an array of strings, not %s", name,
+    serve_say(msg, msgsz, "Invalid request: %s must be a string or an array of strings, not %s", name,
         type_name(v));
     return FIELD_BAD;
   }
@@ -553,7 +552,7 @@ enum field_result field_strings(const cJSON *obj, const char *name, const char *
   if (!(*out = malloc(cnt * sizeof **out))) goto oom;
   for (const cJSON *e = v->child; e; e = e->next, i++) {
     if (!cJSON_IsString(e)) {
-      say(msg, msgsz, "Invalid request: %s[%zu] must be a string, not %s", name, i, type_name(e));
+      serve_say(msg, msgsz, "Invalid request: %s[%zu] must be a string, not %s", name, i, type_name(e));
       free(*out);
       *out = NULL;
       return FIELD_BAD;
@@ -563,6 +562,6 @@ enum field_result field_strings(const cJSON *obj, const char *name, const char *
   *n = cnt;
   return FIELD_OK;
 oom:
-  say(msg, msgsz, "out of memory");
+  serve_say(msg, msgsz, "out of memory");
   return FIELD_BAD;
 }

@@ -72,6 +72,10 @@ cJSON *parse_multipart_body(const char *body, size_t n, const char *content_type
 cJSON *parse_body(const char *content_type, const char *body, size_t n, int *http_status,
                   char *msg, size_t msgsz);
 
+/* vsnprintf into msg (msgsz bytes) when msg is not NULL: the one way the
+ * service's parsers and checks write their messages. */
+void serve_say(char *msg, size_t msgsz, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* -------------------------------------------------------------- fields
  * Each returns FIELD_OK with the value, FIELD_MISSING when the field is
  * absent (or JSON null), FIELD_BAD with msg naming the field and what it
