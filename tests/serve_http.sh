@@ -111,6 +111,9 @@ expect 200 'event: sentence' "${J[@]}" -N -d '{"texts":["Hello world. Bye.","Ope
 grep -q '^event: done$' "$work/body" && [ "$(grep -c '^event: sentence$' "$work/body")" = 3 ] || fail "stream: 3 sentence events then done: $(cat "$work/body")"
 grep -q 'Content-Type: text/event-stream' "$work/headers" || fail "stream: Content-Type"
 expect 400 'n_best \(3\) must not exceed beam \(2\)' "${J[@]}" -d '{"texts":["x"],"beam":2,"n_best":3}' "$A/v1/translate"
+# min_new_tokens = max_new_tokens: exactly that many tokens (the last the forced </s>), decoder start first
+expect 200 '"ids":\[[0-9]+(,[0-9]+){12}\]' "${J[@]}" -d '{"texts":["Open file"],"min_new_tokens":12,"max_new_tokens":12,"return_ids":true}' "$A/v1/translate"
+expect 400 'min_new_tokens \(13\) must not exceed max_new_tokens \(12\)' "${J[@]}" -d '{"texts":["x"],"min_new_tokens":13,"max_new_tokens":12}' "$A/v1/translate"
 
 # ops
 expect 200 'tolk_http_requests_total\{endpoint="/translate",code="200"\}' "$A/metrics"

@@ -122,7 +122,7 @@ int main(void) {
   routes();
   static const char *const libre[] = {"q", "source", "target", "format", "alternatives", "api_key", NULL};
   static const char *const deepl[] = {"text", "target_lang", "source_lang", "split_sentences", "tag_handling", "auth_key", NULL};
-  static const char *const native[] = {"texts", "target", "source", "beam", "max_new_tokens", "n_best",
+  static const char *const native[] = {"texts", "target", "source", "beam", "max_new_tokens", "min_new_tokens", "n_best",
                                        "return_scores", "return_ids", "stream", "format", NULL};
   api("TranslateRequest", parse_libre, libre, "format");
   api("TranslateRequestForm", parse_libre, libre, "format");

@@ -39,14 +39,14 @@ struct deepl_request {
 };
 int deepl_parse(const cJSON *fields, struct deepl_request *out, char *msg, size_t msgsz);
 
-/* POST /v1/translate: texts, target, source, beam, max_new_tokens, n_best,
- * return_scores, return_ids, stream, format. Zero beam / max_new_tokens:
- * the model's. */
+/* POST /v1/translate: texts, target, source, beam, max_new_tokens,
+ * min_new_tokens, n_best, return_scores, return_ids, stream, format. Zero
+ * beam / max_new_tokens / min_new_tokens: the model's. */
 struct native_request {
   const char **texts;
   size_t n;
   const char *target, *source; /* NULL: the first model's first target / "auto" */
-  long beam, max_new_tokens, n_best;
+  long beam, max_new_tokens, min_new_tokens, n_best;
   bool scores, ids, stream, html;
 };
 int native_parse(const cJSON *fields, struct native_request *out, char *msg, size_t msgsz);

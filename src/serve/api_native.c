@@ -29,6 +29,7 @@ int native_parse(const cJSON *fields, struct native_request *out, char *msg, siz
     size_t off;
   } ints[] = {{"beam", 1, 16, offsetof(struct native_request, beam)},
               {"max_new_tokens", 1, 4096, offsetof(struct native_request, max_new_tokens)},
+              {"min_new_tokens", 1, 4096, offsetof(struct native_request, min_new_tokens)},
               {"n_best", 1, 16, offsetof(struct native_request, n_best)}};
   static const struct {
     const char *name;
@@ -40,7 +41,7 @@ int native_parse(const cJSON *fields, struct native_request *out, char *msg, siz
       field_string(fields, "source", &out->source, msg, msgsz) == FIELD_BAD ||
       field_string(fields, "format", &format, msg, msgsz) == FIELD_BAD)
     goto bad;
-  for (size_t i = 0; i < 3; i++)
+  for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
     if (field_int(fields, ints[i].name, ints[i].lo, ints[i].hi, (long *)((char *)out + ints[i].off), msg, msgsz) == FIELD_BAD)
       goto bad;
   for (size_t i = 0; i < 3; i++)
@@ -50,6 +51,11 @@ int native_parse(const cJSON *fields, struct native_request *out, char *msg, siz
     goto bad;
   }
   out->html = !strcmp(format, "html");
+  if (out->min_new_tokens && out->max_new_tokens && out->min_new_tokens > out->max_new_tokens) {
+    snprintf(msg, msgsz, "min_new_tokens (%ld) must not exceed max_new_tokens (%ld)", out->min_new_tokens,
+             out->max_new_tokens);
+    goto bad;
+  }
   if (out->beam && out->n_best > out->beam) {
     snprintf(msg, msgsz, "n_best (%ld) must not exceed beam (%ld)", out->n_best, out->beam);
     goto bad;
@@ -228,6 +234,7 @@ enum req_next native_translate(struct req *r) {
     p.tag = tag;
     p.num_beams = (int)q->beam;
     p.max_new_tokens = (int)q->max_new_tokens;
+    p.min_new_tokens = (int)q->min_new_tokens;
     p.n_best = (int)q->n_best;
     tolk_error err;
     if (req_submit(r, i, t->e, joined, len, &p, &err)) {

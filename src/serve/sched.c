@@ -245,6 +245,7 @@ static tolk_status job_params(const struct sched *s, const struct sched_text_par
   j->gp = tolk_generate_default_params(s->tr);
   if (p->num_beams > 0) j->gp.num_beams = p->num_beams;
   if (p->max_new_tokens > 0) j->gp.max_new_tokens = p->max_new_tokens;
+  if (p->min_new_tokens > 0) j->gp.min_new_tokens = p->min_new_tokens;
   j->n_best = p->n_best > 0 ? p->n_best : 1;
   if (j->gp.num_beams > MT_MAX_BEAMS)
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "beam %d is over the limit of %d", j->gp.num_beams, MT_MAX_BEAMS);

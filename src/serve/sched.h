@@ -53,6 +53,7 @@ struct sched_text_params {
   const char *tag;       /* target-language tag (">>cmn_Hans<<"), or NULL */
   int num_beams;         /* 1: greedy */
   int max_new_tokens;
+  int min_new_tokens;    /* EOS is not chosen before this many tokens */
   int n_best;            /* hypotheses returned per sentence, ≤ num_beams */
   int64_t deadline_ns;   /* CLOCK_MONOTONIC; 0: none. Past it: TOLK_ERR_CANCELLED */
 };
