@@ -12,7 +12,7 @@
 
 enum {
   OPT_MODEL, OPT_HOST, OPT_PORT, OPT_THREADS, OPT_INT8, OPT_MAX_BATCH_TOKENS, OPT_MAX_WAIT_MS,
-  OPT_MAX_QUEUE, OPT_TIMEOUT, OPT_DRAIN, OPT_CONN_TIMEOUT, OPT_MAX_BODY, OPT_MAX_CHARS,
+  OPT_MAX_QUEUE, OPT_MAX_QUEUE_WAIT, OPT_TIMEOUT, OPT_DRAIN, OPT_CONN_TIMEOUT, OPT_MAX_BODY, OPT_MAX_CHARS,
   OPT_MAX_TEXTS, OPT_MAX_CONNECTIONS, OPT_API_KEYS, OPT_RATE_LIMIT, OPT_CORS_ORIGIN,
   OPT_TRUSTED_PROXY, OPT_ACCESS_LOG, OPT_CHECK
 };
@@ -26,6 +26,7 @@ static const struct cli_option options[] = {
     [OPT_MAX_BATCH_TOKENS] = {"max-batch-tokens", 0, "N", "rows x padded source tokens in one decoding batch"},
     [OPT_MAX_WAIT_MS] = {"max-wait-ms", 0, "N", "an idle scheduler waits up to N ms for company"},
     [OPT_MAX_QUEUE] = {"max-queue", 0, "N", "sentences waiting, all requests together; more: 503"},
+    [OPT_MAX_QUEUE_WAIT] = {"max-queue-wait", 0, "S", "refuse (503) a text that would wait over S s to start,\nat the rate the queue drains (0: only what would miss --timeout)"},
     [OPT_TIMEOUT] = {"timeout", 0, "S", "a request's translation deadline in seconds; past it: 504"},
     [OPT_DRAIN] = {"drain", 0, "S", "on SIGTERM, seconds for the requests in flight"},
     [OPT_CONN_TIMEOUT] = {"conn-timeout", 0, "S", "a request must arrive whole within S s; idle connections close"},
@@ -58,10 +59,11 @@ static void write_footer(void) {
   struct tolk_serve_config d = tolk_serve_default_config();
   snprintf(footer, sizeof footer,
            "Defaults: --host %s --port %d --max-batch-tokens %d --max-wait-ms %d --max-queue %d\n"
-           "--timeout %g --drain %g --conn-timeout %g --max-body %zu --max-chars %ld --max-texts %ld\n"
-           "--max-connections %d. Exit status: 0 after a clean drain (or a passing --check),\n"
-           "1 when it cannot start (or --check fails), 2 for a usage error.",
-           d.host, d.port, d.max_batch_tokens, d.max_wait_ms, d.max_queue, d.timeout_s, d.drain_s,
+           "--max-queue-wait %g --timeout %g --drain %g --conn-timeout %g --max-body %zu\n"
+           "--max-chars %ld --max-texts %ld --max-connections %d.\n"
+           "Exit status: 0 after a drain (or a passing --check), 1 when it cannot start\n"
+           "(or --check fails), 2 for a usage error.",
+           d.host, d.port, d.max_batch_tokens, d.max_wait_ms, d.max_queue, d.max_queue_wait_s, d.timeout_s, d.drain_s,
            d.conn_timeout_s, d.max_body, d.max_chars, d.max_texts, d.max_connections);
 }
 
@@ -123,6 +125,7 @@ static bool serve_option(const struct cli_args *a, int opt, struct tolk_serve_co
   case OPT_MAX_BATCH_TOKENS: return whole(a, 1, 1 << 24, &c->max_batch_tokens);
   case OPT_MAX_WAIT_MS: return whole(a, 0, 10000, &c->max_wait_ms);
   case OPT_MAX_QUEUE: return whole(a, 1, 1 << 20, &c->max_queue);
+  case OPT_MAX_QUEUE_WAIT: return seconds(a, &c->max_queue_wait_s);
   case OPT_TIMEOUT: return seconds(a, &c->timeout_s);
   case OPT_DRAIN: return seconds(a, &c->drain_s);
   case OPT_CONN_TIMEOUT: return seconds(a, &c->conn_timeout_s);

@@ -22,6 +22,7 @@ struct tolk_serve_config {
   bool int8;
   int max_batch_tokens, max_wait_ms, max_queue; /* the scheduler's (sched.h) */
   double timeout_s;                   /* a request's translation deadline (504 past it) */
+  double max_queue_wait_s;            /* refuse (503) what would wait longer to start; 0: only the deadline */
   double drain_s;                     /* SIGTERM: how long in-flight requests may take */
   double conn_timeout_s;              /* idle connections, and the time to send a request */
   size_t max_body;                    /* bytes (413 past it) */

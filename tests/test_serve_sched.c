@@ -196,6 +196,45 @@ static void cancel_deadline_shutdown(const tolk_translator *tr) {
   probe_free(&p);
 }
 
+/* --max-queue-wait: once the queue has drained under load, a text that
+ * would wait longer than the budget (or past its deadline) to start is
+ * refused at submission, and one that would not is taken. */
+static void wait_budget(const tolk_translator *tr) {
+  struct sched_params sp = sched_default_params();
+  sp.max_batch_tokens = 16; /* one sentence at a time: a slow, measurable drain */
+  sp.max_queue = 100000;
+  sp.max_queue_wait_ms = 300;
+  struct sched *s;
+  tolk_error err;
+  CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_OK);
+  char *text = malloc(16 * 1000 + 1);
+  text[0] = '\0';
+  for (int i = 0; i < 1000; i++) strcat(text, "Open the file. ");
+  struct probe p;
+  probe_init(&p);
+  /* 30 tokens each, one at a time: about 1000 sentences take seconds */
+  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 30, .min_new_tokens = 30};
+  struct sched_job *big, *j;
+  /* No drain rate yet: only max_queue applies, so the big text is taken. */
+  CHECK(sched_submit(s, text, strlen(text), &tp, &cbs, &p, &big, &err) == TOLK_OK);
+  struct timespec t = {1, 0};
+  nanosleep(&t, NULL);
+  CHECK(sched_queued(s) > 0);
+  CHECK_MSG(sched_submit(s, text, strlen(text), &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && j == NULL,
+            "a text that would wait seconds was taken");
+  CHECK_MSG(strstr(err.message, SCHED_QUEUE_FULL) && strstr(err.message, "past the 0.3 s allowed"), "%s", err.message);
+  sched_cancel(big);
+  probe_wait(&p, 1);
+  sched_job_release(big);
+  /* The queue empty, one sentence starts well within the budget. */
+  CHECK_MSG(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK, "%s", err.message);
+  probe_wait(&p, 2);
+  sched_job_release(j);
+  probe_free(&p);
+  sched_free(s);
+  free(text);
+}
+
 int main(void) {
   const char *fx = getenv("TOLK_FIXTURES");
   char dir[4096];
@@ -218,6 +257,7 @@ int main(void) {
   sched_free(s);
   refusals(tr, m);
   cancel_deadline_shutdown(tr);
+  wait_budget(tr);
   char *text = metrics_render(root, NULL);
   CHECK(text && strstr(text, "tolk_sentences_total{slot=\"0\",model=\"tiny\"} 4\n"));
   CHECK(text && strstr(text, "tolk_queue_rejected_texts_total{slot=\"0\",model=\"tiny\"} 1\n"));

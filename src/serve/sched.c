@@ -42,7 +42,7 @@
 #include "mt/mt.h"
 
 struct sched_params sched_default_params(void) {
-  struct sched_params p = {8192, 1024, 0};
+  struct sched_params p = {8192, 1024, 0, 0};
   return p;
 }
 
@@ -86,6 +86,7 @@ struct sched {
   size_t head, queued;
   struct sched_job *arrived; /* jobs submitted since the loop last looked */
   bool stop, wake;
+  double drain_per_s; /* sentences leaving the batch per second while some waited; 0: not yet known */
   _Atomic size_t live_rows, queued_now;
   /* scheduler thread only */
   struct mt_batcher *batch;
@@ -94,6 +95,11 @@ struct sched {
   struct sentence **running; /* by batcher id order of admission */
   size_t n_running, cap_running;
   uint64_t next_id;
+  /* the drain rate's current window: its start, sentences finished in it,
+   * and whether sentences waited at every turn of it */
+  int64_t win_start_ns;
+  size_t win_finished;
+  bool win_saturated;
 };
 
 static int64_t now_ns(void) {
@@ -300,6 +306,13 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
   j->n_left = j->doc.n;
   pthread_mutex_lock(&s->mu);
   bool fits = !s->stop && s->queued + j->doc.n <= (size_t)s->p.max_queue;
+  double wait_s = s->drain_per_s > 0 ? (double)(s->queued + j->doc.n) / s->drain_per_s : 0, budget_s = 0;
+  if (fits && wait_s > 0) {
+    budget_s = s->p.max_queue_wait_ms > 0 ? s->p.max_queue_wait_ms * 1e-3 : 0;
+    double left_s = j->deadline_ns ? (double)(j->deadline_ns - j->submit_ns) * 1e-9 : 0;
+    if (left_s > 0 && (budget_s == 0 || left_s < budget_s)) budget_s = left_s;
+    fits = budget_s == 0 || wait_s <= budget_s;
+  }
   if (fits) {
     size_t cap = (size_t)s->p.max_queue;
     for (size_t i = 0; i < j->doc.n; i++) s->queue[(s->head + s->queued + i) % cap] = &j->sent[i];
@@ -317,9 +330,12 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
     metrics_count(s->m, METRIC_C_REJECTED_QUEUE, 1);
     size_t n = j->doc.n;
     job_release_mem(j);
-    return tolk_fail(err, TOLK_ERR_LIMIT, stopping ? SCHED_QUEUE_FULL ": shutting down"
-                                                   : SCHED_QUEUE_FULL ": %zu sentences waiting, %zu more do not fit in %d",
-                     queued, n, s->p.max_queue);
+    if (stopping) return tolk_fail(err, TOLK_ERR_LIMIT, SCHED_QUEUE_FULL ": shutting down");
+    if (queued + n > (size_t)s->p.max_queue)
+      return tolk_fail(err, TOLK_ERR_LIMIT, SCHED_QUEUE_FULL ": %zu sentences waiting, %zu more do not fit in %d",
+                       queued, n, s->p.max_queue);
+    return tolk_fail(err, TOLK_ERR_LIMIT, SCHED_QUEUE_FULL ": %zu sentences waiting, %zu more would start in about %.1f s, "
+                     "past the %.1f s allowed", queued, n, wait_s, budget_s);
   }
   metrics_gauge(s->m, METRIC_G_QUEUE_DEPTH, (double)queued);
   *out = j;
@@ -462,6 +478,7 @@ static void collect_finished(struct sched *s) {
       continue;
     }
     x->state = FINISHED;
+    s->win_finished++;
     if (j->cb.sentence) j->cb.sentence(j->user, &x->out);
     if (--j->n_left == 0) {
       live_remove(s, j);
@@ -549,6 +566,22 @@ static void step(struct sched *s) {
   else collect_finished(s);
 }
 
+/* Under s->mu, once a turn: the drain rate from windows of at least half
+ * a second in which sentences waited throughout (a window with an empty
+ * queue measures the arrivals, not what the batch can do). */
+static void measure_drain(struct sched *s, int64_t now) {
+  if (!s->queued) s->win_saturated = false;
+  double dt = (double)(now - s->win_start_ns) * 1e-9;
+  if (dt < 0.5) return;
+  if (s->win_saturated && s->win_finished) {
+    double r = (double)s->win_finished / dt;
+    s->drain_per_s = s->drain_per_s > 0 ? 0.7 * s->drain_per_s + 0.3 * r : r;
+  }
+  s->win_start_ns = now;
+  s->win_finished = 0;
+  s->win_saturated = s->queued > 0;
+}
+
 static void *loop(void *arg) {
   struct sched *s = arg;
   size_t max_admit = (size_t)s->p.max_queue;
@@ -569,6 +602,7 @@ static void *loop(void *arg) {
     wait_for_company(s);
     compact_queue(s, now_ns());
     size_t n = admitted ? pop_admissions(s, admitted, max_admit) : 0;
+    measure_drain(s, now_ns()); /* what is still queued now waits for room */
     atomic_store(&s->queued_now, s->queued);
     pthread_mutex_unlock(&s->mu);
     sweep(s);

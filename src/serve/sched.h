@@ -44,6 +44,13 @@ struct sched_params {
    * more to batch with it (0: starts at once). Never applies while a batch
    * is running: arrivals then join at the next step. */
   int max_wait_ms;
+  /* A text is refused (TOLK_ERR_LIMIT, SCHED_QUEUE_FULL) when the sentences
+   * ahead of it and its own would take longer than this to start at the
+   * rate the queue has been draining (0: no such bound). Whatever this
+   * says, a text is refused when they would start after its deadline: it
+   * would only time out. Until the queue has drained under load once,
+   * there is no rate, and only max_queue applies. */
+  int max_queue_wait_ms;
 };
 
 struct sched_params sched_default_params(void);
@@ -53,9 +60,9 @@ struct sched_text_params {
   const char *tag;       /* target-language tag (">>cmn_Hans<<"), or NULL */
   int num_beams;         /* 1: greedy */
   int max_new_tokens;
-  int min_new_tokens;    /* EOS is not chosen before this many tokens */
   int n_best;            /* hypotheses returned per sentence, ≤ num_beams */
   int64_t deadline_ns;   /* CLOCK_MONOTONIC; 0: none. Past it: TOLK_ERR_CANCELLED */
+  int min_new_tokens;    /* EOS is not chosen before this many tokens */
 };
 
 /* One hypothesis: text, ids (decoder start first) and score. */

@@ -77,6 +77,7 @@ static struct models_config models_config(const struct tolk_serve_config *c) {
   mc.sched.max_batch_tokens = c->max_batch_tokens;
   mc.sched.max_wait_ms = c->max_wait_ms;
   mc.sched.max_queue = c->max_queue;
+  mc.sched.max_queue_wait_ms = (int)(c->max_queue_wait_s * 1e3 + 0.5);
   return mc;
 }
 
