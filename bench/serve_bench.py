@@ -1,0 +1,292 @@
+#!/usr/bin/env python3
+"""bench/serve.sh's driver: tolk serve and the peer services of bench/serve_peer.py on one model, the
+same threads, the same requests, one server at a time on loopback, all in one run.
+
+Per server (each its own process, started here and stopped after):
+  capacity   open-loop runs (bench/serve_load.py) at rising rates: the highest rate whose answers all
+             came back 200 with P99 <= 1.5 x P50 (the deployment checklist's objective);
+  load       open-loop runs at 0.25x its own capacity (unloaded) and at 1x, 3x and 10x tolk's capacity
+             (tolk's at the same precision): P50/P95/P99, errors by status, RSS, CPU;
+  closed     Locust, headless, closed loop: 1, 8, 32, 64 users, the table its users publish;
+  rss        the server's RSS every 0.5 s through all of it (the plot).
+
+Results go to WORK/results.jsonl (one line per run); `table` prints the table and the ratios from it
+and draws WORK/latency.png and WORK/rss.png.
+
+    python bench/serve_bench.py all --model /tmp/tolk-bench --tolk build/tolk --work /tmp/tolk-bench-serve
+    python bench/serve_bench.py table --work /tmp/tolk-bench-serve
+"""
+import argparse
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from serve_load import rss_mb  # noqa: E402
+from translate_peers import pick_sentences  # noqa: E402
+
+SERVERS = ["tolk-fp32", "tolk-int8", "transformers-fp32", "optimum-fp32", "optimum-int8", "ct2-fp32", "ct2-int8"]
+LABEL = {"tolk": "tolk serve", "transformers": "FastAPI+PyTorch", "optimum": "FastAPI+Optimum ORT",
+         "ct2": "FastAPI+CTranslate2"}
+
+
+def log(*a):
+    print("[serve_bench]", *a, file=sys.stderr, flush=True)
+
+
+def wait_health(url, proc, seconds):
+    t = time.monotonic()
+    while time.monotonic() - t < seconds:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited with {proc.returncode} while starting")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"{url} not healthy after {seconds} s")
+
+
+class Server:
+    def __init__(self, a, name, port):
+        engine, prec = name.split("-")[:2]  # a third part only labels a variant (tolk-fp32-latency)
+        self.name, self.engine, self.prec, self.url = name, engine, prec, f"http://127.0.0.1:{port}"
+        if engine == "tolk":
+            cmd = [a.tolk, "serve", "-m", str(Path(a.model) / "onnx"), "--port", str(port), "--threads", str(a.threads)]
+            if prec == "int8":
+                cmd.append("--int8")
+            cmd += a.tolk_args.split()
+        else:
+            cmd = [sys.executable, str(HERE / "serve_peer.py"), "--engine", engine, "--precision", prec,
+                   "--model", a.model, "--threads", str(a.threads), "--port", str(port)]
+        env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+        self.log = open(Path(a.work) / f"{name}.log", "w")
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        self.rss, self.stop_sampling = [], threading.Event()
+        threading.Thread(target=self.sample, daemon=True).start()
+        wait_health(self.url, self.proc, 600)
+        self.ready_s = time.monotonic() - self.t0
+
+    def sample(self):
+        while not self.stop_sampling.wait(0.5):
+            self.rss.append((round(time.monotonic() - self.t0, 2), rss_mb(self.proc.pid)))
+
+    def stop(self):
+        self.stop_sampling.set()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def open_loop(a, srv, rate, seconds, per_request=1):
+    cmd = [sys.executable, str(HERE / "serve_load.py"), "--url", srv.url, "--pid", str(srv.proc.pid),
+           "--rate", f"{rate:.4f}", "--seconds", str(seconds), "--sentences", str(Path(a.work) / "sentences.txt"),
+           "--per-request", str(per_request), "--new-tokens", str(a.new_tokens), "--beam", str(a.beam),
+           "--timeout", str(a.timeout)]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def meets_objective(r, base_p50):
+    """Every request answered 200, P99 <= 1.5 x P50, and P50 within 2x of the lowest rate's: a run whose
+    answers are all uniformly late (a queue that grew the whole run) does not pass on the ratio alone."""
+    ok = r["status"].get("200", 0)
+    return (ok == r["sent"] and r["p50_ms"] and r["p99_ms"] <= 1.5 * r["p50_ms"]
+            and r["p50_ms"] <= 2 * base_p50)
+
+
+def capacity(a, srv, emit):
+    """Rates rise by 1.5x until the objective fails, then one step between the last two."""
+    rate, good, bad, base = a.start_rate, 0.0, None, None
+    while rate <= a.max_rate:
+        r = open_loop(a, srv, rate, a.seconds)
+        emit(dict(kind="capacity_probe", **r))
+        base = base or r["p50_ms"] or 1e9
+        if not meets_objective(r, base):
+            bad = rate
+            break
+        good, rate = rate, rate * 1.5
+    if good and bad:
+        mid = (good + bad) / 2
+        r = open_loop(a, srv, mid, a.seconds)
+        emit(dict(kind="capacity_probe", **r))
+        if meets_objective(r, base):
+            good = mid
+    return good
+
+
+def locust(a, srv, users):
+    prefix = Path(a.work) / f"locust-{srv.name}-{users}"
+    env = dict(os.environ, SENTENCES=str(Path(a.work) / "sentences.txt"), NEW_TOKENS=str(a.new_tokens), BEAM=str(a.beam))
+    cmd = [str(Path(sys.executable).parent / "locust"), "-f", str(HERE / "serve_locust.py"), "--headless",
+           "-u", str(users), "-r", str(users), "-t", f"{a.locust_seconds}s", "--host", srv.url,
+           "--csv", str(prefix), "--only-summary", "--stop-timeout", str(a.timeout)]
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, timeout=a.locust_seconds + a.timeout + 60)
+    with open(f"{prefix}_stats.csv") as f:
+        row = [r for r in csv.DictReader(f) if r["Name"] == "Aggregated"][0]
+    num = lambda k: float(row[k]) if row[k] not in ("", "N/A") else None  # noqa: E731
+    return dict(users=users, requests=int(row["Request Count"]), failures=int(row["Failure Count"]),
+                rps=num("Requests/s"), p50_ms=num("50%"), p95_ms=num("95%"), p99_ms=num("99%"))
+
+
+def cmd_all(a):
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "sentences.txt").write_text("".join(s + "\n" for s in pick_sentences(1000)), encoding="utf-8")
+    res_path = work / "results.jsonl"
+    if not a.append:
+        res_path.write_text("")
+    tolk_cap = {}
+    for name in a.servers.split(","):
+        log(f"{name}: starting")
+        srv = Server(a, name, a.port)
+        def emit(d, name=name):
+            with res_path.open("a") as f:
+                f.write(json.dumps(dict(server=name, **d)) + "\n")
+            if d["kind"] != "rss":
+                log(name, json.dumps(d))
+        try:
+            emit(dict(kind="start", ready_s=round(srv.ready_s, 2), rss_mb=rss_mb(srv.proc.pid)))
+            open_loop(a, srv, 1.0, 3)  # warm-up
+            cap = capacity(a, srv, emit)
+            emit(dict(kind="capacity", capacity=cap))
+            if srv.engine == "tolk":
+                tolk_cap[srv.prec] = cap
+            ref = tolk_cap.get(srv.prec) or a.ref_capacity or cap
+            if cap:
+                emit(dict(kind="unloaded", mult=0.25, **open_loop(a, srv, cap * 0.25, a.seconds)))
+            for mult in (1, 3, 10):
+                if ref:
+                    emit(dict(kind="load", mult=mult, **open_loop(a, srv, ref * mult, a.seconds)))
+            emit(dict(kind="load4", **open_loop(a, srv, max(ref, 0.5) / 2, a.seconds, per_request=4)))
+        finally:
+            srv.stop()
+            emit(dict(kind="rss", samples=srv.rss, exit=srv.proc.returncode))
+        # Closed loop on a fresh process: a peer would still be working through the overload's
+        # abandoned requests.
+        srv = Server(a, name, a.port)
+        try:
+            for users in a.users:
+                emit(dict(kind="locust", **locust(a, srv, users)))
+        finally:
+            srv.stop()
+    cmd_table(a)
+
+
+def load_results(work):
+    rows = [json.loads(l) for l in (Path(work) / "results.jsonl").read_text().splitlines() if l.strip()]
+    by = {}
+    for r in rows:
+        by.setdefault(r["server"], []).append(r)
+    return by
+
+
+def fmt(v, nd=0):
+    return "—" if v is None else f"{v:.{nd}f}"
+
+
+def cmd_table(a):
+    by = load_results(a.work)
+    print(f"\nServing table ({a.work}/results.jsonl). Latencies in ms from the scheduled send; capacity in req/s")
+    print("| server | capacity | unloaded P99 | 1x P50/P95/P99 | 3x P99 | 10x P99 (accepted) | 10x statuses | "
+          "10x 503 P99 | peak / end RSS MB |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    caps = {}
+    for name, rs in by.items():
+        get = lambda kind, mult=None: next((r for r in rs if r["kind"] == kind and (mult is None or r.get("mult") == mult)), None)  # noqa: E731
+        cap = get("capacity")["capacity"] if get("capacity") else None
+        caps[name] = cap
+        un, l1, l3, l10 = get("unloaded"), get("load", 1), get("load", 3), get("load", 10)
+        rss = get("rss")
+        peak = max((m for _, m in rss["samples"]), default=None) if rss else None
+        end = rss["samples"][-1][1] if rss and rss["samples"] else None
+        print(f"| {name} | {fmt(cap, 2)} | {fmt(un and un['p99_ms'])} | "
+              f"{fmt(l1 and l1['p50_ms'])}/{fmt(l1 and l1['p95_ms'])}/{fmt(l1 and l1['p99_ms'])} | "
+              f"{fmt(l3 and l3['p99_ms'])} | {fmt(l10 and l10['p99_ms'])} | {l10 and l10['status']} | "
+              f"{fmt(l10 and l10['busy_p99_ms'])} | {fmt(peak)} / {fmt(end)} |")
+    print("\nClosed loop (Locust, 1-sentence requests): req/s and P50/P95 ms by users")
+    print("| server | " + " | ".join(f"{u} users" for u in a.users) + " |")
+    print("|---|" + "---|" * len(a.users))
+    for name, rs in by.items():
+        lc = {r["users"]: r for r in rs if r["kind"] == "locust"}
+        cells = [f"{fmt(lc[u]['rps'], 1)} ({fmt(lc[u]['p50_ms'])}/{fmt(lc[u]['p95_ms'])}){' ' + str(lc[u]['failures']) + ' failed' if lc[u]['failures'] else ''}"
+                 if u in lc else "—" for u in a.users]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print("\nCapacity ratios, tolk / best peer at the same precision:")
+    for prec in ("fp32", "int8"):
+        t = caps.get(f"tolk-{prec}")
+        peers = {n: c for n, c in caps.items() if not n.startswith("tolk") and n.endswith(prec) and c}
+        if t and peers:
+            best = max(peers, key=peers.get)
+            print(f"  {prec}: tolk {t:.2f} req/s vs {best} {peers[best]:.2f} req/s = {t / peers[best]:.2f}x")
+    plots(a, by)
+
+
+def plots(a, by):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib missing: no plots")
+        return
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for name, rs in by.items():
+        pts = sorted((r["rate"], r["p99_ms"]) for r in rs if r["kind"] in ("capacity_probe", "unloaded", "load") and r["p99_ms"])
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+    ax.set_xscale("log"), ax.set_yscale("log"), ax.set_xlabel("offered load, requests/s (open loop)")
+    ax.set_ylabel("P99 latency of answered requests, ms"), ax.legend(), ax.grid(True, which="both", alpha=0.3)
+    fig.savefig(Path(a.work) / "latency.png", dpi=110, bbox_inches="tight")
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for name, rs in by.items():
+        rss = next((r for r in rs if r["kind"] == "rss"), None)
+        if rss and rss["samples"]:
+            ax.plot([t for t, _ in rss["samples"]], [m for _, m in rss["samples"]], label=name)
+    ax.set_xlabel("seconds since start"), ax.set_ylabel("RSS, MB"), ax.legend(), ax.grid(True, alpha=0.3)
+    fig.savefig(Path(a.work) / "rss.png", dpi=110, bbox_inches="tight")
+    log(f"plots: {a.work}/latency.png, {a.work}/rss.png")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cmd", choices=["all", "table"])
+    ap.add_argument("--model", default="/tmp/tolk-bench")
+    ap.add_argument("--tolk", default=str(HERE.parent / "build" / "tolk"))
+    ap.add_argument("--work", default="/tmp/tolk-bench-serve")
+    ap.add_argument("--servers", default=",".join(SERVERS))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--tolk-args", default="--max-queue-wait 1", help="tolk serve's flags beyond model and threads")
+    ap.add_argument("--port", type=int, default=8190)
+    ap.add_argument("--new-tokens", type=int, default=32, help="every answer has exactly this many tokens")
+    ap.add_argument("--beam", type=int, default=1, help="1: greedy, in every request to every server")
+    ap.add_argument("--seconds", type=float, default=10, help="per open-loop run")
+    ap.add_argument("--start-rate", type=float, default=0.5)
+    ap.add_argument("--max-rate", type=float, default=500)
+    ap.add_argument("--timeout", type=float, default=60, help="a request's client-side limit")
+    ap.add_argument("--users", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32, 64])
+    ap.add_argument("--locust-seconds", type=int, default=15)
+    ap.add_argument("--append", action="store_true", help="add to results.jsonl instead of starting it again")
+    ap.add_argument("--ref-capacity", type=float, default=0,
+                    help="with --append: the tolk capacity whose 1x/3x/10x the load runs offer (default: the server's own)")
+    a = ap.parse_args()
+    (cmd_all if a.cmd == "all" else cmd_table)(a)
+
+
+if __name__ == "__main__":
+    main()
