@@ -320,7 +320,10 @@ static void *fly(void *arg) {
 }
 
 static void load_and_drain(void) {
-  const char *extra[] = {"--max-queue", "100000", "--max-chars", "0", NULL};
+  /* A long --timeout and --drain: the request in flight must neither be
+   * refused as one that would miss its deadline nor cut by the drain (the
+   * TSan build translates ten times slower); --drain's end is tested below. */
+  const char *extra[] = {"--max-queue", "100000", "--max-chars", "0", "--timeout", "900", "--drain", "300", NULL};
   struct server s = start(extra);
   CHECK(s.port > 0, "server did not start");
   if (!s.port) return;

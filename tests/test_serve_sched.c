@@ -21,7 +21,7 @@
 struct probe {
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int sentences, dones;
+  int sentences, dones, bad; /* bad: sentences without a hypothesis, checked by the main thread */
   struct sched_result *r;
 };
 
@@ -29,8 +29,8 @@ static void on_sentence(void *user, const struct sched_sentence *s) {
   struct probe *p = user;
   pthread_mutex_lock(&p->mu);
   p->sentences++;
+  p->bad += !(s->n_hyps >= 1 && s->hyps[0].text != NULL); /* CHECK's counters are the main thread's */
   pthread_mutex_unlock(&p->mu);
-  CHECK(s->n_hyps >= 1 && s->hyps[0].text != NULL);
 }
 
 static void on_done(void *user, struct sched_result *r) {
@@ -58,6 +58,7 @@ static void probe_wait(struct probe *p, int dones) {
 }
 
 static void probe_free(struct probe *p) {
+  CHECK_MSG(p->bad == 0, "%d sentences came without a hypothesis", p->bad);
   sched_result_free(p->r);
   pthread_cond_destroy(&p->cv);
   pthread_mutex_destroy(&p->mu);
