@@ -27,17 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static int checks, failures;
-#define CHECK(c, ...)                                               \
-  do {                                                              \
-    checks++;                                                       \
-    if (!(c)) {                                                     \
-      failures++;                                                   \
-      fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #c); \
-      fprintf(stderr, __VA_ARGS__);                                 \
-      fputc('\n', stderr);                                          \
-    }                                                               \
-  } while (0)
+#include "testutil.h"
+
 
 static const char *tolk, *model;
 static pid_t started[16];
@@ -182,7 +173,7 @@ static char *long_text(int n) {
 static void slow_and_many(void) {
   const char *extra[] = {"--conn-timeout", "1", "--max-connections", "6", NULL};
   struct server s = start(extra);
-  CHECK(s.port > 0, "server did not start");
+  CHECK_MSG(s.port > 0, "server did not start");
   if (!s.port) return;
   /* Six idle sockets hold every slot: a seventh is not served (it waits in
    * the kernel's backlog) until one of them goes. */
@@ -191,28 +182,28 @@ static void slow_and_many(void) {
   sleep_s(0.2);
   int seventh = dial(s.port);
   const char *get = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  CHECK(seventh >= 0 && write(seventh, get, strlen(get)) == (ssize_t)strlen(get), "seventh connection");
+  CHECK_MSG(seventh >= 0 && write(seventh, get, strlen(get)) == (ssize_t)strlen(get), "seventh connection");
   struct timeval tv = {0, 300000};
   setsockopt(seventh, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   char buf[512];
   ssize_t got = read(seventh, buf, sizeof buf - 1);
-  CHECK(got < 0, "a connection past --max-connections was served (%zd)", got);
+  CHECK_MSG(got < 0, "a connection past --max-connections was served (%zd)", got);
   close(idle[0]);
   tv.tv_sec = 5;
   setsockopt(seventh, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   got = read(seventh, buf, sizeof buf - 1);
   buf[got > 0 ? got : 0] = '\0';
-  CHECK(!strncmp(buf, "HTTP/1.1 200", 12), "the waiting connection was not served once a slot freed: %s", buf);
+  CHECK_MSG(!strncmp(buf, "HTTP/1.1 200", 12), "the waiting connection was not served once a slot freed: %s", buf);
   close(seventh);
   /* The idle ones are cut after --conn-timeout. */
   double t0 = now_s();
   char c;
   for (int i = 1; i < 6; i++) {
     got = read(idle[i], &c, 1);
-    CHECK(got <= 0, "idle connection %d got data", i);
+    CHECK_MSG(got <= 0, "idle connection %d got data", i);
     close(idle[i]);
   }
-  CHECK(now_s() - t0 < 3.0, "idle connections lived %.2fs with --conn-timeout 1", now_s() - t0);
+  CHECK_MSG(now_s() - t0 < 3.0, "idle connections lived %.2fs with --conn-timeout 1", now_s() - t0);
   /* A client sending a byte every 0.2 s keeps MHD's inactivity timer happy,
    * but not the read deadline. */
   int fd = dial(s.port);
@@ -225,12 +216,12 @@ static void slow_and_many(void) {
     errno = 0;
     if (recv(fd, &c, 1, MSG_DONTWAIT) == 0) cut = true;
   }
-  CHECK(cut && now_s() - t0 < 3.0, "a byte-a-0.2s client was not cut (%.2fs)", now_s() - t0);
+  CHECK_MSG(cut && now_s() - t0 < 3.0, "a byte-a-0.2s client was not cut (%.2fs)", now_s() - t0);
   close(fd);
   char resp[4096];
   int st = http(s.port, "GET", "/health", NULL, NULL, resp, sizeof resp);
-  CHECK(st == 200, "server unwell after slow clients: %d %s", st, resp);
-  CHECK(stop(&s, NULL) == 0, "exit status after SIGTERM");
+  CHECK_MSG(st == 200, "server unwell after slow clients: %d %s", st, resp);
+  CHECK_MSG(stop(&s, NULL) == 0, "exit status after SIGTERM");
 }
 
 /* ------------------------------------------------------------------ hang-ups */
@@ -238,13 +229,13 @@ static void slow_and_many(void) {
 static void hang_up(void) {
   const char *extra[] = {"--max-queue", "100000", "--max-chars", "0", NULL};
   struct server s = start(extra);
-  CHECK(s.port > 0, "server did not start");
+  CHECK_MSG(s.port > 0, "server did not start");
   if (!s.port) return;
   char *body = long_text(3000);
   int fd = dial(s.port);
   char head[256];
   int hl = snprintf(head, sizeof head, "POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n", strlen(body));
-  CHECK(write(fd, head, (size_t)hl) == hl && write(fd, body, strlen(body)) == (ssize_t)strlen(body), "send");
+  CHECK_MSG(write(fd, head, (size_t)hl) == hl && write(fd, body, strlen(body)) == (ssize_t)strlen(body), "send");
   sleep_s(0.3);
   close(fd); /* the client leaves while its 3000 sentences are queued */
   double dropped = 0;
@@ -252,9 +243,9 @@ static void hang_up(void) {
     sleep_s(0.1);
     dropped = metric(s.port, "tolk_sentences_dropped_total{slot=\"0\",model=\"marian-tiny\",reason=\"cancelled\"} ");
   }
-  CHECK(dropped > 0, "no sentence was cancelled after the client left (%g)", dropped);
+  CHECK_MSG(dropped > 0, "no sentence was cancelled after the client left (%g)", dropped);
   double depth = metric(s.port, "tolk_queue_depth{slot=\"0\",model=\"marian-tiny\"} ");
-  CHECK(depth == 0, "the queue still holds %g sentences", depth);
+  CHECK_MSG(depth == 0, "the queue still holds %g sentences", depth);
   /* A stream whose client leaves: cancelled too. */
   free(body);
   body = long_text(3000);
@@ -264,21 +255,21 @@ static void hang_up(void) {
   strcat(stream, "\"],\"stream\":true}");
   fd = dial(s.port);
   hl = snprintf(head, sizeof head, "POST /v1/translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n", strlen(stream));
-  CHECK(write(fd, head, (size_t)hl) == hl && write(fd, stream, strlen(stream)) == (ssize_t)strlen(stream), "send");
+  CHECK_MSG(write(fd, head, (size_t)hl) == hl && write(fd, stream, strlen(stream)) == (ssize_t)strlen(stream), "send");
   char buf[4096];
   ssize_t got = read(fd, buf, sizeof buf - 1);
   buf[got > 0 ? got : 0] = '\0';
-  CHECK(strstr(buf, "text/event-stream") != NULL, "no stream: %s", buf);
+  CHECK_MSG(strstr(buf, "text/event-stream") != NULL, "no stream: %s", buf);
   close(fd);
   double before = dropped;
   for (int i = 0; i < 50 * time_scale && dropped <= before; i++) {
     sleep_s(0.1);
     dropped = metric(s.port, "tolk_sentences_dropped_total{slot=\"0\",model=\"marian-tiny\",reason=\"cancelled\"} ");
   }
-  CHECK(dropped > before, "a stream's sentences went on after its client left");
+  CHECK_MSG(dropped > before, "a stream's sentences went on after its client left");
   free(stream);
   free(body);
-  CHECK(stop(&s, NULL) == 0, "exit status after SIGTERM");
+  CHECK_MSG(stop(&s, NULL) == 0, "exit status after SIGTERM");
 }
 
 /* ------------------------------------------------------------------ load and drain */
@@ -325,7 +316,7 @@ static void load_and_drain(void) {
    * TSan build translates ten times slower); --drain's end is tested below. */
   const char *extra[] = {"--max-queue", "100000", "--max-chars", "0", "--timeout", "900", "--drain", "300", NULL};
   struct server s = start(extra);
-  CHECK(s.port > 0, "server did not start");
+  CHECK_MSG(s.port > 0, "server did not start");
   if (!s.port) return;
   atomic_bool stopping = false;
   enum { N = 8 };
@@ -338,7 +329,7 @@ static void load_and_drain(void) {
   for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
   int ok = 0, bad = 0;
   for (int i = 0; i < N; i++) ok += l[i].ok, bad += l[i].other;
-  CHECK(ok == N * 30 && bad == 0, "%d of %d answered 200 under load (%d other)", ok, N * 30, bad);
+  CHECK_MSG(ok == N * 30 && bad == 0, "%d of %d answered 200 under load (%d other)", ok, N * 30, bad);
 
   /* SIGTERM under load, a long request in flight: it finishes, exit 0. */
   char *body = long_text(300);
@@ -346,7 +337,7 @@ static void load_and_drain(void) {
   *f = (struct flight){.port = s.port, .path = "/translate", .body = body};
   pthread_t t;
   pthread_create(&t, NULL, fly, f);
-  CHECK(wait_busy(s.port), "the long request never reached the scheduler");
+  CHECK_MSG(wait_busy(s.port), "the long request never reached the scheduler");
   for (int i = 0; i < 4; i++) {
     l[i] = (struct load){s.port, 20, 0, 0, &stopping};
     pthread_create(&th[i], NULL, client, &l[i]);
@@ -359,23 +350,23 @@ static void load_and_drain(void) {
   for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
   bad = 0;
   for (int i = 0; i < 4; i++) bad += l[i].other >= 1000;
-  CHECK(rc == 0, "exit status %d after SIGTERM under load", rc);
-  CHECK(f->status == 200 && strstr(f->resp, "translatedText"), "the request in flight got %d: %.200s", f->status, f->resp);
-  CHECK(bad == 0, "%d clients got something else than 200/503/refused while draining", bad);
+  CHECK_MSG(rc == 0, "exit status %d after SIGTERM under load", rc);
+  CHECK_MSG(f->status == 200 && strstr(f->resp, "translatedText"), "the request in flight got %d: %.200s", f->status, f->resp);
+  CHECK_MSG(bad == 0, "%d clients got something else than 200/503/refused while draining", bad);
   free(body);
 
   /* Past --drain, what is left is cancelled: 503, and still exit 0. */
   const char *extra2[] = {"--max-queue", "100000", "--max-chars", "0", "--drain", "0.3", NULL};
   s = start(extra2);
-  CHECK(s.port > 0, "server did not start");
+  CHECK_MSG(s.port > 0, "server did not start");
   body = long_text(20000);
   *f = (struct flight){.port = s.port, .path = "/translate", .body = body};
   pthread_create(&t, NULL, fly, f);
-  CHECK(wait_busy(s.port), "the long request never reached the scheduler");
+  CHECK_MSG(wait_busy(s.port), "the long request never reached the scheduler");
   rc = stop(&s, &took);
   pthread_join(t, NULL);
-  CHECK(rc == 0 && took < 4 * time_scale, "exit %d after %.2fs with --drain 0.3", rc, took);
-  CHECK(f->status == 503 && strstr(f->resp, "cancelled"), "a request past the drain got %d: %.200s", f->status, f->resp);
+  CHECK_MSG(rc == 0 && took < 4 * time_scale, "exit %d after %.2fs with --drain 0.3", rc, took);
+  CHECK_MSG(f->status == 503 && strstr(f->resp, "cancelled"), "a request past the drain got %d: %.200s", f->status, f->resp);
   free(body);
   free(f);
 }
@@ -394,6 +385,5 @@ int main(int argc, char **argv) {
   slow_and_many();
   hang_up();
   load_and_drain();
-  printf("serve_sockets: %d checks, %d failed\n", checks, failures);
-  return failures != 0;
+  return tu_finish("serve_sockets");
 }
