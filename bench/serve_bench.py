@@ -130,9 +130,10 @@ def capacity(a, srv, emit):
     return good
 
 
-def locust(a, srv, users):
-    prefix = Path(a.work) / f"locust-{srv.name}-{users}"
-    env = dict(os.environ, SENTENCES=str(Path(a.work) / "sentences.txt"), NEW_TOKENS=str(a.new_tokens), BEAM=str(a.beam))
+def locust(a, srv, users, per_request):
+    prefix = Path(a.work) / f"locust-{srv.name}-{users}x{per_request}"
+    env = dict(os.environ, SENTENCES=str(Path(a.work) / "sentences.txt"), NEW_TOKENS=str(a.new_tokens), BEAM=str(a.beam),
+               PER_REQUEST=str(per_request))
     cmd = [str(Path(sys.executable).parent / "locust"), "-f", str(HERE / "serve_locust.py"), "--headless",
            "-u", str(users), "-r", str(users), "-t", f"{a.locust_seconds}s", "--host", srv.url,
            "--csv", str(prefix), "--only-summary", "--stop-timeout", str(a.timeout)]
@@ -140,7 +141,7 @@ def locust(a, srv, users):
     with open(f"{prefix}_stats.csv") as f:
         row = [r for r in csv.DictReader(f) if r["Name"] == "Aggregated"][0]
     num = lambda k: float(row[k]) if row[k] not in ("", "N/A") else None  # noqa: E731
-    return dict(users=users, requests=int(row["Request Count"]), failures=int(row["Failure Count"]),
+    return dict(users=users, per_request=per_request, requests=int(row["Request Count"]), failures=int(row["Failure Count"]),
                 rps=num("Requests/s"), p50_ms=num("50%"), p95_ms=num("95%"), p99_ms=num("99%"))
 
 
@@ -181,8 +182,9 @@ def cmd_all(a):
         # abandoned requests.
         srv = Server(a, name, a.port)
         try:
-            for users in a.users:
-                emit(dict(kind="locust", **locust(a, srv, users)))
+            for per_request in (1, 4):
+                for users in a.users:
+                    emit(dict(kind="locust", **locust(a, srv, users, per_request)))
         finally:
             srv.stop()
     cmd_table(a)
@@ -219,14 +221,28 @@ def cmd_table(a):
               f"{fmt(l1 and l1['p50_ms'])}/{fmt(l1 and l1['p95_ms'])}/{fmt(l1 and l1['p99_ms'])} | "
               f"{fmt(l3 and l3['p99_ms'])} | {fmt(l10 and l10['p99_ms'])} | {l10 and l10['status']} | "
               f"{fmt(l10 and l10['busy_p99_ms'])} | {fmt(peak)} / {fmt(end)} |")
-    print("\nClosed loop (Locust, 1-sentence requests): req/s and P50/P95 ms by users")
-    print("| server | " + " | ".join(f"{u} users" for u in a.users) + " |")
-    print("|---|" + "---|" * len(a.users))
+    for per_request in (1, 4):
+        print(f"\nClosed loop (Locust, {per_request}-sentence requests): req/s and P50/P95 ms by users")
+        print("| server | " + " | ".join(f"{u} users" for u in a.users) + " |")
+        print("|---|" + "---|" * len(a.users))
+        for name, rs in by.items():
+            lc = {r["users"]: r for r in rs if r["kind"] == "locust" and r.get("per_request", 1) == per_request}
+            cells = [f"{fmt(lc[u]['rps'], 1)} ({fmt(lc[u]['p50_ms'])}/{fmt(lc[u]['p95_ms'])}){' ' + str(lc[u]['failures']) + ' failed' if lc[u]['failures'] else ''}"
+                     if u in lc else "—" for u in a.users]
+            print(f"| {name} | " + " | ".join(cells) + " |")
+    print("\nOverload targets at 10x (tolk rows): accepted P99 / unloaded P99 (<= 2), 503 P99 (<= 50 ms), "
+          "other 5xx (none), RSS during the 10x run over its start (<= 5 %)")
     for name, rs in by.items():
-        lc = {r["users"]: r for r in rs if r["kind"] == "locust"}
-        cells = [f"{fmt(lc[u]['rps'], 1)} ({fmt(lc[u]['p50_ms'])}/{fmt(lc[u]['p95_ms'])}){' ' + str(lc[u]['failures']) + ' failed' if lc[u]['failures'] else ''}"
-                 if u in lc else "—" for u in a.users]
-        print(f"| {name} | " + " | ".join(cells) + " |")
+        un = next((r for r in rs if r["kind"] == "unloaded"), None)
+        l10 = next((r for r in rs if r["kind"] == "load" and r.get("mult") == 10), None)
+        if not (un and l10 and un["p99_ms"] and l10["p99_ms"]):
+            print(f"  {name}: no accepted answers at 10x" if l10 else f"  {name}: not run")
+            continue
+        other = {k: v for k, v in l10["status"].items() if k.startswith("5") and k != "503"}
+        growth = 100 * (l10["rss_peak_mb"] / l10["rss_start_mb"] - 1) if l10.get("rss_start_mb") else None
+        print(f"  {name}: {l10['p99_ms'] / un['p99_ms']:.2f}x unloaded P99; 503 P99 {fmt(l10['busy_p99_ms'])} ms "
+              f"(Retry-After on {fmt(100 * (l10['busy_retry_after'] or 0))} %); other 5xx {other or 'none'}; "
+              f"RSS +{fmt(growth, 1)} %")
     print("\nCapacity ratios, tolk / best peer at the same precision:")
     for prec in ("fp32", "int8"):
         t = caps.get(f"tolk-{prec}")
@@ -271,7 +287,8 @@ def main():
     ap.add_argument("--work", default="/tmp/tolk-bench-serve")
     ap.add_argument("--servers", default=",".join(SERVERS))
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--tolk-args", default="--max-queue-wait 1", help="tolk serve's flags beyond model and threads")
+    ap.add_argument("--tolk-args", default="--max-batch-rows 3 --max-queue-wait 0.15",
+                    help="tolk serve's flags beyond model and threads")
     ap.add_argument("--port", type=int, default=8190)
     ap.add_argument("--new-tokens", type=int, default=32, help="every answer has exactly this many tokens")
     ap.add_argument("--beam", type=int, default=1, help="1: greedy, in every request to every server")

@@ -1,5 +1,5 @@
 """Locust's closed loop for bench/serve.sh (bench/serve_bench.py runs it headless at 1, 8, 32 and 64
-users): each user posts one sentence, waits for the answer, posts the next — the table users of
+users): each user posts PER_REQUEST sentences (1 or 4) in one request, waits for the answer, posts the next — the table users of
 PyTorch and ONNX Runtime services publish. SENTENCES (one a line) and NEW_TOKENS come from the driver;
 the body is the one bench/serve_load.py sends."""
 import os
@@ -10,10 +10,11 @@ from locust import HttpUser, task
 SENTENCES = [s for s in open(os.environ["SENTENCES"], encoding="utf-8").read().splitlines() if s.strip()]
 NEW_TOKENS = int(os.environ.get("NEW_TOKENS", "32"))
 BEAM = int(os.environ.get("BEAM", "1"))
+PER_REQUEST = int(os.environ.get("PER_REQUEST", "1"))
 
 
 class Translator(HttpUser):
     @task
     def translate(self):
-        self.client.post("/v1/translate", json={"texts": [random.choice(SENTENCES)], "max_new_tokens": NEW_TOKENS,
+        self.client.post("/v1/translate", json={"texts": random.sample(SENTENCES, PER_REQUEST), "max_new_tokens": NEW_TOKENS,
                                                 "min_new_tokens": NEW_TOKENS, "beam": BEAM}, timeout=60)

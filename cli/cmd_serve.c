@@ -11,7 +11,7 @@
 #include "tolk_serve.h"
 
 enum {
-  OPT_MODEL, OPT_HOST, OPT_PORT, OPT_THREADS, OPT_INT8, OPT_MAX_BATCH_TOKENS, OPT_MAX_WAIT_MS,
+  OPT_MODEL, OPT_HOST, OPT_PORT, OPT_THREADS, OPT_INT8, OPT_MAX_BATCH_TOKENS, OPT_MAX_BATCH_ROWS, OPT_MAX_WAIT_MS,
   OPT_MAX_QUEUE, OPT_MAX_QUEUE_WAIT, OPT_TIMEOUT, OPT_DRAIN, OPT_CONN_TIMEOUT, OPT_MAX_BODY, OPT_MAX_CHARS,
   OPT_MAX_TEXTS, OPT_MAX_CONNECTIONS, OPT_API_KEYS, OPT_RATE_LIMIT, OPT_CORS_ORIGIN,
   OPT_TRUSTED_PROXY, OPT_ACCESS_LOG, OPT_CHECK
@@ -24,6 +24,7 @@ static const struct cli_option options[] = {
     [OPT_THREADS] = {"threads", 0, "N", "intra-op threads per model (default: all cores)"},
     [OPT_INT8] = {"int8", 0, NULL, "use the *_quantized.onnx graphs"},
     [OPT_MAX_BATCH_TOKENS] = {"max-batch-tokens", 0, "N", "rows x padded source tokens in one decoding batch"},
+    [OPT_MAX_BATCH_ROWS] = {"max-batch-rows", 0, "N", "rows (beams count) in one decoding batch (0: no bound);\nmore wait in the queue"},
     [OPT_MAX_WAIT_MS] = {"max-wait-ms", 0, "N", "an idle scheduler waits up to N ms for company"},
     [OPT_MAX_QUEUE] = {"max-queue", 0, "N", "sentences waiting, all requests together; more: 503"},
     [OPT_MAX_QUEUE_WAIT] = {"max-queue-wait", 0, "S", "refuse (503) a text that would wait over S s to start,\nat the rate the queue drains (0: only what would miss --timeout)"},
@@ -58,13 +59,13 @@ static const struct cli_verb verb = {
 static void write_footer(void) {
   struct tolk_serve_config d = tolk_serve_default_config();
   snprintf(footer, sizeof footer,
-           "Defaults: --host %s --port %d --max-batch-tokens %d --max-wait-ms %d --max-queue %d\n"
-           "--max-queue-wait %g --timeout %g --drain %g --conn-timeout %g --max-body %zu\n"
-           "--max-chars %ld --max-texts %ld --max-connections %d.\n"
+           "Defaults: --host %s --port %d --max-batch-tokens %d --max-batch-rows %d --max-wait-ms %d\n"
+           "--max-queue %d --max-queue-wait %g --timeout %g --drain %g --conn-timeout %g\n"
+           "--max-body %zu --max-chars %ld --max-texts %ld --max-connections %d.\n"
            "Exit status: 0 after a drain (or a passing --check), 1 when it cannot start\n"
            "(or --check fails), 2 for a usage error.",
-           d.host, d.port, d.max_batch_tokens, d.max_wait_ms, d.max_queue, d.max_queue_wait_s, d.timeout_s, d.drain_s,
-           d.conn_timeout_s, d.max_body, d.max_chars, d.max_texts, d.max_connections);
+           d.host, d.port, d.max_batch_tokens, d.max_batch_rows, d.max_wait_ms, d.max_queue, d.max_queue_wait_s,
+           d.timeout_s, d.drain_s, d.conn_timeout_s, d.max_body, d.max_chars, d.max_texts, d.max_connections);
 }
 
 static bool whole(const struct cli_args *a, long lo, long hi, int *n) {
@@ -123,6 +124,7 @@ static bool serve_option(const struct cli_args *a, int opt, struct tolk_serve_co
   case OPT_THREADS: return whole(a, 1, 1024, &c->threads);
   case OPT_INT8: c->int8 = true; return true;
   case OPT_MAX_BATCH_TOKENS: return whole(a, 1, 1 << 24, &c->max_batch_tokens);
+  case OPT_MAX_BATCH_ROWS: return whole(a, 0, 1 << 20, &c->max_batch_rows);
   case OPT_MAX_WAIT_MS: return whole(a, 0, 10000, &c->max_wait_ms);
   case OPT_MAX_QUEUE: return whole(a, 1, 1 << 20, &c->max_queue);
   case OPT_MAX_QUEUE_WAIT: return seconds(a, &c->max_queue_wait_s);

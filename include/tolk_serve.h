@@ -21,6 +21,7 @@ struct tolk_serve_config {
   int threads;                        /* intra-op threads per model; 0: all cores */
   bool int8;
   int max_batch_tokens, max_wait_ms, max_queue; /* the scheduler's (sched.h) */
+  int max_batch_rows;                 /* rows (beams count) in one decoding batch; 0: no bound */
   double timeout_s;                   /* a request's translation deadline (504 past it) */
   double max_queue_wait_s;            /* refuse (503) what would wait longer to start; 0: only the deadline */
   double drain_s;                     /* SIGTERM: how long in-flight requests may take */

@@ -7,6 +7,7 @@
  * too long), n-best hypotheses, and the metrics it writes.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,7 +217,8 @@ static void wait_budget(const tolk_translator *tr) {
   /* 30 tokens each, one at a time: about 1000 sentences take seconds */
   struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 30, .min_new_tokens = 30};
   struct sched_job *big, *j;
-  /* No drain rate yet: only max_queue applies, so the big text is taken. */
+  /* Nothing has run yet, nothing to estimate a wait from: only max_queue
+   * applies, so the big text is taken. */
   CHECK(sched_submit(s, text, strlen(text), &tp, &cbs, &p, &big, &err) == TOLK_OK);
   struct timespec t = {1, 0};
   nanosleep(&t, NULL);
@@ -234,6 +236,41 @@ static void wait_budget(const tolk_translator *tr) {
   probe_free(&p);
   sched_free(s);
   free(text);
+}
+
+/* --max-batch-rows: however many texts wait, the batch never holds more
+ * rows than the bound, and it does fill up to it. */
+static void row_bound(const tolk_translator *tr) {
+  struct sched_params sp = sched_default_params();
+  sp.max_batch_rows = 2;
+  struct sched *s;
+  tolk_error err;
+  CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_OK);
+  struct probe p;
+  probe_init(&p);
+  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 40, .min_new_tokens = 40};
+  enum { N = 12 };
+  for (int i = 0; i < N; i++) {
+    struct sched_job *j;
+    CHECK(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK);
+    sched_job_release(j);
+  }
+  size_t most = 0;
+  for (;;) {
+    size_t rows = sched_live_rows(s);
+    most = rows > most ? rows : most;
+    pthread_mutex_lock(&p.mu);
+    int done = p.dones;
+    pthread_mutex_unlock(&p.mu);
+    if (done == N) break;
+    sched_yield();
+  }
+  CHECK_MSG(most == 2, "the batch held %zu rows at most, bound 2", most);
+  sched_free(s);
+  probe_free(&p);
+  /* A negative bound is refused. */
+  sp.max_batch_rows = -1;
+  CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_ERR_INVALID_ARGUMENT && s == NULL);
 }
 
 int main(void) {
@@ -259,6 +296,7 @@ int main(void) {
   refusals(tr, m);
   cancel_deadline_shutdown(tr);
   wait_budget(tr);
+  row_bound(tr);
   char *text = metrics_render(root, NULL);
   CHECK(text && strstr(text, "tolk_sentences_total{slot=\"0\",model=\"tiny\"} 4\n"));
   CHECK(text && strstr(text, "tolk_queue_rejected_texts_total{slot=\"0\",model=\"tiny\"} 1\n"));

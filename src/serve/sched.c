@@ -10,10 +10,10 @@
  *   the step loop (the scheduler thread), each turn:
  *     1. sentences of cancelled or late texts leave the queue and the batch;
  *     2. queued sentences are admitted in arrival order while the batch's
- *        rows × padded source length stays under max_batch_tokens (an idle
- *        scheduler first waits up to max_wait_ms for company): their encoder
- *        run and first decoder step happen now, between two steps of the
- *        batch, and their rows join it;
+ *        rows × padded source length stays under max_batch_tokens and its
+ *        rows under max_batch_rows (an idle scheduler first waits up to
+ *        max_wait_ms for company): their encoder run and first decoder step
+ *        happen now, between two steps of the batch, and their rows join it;
  *     3. one decoder step for every row;
  *     4. finished sentences are decoded and reported at once; a text whose
  *        last sentence finished is joined (mt_doc_join) and done.
@@ -41,6 +41,10 @@
 #include "metrics.h"
 #include "mt/mt.h"
 
+/* How many of the running sentences' expected departures admission sees:
+ * a text that would wait for more than this many is judged by the rate. */
+#define SCHED_LEAVE_TABLE 64
+
 struct sched_params sched_default_params(void) {
   struct sched_params p = {8192, 1024, 0, 0};
   return p;
@@ -54,6 +58,7 @@ struct sentence {
   uint64_t id;        /* in the batcher */
   int state;
   int64_t admitted_ns;
+  uint64_t admitted_turn; /* s->turns when it joined the batch */
   double encode_ms;
   struct sched_sentence out;
 };
@@ -86,20 +91,29 @@ struct sched {
   size_t head, queued;
   struct sched_job *arrived; /* jobs submitted since the loop last looked */
   bool stop, wake;
-  double drain_per_s; /* sentences leaving the batch per second while some waited; 0: not yet known */
+  /* Published by the scheduler thread after each turn, for admission:
+   * rows the batch could still take; its running sentences (n_slots) and
+   * in how many seconds they are expected to leave, soonest first (the
+   * first n_leave of them); how long a sentence stays (stay_s); and the
+   * rate sentences leave at (the last busy batch's when idle; 0: no batch
+   * has run yet), for an empty batch. */
+  size_t free_rows, n_slots, n_leave;
+  double leave_s[SCHED_LEAVE_TABLE];
+  double stay_s, drain_per_s;
   _Atomic size_t live_rows, queued_now;
   /* scheduler thread only */
   struct mt_batcher *batch;
   struct sched_job *live;    /* jobs with sentences queued or running */
   struct sched_job *ended;   /* done, released at the end of the turn */
   struct sentence **running; /* by batcher id order of admission */
+  double *remaining;         /* cap_running: estimate_drain's scratch */
   size_t n_running, cap_running;
   uint64_t next_id;
-  /* the drain rate's current window: its start, sentences finished in it,
-   * and whether sentences waited at every turn of it */
-  int64_t win_start_ns;
-  size_t win_finished;
-  bool win_saturated;
+  /* what the drain rate is estimated from: turns (admissions and one
+   * step) run, their mean duration, and the turns a sentence stays in the
+   * batch (0 until one has finished) */
+  uint64_t turns;
+  double turn_s, turns_per_sentence;
 };
 
 static int64_t now_ns(void) {
@@ -272,6 +286,21 @@ static tolk_status check_tag(const struct sched *s, const char *tag, tolk_error 
   return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "target tag %s is not in the model's vocabulary", tag);
 }
 
+/* Under s->mu: how long j's last sentence would wait to start. The
+ * sentences queued ahead and j's own take the free rows first, then each
+ * the place of the next running sentence to leave, and once every running
+ * one has been replaced, the place of its replacement a stay later: the
+ * k-th waits for departure k mod slots of round k / slots. */
+static double expected_wait(const struct sched *s, const struct sched_job *j) {
+  size_t free_now = s->free_rows / (size_t)j->gp.num_beams, ahead = s->queued + j->doc.n;
+  if (ahead <= free_now) return 0;
+  size_t k = ahead - free_now - 1;
+  if (!s->n_slots || !s->n_leave) return s->drain_per_s > 0 ? (double)(k + 1) / s->drain_per_s : 0;
+  size_t slot = k % s->n_slots;
+  double first = s->leave_s[slot < s->n_leave ? slot : s->n_leave - 1];
+  return first + (double)(k / s->n_slots) * s->stay_s;
+}
+
 tolk_status sched_submit(struct sched *s, const char *text, size_t len, const struct sched_text_params *p,
                          const struct sched_callbacks *cb, void *user, struct sched_job **out, tolk_error *err) {
   *out = NULL;
@@ -306,7 +335,7 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
   j->n_left = j->doc.n;
   pthread_mutex_lock(&s->mu);
   bool fits = !s->stop && s->queued + j->doc.n <= (size_t)s->p.max_queue;
-  double wait_s = s->drain_per_s > 0 ? (double)(s->queued + j->doc.n) / s->drain_per_s : 0, budget_s = 0;
+  double wait_s = expected_wait(s, j), budget_s = 0;
   if (fits && wait_s > 0) {
     budget_s = s->p.max_queue_wait_ms > 0 ? s->p.max_queue_wait_ms * 1e-3 : 0;
     double left_s = j->deadline_ns ? (double)(j->deadline_ns - j->submit_ns) * 1e-9 : 0;
@@ -417,11 +446,39 @@ static void compact_queue(struct sched *s, int64_t now) {
 static bool fits_batch(const struct sched *s, size_t rows, size_t len, const struct sentence *x) {
   size_t r = rows + (size_t)x->job->gp.num_beams, l = x->job->doc.p[x->index].ids.n;
   if (l < len) l = len;
+  if (s->p.max_batch_rows && r > (size_t)s->p.max_batch_rows) return false;
   return r * l <= (size_t)s->p.max_batch_tokens;
 }
 
+/* The rows a batch of padded source length len may hold. */
+static size_t batch_cap(const struct sched *s, size_t len) {
+  size_t cap = (size_t)s->p.max_batch_tokens / (len ? len : 1);
+  return s->p.max_batch_rows && (size_t)s->p.max_batch_rows < cap ? (size_t)s->p.max_batch_rows : cap;
+}
+
+/* Turns a sentence is expected to stay in the batch: as long as those
+ * that finished lately, never more than its max_new_tokens allow. */
+static double expected_turns(const struct sched *s, const tolk_generate_params *gp) {
+  double turns = gp->max_new_tokens > 0 ? gp->max_new_tokens : gp->max_length;
+  return s->turns_per_sentence > 0 && s->turns_per_sentence < turns ? s->turns_per_sentence : turns;
+}
+
+/* Under s->mu: a departure in `after` seconds into the sorted leave_s,
+ * which keeps the soonest SCHED_LEAVE_TABLE. */
+static void leave_insert(struct sched *s, double after) {
+  size_t i;
+  if (s->n_leave < SCHED_LEAVE_TABLE) i = s->n_leave++;
+  else if (after < s->leave_s[SCHED_LEAVE_TABLE - 1]) i = SCHED_LEAVE_TABLE - 1;
+  else return;
+  for (; i > 0 && s->leave_s[i - 1] > after; i--) s->leave_s[i] = s->leave_s[i - 1];
+  s->leave_s[i] = after;
+}
+
 /* Under s->mu: takes from the queue's head what the batch can take, in
- * arrival order (at least one sentence into an empty batch). */
+ * arrival order (at least one sentence into an empty batch). What they
+ * take is published at once: their admission (the encoder) is the
+ * longest part of a turn, and texts submitted meanwhile must not be told
+ * the rows are still free. */
 static size_t pop_admissions(struct sched *s, struct sentence **out, size_t max) {
   size_t rows = mt_batcher_rows(s->batch), len = mt_batcher_source_len(s->batch), n = 0;
   size_t cap = (size_t)s->p.max_queue;
@@ -434,6 +491,14 @@ static size_t pop_admissions(struct sched *s, struct sentence **out, size_t max)
     out[n++] = x;
     s->head = (s->head + 1) % cap;
     s->queued--;
+    if (s->turn_s > 0) {
+      leave_insert(s, expected_turns(s, &x->job->gp) * s->turn_s);
+      s->n_slots++;
+    }
+  }
+  if (n) {
+    size_t c = batch_cap(s, len);
+    s->free_rows = c > rows ? c - rows : 0;
   }
   return n;
 }
@@ -478,7 +543,8 @@ static void collect_finished(struct sched *s) {
       continue;
     }
     x->state = FINISHED;
-    s->win_finished++;
+    double turns = (double)(s->turns - x->admitted_turn) + 1;
+    s->turns_per_sentence = s->turns_per_sentence > 0 ? 0.9 * s->turns_per_sentence + 0.1 * turns : turns;
     if (j->cb.sentence) j->cb.sentence(j->user, &x->out);
     if (--j->n_left == 0) {
       live_remove(s, j);
@@ -500,6 +566,9 @@ static bool reserve_running(struct sched *s, size_t more) {
   struct sentence **r = realloc(s->running, cap * sizeof *r);
   if (!r) return false;
   s->running = r;
+  double *rem = realloc(s->remaining, cap * sizeof *rem);
+  if (!rem) return false;
+  s->remaining = rem;
   s->cap_running = cap;
   return true;
 }
@@ -529,6 +598,7 @@ static void admit(struct sched *s, struct sentence **x, size_t n) {
     }
     x[i]->state = RUNNING;
     x[i]->admitted_ns = t0;
+    x[i]->admitted_turn = s->turns;
     x[i]->out.queue_ms = ms_between(j->submit_ns, t0);
     x[i]->out.encode_ms = ms_between(t0, t1);
     s->running[s->n_running++] = x[i];
@@ -555,31 +625,53 @@ static void sweep(struct sched *s) {
   }
 }
 
-static void step(struct sched *s) {
-  if (!mt_batcher_sentences(s->batch)) return;
+/* One decoder step for every row; false when there were none. */
+static bool step(struct sched *s) {
+  if (!mt_batcher_sentences(s->batch)) return false;
   size_t rows = mt_batcher_rows(s->batch);
   metrics_observe(s->m, METRIC_H_BATCH_ROWS, (double)rows);
   metrics_observe(s->m, METRIC_H_BATCH_TOKENS, (double)(rows * mt_batcher_source_len(s->batch)));
   metrics_count(s->m, METRIC_C_STEPS, 1);
+  s->turns++;
   tolk_error err;
   if (mt_batcher_step(s->batch, &err)) fail_running(s, &err);
   else collect_finished(s);
+  return true;
 }
 
-/* Under s->mu, once a turn: the drain rate from windows of at least half
- * a second in which sentences waited throughout (a window with an empty
- * queue measures the arrivals, not what the batch can do). */
-static void measure_drain(struct sched *s, int64_t now) {
-  if (!s->queued) s->win_saturated = false;
-  double dt = (double)(now - s->win_start_ns) * 1e-9;
-  if (dt < 0.5) return;
-  if (s->win_saturated && s->win_finished) {
-    double r = (double)s->win_finished / dt;
-    s->drain_per_s = s->drain_per_s > 0 ? 0.7 * s->drain_per_s + 0.3 * r : r;
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Under s->mu, after a turn that took turn_ns: what admission judges waits
+ * by. A running sentence is expected to stay turns_per_sentence turns
+ * (before any has finished, or if it is lower: its max_new_tokens), so it
+ * leaves in (that − the turns it has run) × the mean turn time. Knowing
+ * each departure matters: sentences admitted together finish together, and
+ * a text queued just after them waits for the whole cohort, not for the
+ * mean interval between departures. */
+static void estimate_drain(struct sched *s, int64_t turn_ns) {
+  size_t sentences = mt_batcher_sentences(s->batch), rows = mt_batcher_rows(s->batch);
+  size_t cap = batch_cap(s, mt_batcher_source_len(s->batch));
+  s->free_rows = cap > rows ? cap - rows : 0;
+  s->n_leave = s->n_slots = 0;
+  if (!sentences || turn_ns <= 0) return;
+  double t = (double)turn_ns * 1e-9, mean = 0;
+  s->turn_s = s->turn_s > 0 ? 0.8 * s->turn_s + 0.2 * t : t;
+  for (size_t i = 0; i < s->n_running; i++) {
+    double turns = expected_turns(s, &s->running[i]->job->gp);
+    double left = turns - (double)(s->turns - s->running[i]->admitted_turn);
+    s->remaining[i] = (left > 1 ? left : 1) * s->turn_s;
+    mean += turns;
   }
-  s->win_start_ns = now;
-  s->win_finished = 0;
-  s->win_saturated = s->queued > 0;
+  qsort(s->remaining, s->n_running, sizeof *s->remaining, cmp_double);
+  s->n_leave = s->n_running < SCHED_LEAVE_TABLE ? s->n_running : SCHED_LEAVE_TABLE;
+  memcpy(s->leave_s, s->remaining, s->n_leave * sizeof *s->leave_s);
+  mean = s->n_running ? mean / (double)s->n_running : 1;
+  s->n_slots = s->n_running;
+  s->stay_s = mean * s->turn_s;
+  s->drain_per_s = (double)sentences / s->stay_s;
 }
 
 static void *loop(void *arg) {
@@ -602,7 +694,6 @@ static void *loop(void *arg) {
     wait_for_company(s);
     compact_queue(s, now_ns());
     size_t n = admitted ? pop_admissions(s, admitted, max_admit) : 0;
-    measure_drain(s, now_ns()); /* what is still queued now waits for room */
     atomic_store(&s->queued_now, s->queued);
     pthread_mutex_unlock(&s->mu);
     sweep(s);
@@ -613,13 +704,16 @@ static void *loop(void *arg) {
         job_end(s, j, TOLK_OK, false, NULL);
       }
     }
+    int64_t t0 = now_ns();
     if (n) admit(s, admitted, n);
-    step(s);
+    bool stepped = step(s);
+    int64_t turn_ns = now_ns() - t0;
     release_ended(s);
     atomic_store(&s->live_rows, mt_batcher_rows(s->batch));
     metrics_gauge(s->m, METRIC_G_LIVE_ROWS, (double)mt_batcher_rows(s->batch));
     metrics_gauge(s->m, METRIC_G_QUEUE_DEPTH, (double)sched_queued(s));
     pthread_mutex_lock(&s->mu);
+    estimate_drain(s, stepped ? turn_ns : 0);
   }
   pthread_mutex_unlock(&s->mu);
   free(admitted);
@@ -633,9 +727,9 @@ tolk_status sched_create(const tolk_translator *tr, const struct sched_params *p
   *out = NULL;
   struct sched_params d = sched_default_params();
   if (!p) p = &d;
-  if (!tr || p->max_batch_tokens < 1 || p->max_queue < 1 || p->max_wait_ms < 0)
-    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
-                     "scheduler: max_batch_tokens and max_queue must be at least 1, max_wait_ms at least 0");
+  if (!tr || p->max_batch_tokens < 1 || p->max_queue < 1 || p->max_wait_ms < 0 || p->max_batch_rows < 0)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "scheduler: max_batch_tokens and max_queue must be at least 1, "
+                                                     "max_wait_ms and max_batch_rows at least 0");
   struct sched *s = calloc(1, sizeof *s);
   if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "scheduler: out of memory");
   s->tr = tr;
@@ -689,5 +783,6 @@ void sched_free(struct sched *s) {
   pthread_cond_destroy(&s->cv);
   free(s->queue);
   free(s->running);
+  free(s->remaining);
   free(s);
 }

@@ -51,6 +51,12 @@ struct sched_params {
    * would only time out. Until the queue has drained under load once,
    * there is no rate, and only max_queue applies. */
   int max_queue_wait_ms;
+  /* A batch's rows (beams count) stay at or under this (0: only
+   * max_batch_tokens bounds them). Past the rows that fill the cores a
+   * step only gets longer for everyone in the batch: this is what keeps
+   * the latency of admitted texts flat under overload, the excess waiting
+   * in the queue where max_queue_wait_ms can refuse it. */
+  int max_batch_rows;
 };
 
 struct sched_params sched_default_params(void);

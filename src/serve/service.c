@@ -30,6 +30,7 @@ struct tolk_serve_config tolk_serve_default_config(void) {
   c.max_batch_tokens = sp.max_batch_tokens;
   c.max_wait_ms = sp.max_wait_ms;
   c.max_queue = sp.max_queue;
+  c.max_batch_rows = sp.max_batch_rows;
   c.timeout_s = 60;
   c.drain_s = 30;
   c.conn_timeout_s = 10;
@@ -77,6 +78,7 @@ static struct models_config models_config(const struct tolk_serve_config *c) {
   mc.sched.max_batch_tokens = c->max_batch_tokens;
   mc.sched.max_wait_ms = c->max_wait_ms;
   mc.sched.max_queue = c->max_queue;
+  mc.sched.max_batch_rows = c->max_batch_rows;
   mc.sched.max_queue_wait_ms = (int)(c->max_queue_wait_s * 1e3 + 0.5);
   return mc;
 }
