@@ -198,6 +198,11 @@ def load_results(work):
     return by
 
 
+def ok_rps(r):
+    """Locust's req/s counts failures too: a server that refuses at once would look fast."""
+    return r["rps"] * (1 - r["failures"] / r["requests"]) if r["rps"] and r["requests"] else r["rps"]
+
+
 def fmt(v, nd=0):
     return "—" if v is None else f"{v:.{nd}f}"
 
@@ -222,12 +227,14 @@ def cmd_table(a):
               f"{fmt(l3 and l3['p99_ms'])} | {fmt(l10 and l10['p99_ms'])} | {l10 and l10['status']} | "
               f"{fmt(l10 and l10['busy_p99_ms'])} | {fmt(peak)} / {fmt(end)} |")
     for per_request in (1, 4):
-        print(f"\nClosed loop (Locust, {per_request}-sentence requests): req/s and P50/P95 ms by users")
+        print(f"\nClosed loop (Locust, {per_request}-sentence requests): answered req/s and P50/P95 ms (of all "
+              "answers) by users; refused: the share of requests answered 503 at once")
         print("| server | " + " | ".join(f"{u} users" for u in a.users) + " |")
         print("|---|" + "---|" * len(a.users))
         for name, rs in by.items():
             lc = {r["users"]: r for r in rs if r["kind"] == "locust" and r.get("per_request", 1) == per_request}
-            cells = [f"{fmt(lc[u]['rps'], 1)} ({fmt(lc[u]['p50_ms'])}/{fmt(lc[u]['p95_ms'])}){' ' + str(lc[u]['failures']) + ' failed' if lc[u]['failures'] else ''}"
+            cells = [f"{fmt(ok_rps(lc[u]), 1)} ({fmt(lc[u]['p50_ms'])}/{fmt(lc[u]['p95_ms'])})"
+                     f"{', ' + str(round(100 * lc[u]['failures'] / lc[u]['requests'])) + ' % refused' if lc[u]['failures'] else ''}"
                      if u in lc else "—" for u in a.users]
             print(f"| {name} | " + " | ".join(cells) + " |")
     print("\nOverload targets at 10x (tolk rows): accepted P99 / unloaded P99 (<= 2), 503 P99 (<= 50 ms), "

@@ -1,9 +1,10 @@
 """Locust's closed loop for bench/serve.sh (bench/serve_bench.py runs it headless at 1, 8, 32 and 64
 users): each user posts PER_REQUEST sentences (1 or 4) in one request, waits for the answer, posts the next — the table users of
 PyTorch and ONNX Runtime services publish. SENTENCES (one a line) and NEW_TOKENS come from the driver;
-the body is the one bench/serve_load.py sends."""
+the body is the one bench/serve_load.py sends. A user told 503 or 429 with Retry-After waits that long."""
 import os
 import random
+import time
 
 from locust import HttpUser, task
 
@@ -16,5 +17,9 @@ PER_REQUEST = int(os.environ.get("PER_REQUEST", "1"))
 class Translator(HttpUser):
     @task
     def translate(self):
-        self.client.post("/v1/translate", json={"texts": random.sample(SENTENCES, PER_REQUEST), "max_new_tokens": NEW_TOKENS,
-                                                "min_new_tokens": NEW_TOKENS, "beam": BEAM}, timeout=60)
+        r = self.client.post("/v1/translate", json={"texts": random.sample(SENTENCES, PER_REQUEST), "max_new_tokens": NEW_TOKENS,
+                                                    "min_new_tokens": NEW_TOKENS, "beam": BEAM}, timeout=60)
+        # A refusal says when to come back (RFC 9110, Retry-After): a client that asks again at once
+        # only turns the server's CPU into 503s. Locust counts the refusal as a failure either way.
+        if r.status_code in (429, 503) and r.headers.get("Retry-After", "").isdigit():
+            time.sleep(int(r.headers["Retry-After"]))

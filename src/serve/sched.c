@@ -286,13 +286,14 @@ static tolk_status check_tag(const struct sched *s, const char *tag, tolk_error 
   return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "target tag %s is not in the model's vocabulary", tag);
 }
 
-/* Under s->mu: how long j's last sentence would wait to start. The
- * sentences queued ahead and j's own take the free rows first, then each
- * the place of the next running sentence to leave, and once every running
- * one has been replaced, the place of its replacement a stay later: the
- * k-th waits for departure k mod slots of round k / slots. */
+/* Under s->mu: how long j's first sentence would wait to start (its
+ * others then wait for it, which is its own length, not the queue). The
+ * sentences queued ahead take the free rows first, then each the place of
+ * the next running sentence to leave, and once every running one has been
+ * replaced, the place of its replacement a stay later: the k-th waits for
+ * departure k mod slots of round k / slots. */
 static double expected_wait(const struct sched *s, const struct sched_job *j) {
-  size_t free_now = s->free_rows / (size_t)j->gp.num_beams, ahead = s->queued + j->doc.n;
+  size_t free_now = s->free_rows / (size_t)j->gp.num_beams, ahead = s->queued + 1;
   if (ahead <= free_now) return 0;
   size_t k = ahead - free_now - 1;
   if (!s->n_slots || !s->n_leave) return s->drain_per_s > 0 ? (double)(k + 1) / s->drain_per_s : 0;

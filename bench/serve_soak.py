@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Soak for tolk serve: open-loop traffic (bench/serve_load.py's sender, latency from the scheduled
+send) at a fraction of the capacity for a long time on the bundled default model, the server's RSS,
+open file descriptors and threads sampled every few seconds. After the warm-up (the first 10 %), a
+least-squares line through RSS gives the growth over the run and, extrapolated, over the deployment
+checklist's 24 hours (target < 5 %; the issue's soak target: < 1 % over the run). Errors by status
+per minute; no 5xx allowed.
+
+    python bench/serve_soak.py [--minutes 30] [--fraction 0.7] [--rate R] [--model DIR] [--out DIR]
+
+Writes OUT/soak.jsonl (one sample per line), OUT/soak.png when matplotlib is there, and prints a
+summary JSON line; exit status 1 when a target is missed.
+"""
+import argparse
+import asyncio
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+import serve_load  # noqa: E402
+from serve_faults import DEMO, Server, capacity, log  # noqa: E402
+from translate_peers import pick_sentences  # noqa: E402
+
+
+def proc_sample(pid):
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    threads = len(os.listdir(f"/proc/{pid}/task"))
+    return serve_load.rss_mb(pid), fds, threads
+
+
+def fit(xs, ys):
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else 0.0
+    return slope, my - slope * mx
+
+
+async def soak(a, url, pid, rate, sentences, out):
+    rng = random.Random(1)
+    rec, samples = [], []
+    conn = aiohttp.TCPConnector(limit=0)
+    seconds = a.minutes * 60
+    async with aiohttp.ClientSession(connector=conn) as session:
+        async def sampler():
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < seconds + 5:
+                rss, fds, th = proc_sample(pid)
+                s = dict(t=round(time.monotonic() - t0, 1), rss_mb=round(rss, 2), fds=fds, threads=th)
+                samples.append(s)
+                out.write(json.dumps(s) + "\n")
+                out.flush()
+                await asyncio.sleep(a.sample_s)
+        st = asyncio.create_task(sampler())
+        n, tasks = int(rate * seconds), []
+        t0 = time.monotonic() + 0.05
+        body = lambda: {"texts": [rng.choice(sentences)], "max_new_tokens": a.new_tokens,  # noqa: E731
+                        "min_new_tokens": a.new_tokens, "beam": 1}
+        for i in range(n):
+            t_sched = t0 + i / rate
+            d = t_sched - time.monotonic()
+            if d > 0:
+                await asyncio.sleep(d)
+            tasks.append(asyncio.create_task(serve_load.one(session, url + "/v1/translate", body(), t_sched, 60, rec)))
+            if len(tasks) > 4096:
+                tasks = [t for t in tasks if not t.done()]
+        await asyncio.gather(*tasks)
+        await st
+    return rec, samples
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tolk", default=str(ROOT / "build" / "tolk"))
+    ap.add_argument("--model", default=str(DEMO))
+    ap.add_argument("--minutes", type=float, default=30)
+    ap.add_argument("--fraction", type=float, default=0.7, help="of the measured capacity")
+    ap.add_argument("--rate", type=float, default=0, help="req/s instead of fraction x capacity")
+    ap.add_argument("--new-tokens", type=int, default=32)
+    ap.add_argument("--sample-s", type=float, default=5)
+    ap.add_argument("--out", default="/tmp/tolk-soak")
+    a = ap.parse_args()
+    out_dir = Path(a.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    srv = Server(a.tolk, a.model)
+    srv.wait_ready()
+    sentences = pick_sentences(1000)
+    import serve_faults
+    serve_faults.SENTENCES = sentences
+    rate = a.rate
+    if not rate:
+        cap = capacity(a, srv)
+        rate = cap * a.fraction
+        log(f"capacity {cap} req/s; soak at {rate:.2f} req/s for {a.minutes} min")
+    with open(out_dir / "soak.jsonl", "w") as f:
+        rec, samples = asyncio.run(soak(a, srv.url, srv.proc.pid, rate, sentences, f))
+    rc = srv.stop()
+    warm = [s for s in samples if s["t"] >= 0.1 * a.minutes * 60]
+    xs, ys = [s["t"] for s in warm], [s["rss_mb"] for s in warm]
+    slope, icpt = fit(xs, ys)
+    base = icpt + slope * xs[0]
+    growth_run = 100 * slope * (xs[-1] - xs[0]) / base
+    growth_24h = 100 * slope * 86400 / base
+    status = {}
+    for stt, _, _, _ in rec:
+        status[stt] = status.get(stt, 0) + 1
+    lat = sorted(l for stt, l, _, _ in rec if stt == "200")
+    five = {k: v for k, v in status.items() if k.startswith("5") or not k.isdigit()}
+    fds = [s["fds"] for s in warm]
+    ths = [s["threads"] for s in warm]
+    summary = dict(rate=round(rate, 2), minutes=a.minutes, requests=len(rec), status=status,
+                   p50_ms=round(serve_load.pct(lat, 50) * 1e3, 1), p99_ms=round(serve_load.pct(lat, 99) * 1e3, 1),
+                   rss_warm_mb=round(base, 1), rss_end_mb=ys[-1], rss_slope_mb_per_h=round(slope * 3600, 3),
+                   rss_growth_run_pct=round(growth_run, 3), rss_growth_24h_pct=round(growth_24h, 2),
+                   fds_min_max=[min(fds), max(fds)], threads_min_max=[min(ths), max(ths)], exit_status=rc)
+    # Connections come and go with the traffic; what must not happen is fds that keep piling up.
+    half = len(fds) // 2
+    ok = (growth_run < 1 and growth_24h < 5 and not five and max(ths) == min(ths)
+          and max(fds[half:]) <= max(fds[:half]) + 2 and rc == 0)
+    summary["ok"] = ok
+    print(json.dumps(summary))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(8, 4))
+        ax.plot([s["t"] / 60 for s in samples], [s["rss_mb"] for s in samples], label="RSS")
+        ax.plot([x / 60 for x in xs], [icpt + slope * x for x in xs], "--", label=f"fit: {slope * 3600:+.2f} MB/h")
+        ax.set_xlabel("minutes"), ax.set_ylabel("RSS, MB"), ax.legend(), ax.grid(True, alpha=0.3)
+        fig.savefig(out_dir / "soak.png", dpi=110, bbox_inches="tight")
+    except ImportError:
+        pass
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
