@@ -226,12 +226,19 @@ static void wait_budget(const tolk_translator *tr) {
   CHECK_MSG(sched_submit(s, text, strlen(text), &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && j == NULL,
             "a text that would wait seconds was taken");
   CHECK_MSG(strstr(err.message, SCHED_QUEUE_FULL) && strstr(err.message, "past the 0.3 s allowed"), "%s", err.message);
+  /* The same text as a later one of a request already taken is not judged
+   * by the budget: it waits behind its own request. */
+  tp.follows = true;
+  CHECK_MSG(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK, "%s", err.message);
+  tp.follows = false;
+  sched_cancel(j);
+  sched_job_release(j);
   sched_cancel(big);
-  probe_wait(&p, 1);
+  probe_wait(&p, 2);
   sched_job_release(big);
   /* The queue empty, one sentence starts well within the budget. */
   CHECK_MSG(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK, "%s", err.message);
-  probe_wait(&p, 2);
+  probe_wait(&p, 3);
   sched_job_release(j);
   probe_free(&p);
   sched_free(s);

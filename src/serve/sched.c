@@ -338,7 +338,7 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
   bool fits = !s->stop && s->queued + j->doc.n <= (size_t)s->p.max_queue;
   double wait_s = expected_wait(s, j), budget_s = 0;
   if (fits && wait_s > 0) {
-    budget_s = s->p.max_queue_wait_ms > 0 ? s->p.max_queue_wait_ms * 1e-3 : 0;
+    budget_s = s->p.max_queue_wait_ms > 0 && !p->follows ? s->p.max_queue_wait_ms * 1e-3 : 0;
     double left_s = j->deadline_ns ? (double)(j->deadline_ns - j->submit_ns) * 1e-9 : 0;
     if (left_s > 0 && (budget_s == 0 || left_s < budget_s)) budget_s = left_s;
     fits = budget_s == 0 || wait_s <= budget_s;

@@ -73,7 +73,9 @@ tolk_status req_submit(struct req *r, size_t i, const struct engine *e, const ch
   pthread_mutex_lock(&r->mu);
   r->pending++;
   r->refs++;
-  tolk_status st = sched_submit(e->sched, text, len, p, &cb, t, &t->job, err);
+  struct sched_text_params tp = *p;
+  tp.follows = i > 0;
+  tolk_status st = sched_submit(e->sched, text, len, &tp, &cb, t, &t->job, err);
   if (st) {
     r->pending--;
     r->refs--;
