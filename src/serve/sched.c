@@ -42,11 +42,11 @@
 #include "mt/mt.h"
 
 /* How many of the running sentences' expected departures admission sees:
- * a text that would wait for more than this many is judged by the rate. */
+ * past the 64th soonest, a slot's departure is taken to be the 64th's. */
 #define SCHED_LEAVE_TABLE 64
 
 struct sched_params sched_default_params(void) {
-  struct sched_params p = {8192, 1024, 0, 0};
+  struct sched_params p = {8192, 1024, 0, 0, 0};
   return p;
 }
 
