@@ -77,7 +77,7 @@ def test_64_connections_shared_decoder_steps(sixty_four):
 def test_short_request_overtakes_long_ones(start_server):
     s = start_server("-m", DEMO)
     long_text = " ".join(f"Open the file number {i} and save it before you close the window."
-                         for i in range(12))
+                         for i in range(24))
     done = {}
 
     def post(name, text):
