@@ -175,35 +175,20 @@ static void slow_and_many(void) {
   struct server s = start(extra);
   CHECK_MSG(s.port > 0, "server did not start");
   if (!s.port) return;
-  /* Six idle sockets hold every slot: a seventh is not served (it waits in
-   * the kernel's backlog) until one of them goes. */
-  int idle[6];
-  for (int i = 0; i < 6; i++) idle[i] = dial(s.port);
-  sleep_s(0.2);
-  int seventh = dial(s.port);
-  const char *get = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  CHECK_MSG(seventh >= 0 && write(seventh, get, strlen(get)) == (ssize_t)strlen(get), "seventh connection");
-  struct timeval tv = {0, 300000};
-  setsockopt(seventh, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  char buf[512];
-  ssize_t got = read(seventh, buf, sizeof buf - 1);
-  CHECK_MSG(got < 0, "a connection past --max-connections was served (%zd)", got);
-  close(idle[0]);
-  tv.tv_sec = 5;
-  setsockopt(seventh, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  got = read(seventh, buf, sizeof buf - 1);
-  buf[got > 0 ? got : 0] = '\0';
-  CHECK_MSG(!strncmp(buf, "HTTP/1.1 200", 12), "the waiting connection was not served once a slot freed: %s", buf);
-  close(seventh);
-  /* The idle ones are cut after --conn-timeout. */
+  /* Five idle sockets leave a slot free of six, so none is shed: they are
+   * cut after --conn-timeout. */
+  int idle[5];
+  for (int i = 0; i < 5; i++) idle[i] = dial(s.port);
   double t0 = now_s();
   char c;
-  for (int i = 1; i < 6; i++) {
+  ssize_t got;
+  for (int i = 0; i < 5; i++) {
     got = read(idle[i], &c, 1);
     CHECK_MSG(got <= 0, "idle connection %d got data", i);
     close(idle[i]);
   }
   CHECK_MSG(now_s() - t0 < 3.0, "idle connections lived %.2fs with --conn-timeout 1", now_s() - t0);
+  CHECK_MSG(now_s() - t0 > 0.7, "idle connections were cut after %.2fs, before --conn-timeout 1", now_s() - t0);
   /* A client sending a byte every 0.2 s keeps MHD's inactivity timer happy,
    * but not the read deadline. */
   int fd = dial(s.port);
@@ -221,6 +206,82 @@ static void slow_and_many(void) {
   char resp[4096];
   int st = http(s.port, "GET", "/health", NULL, NULL, resp, sizeof resp);
   CHECK_MSG(st == 200, "server unwell after slow clients: %d %s", st, resp);
+  CHECK_MSG(stop(&s, NULL) == 0, "exit status after SIGTERM");
+}
+
+/* ------------------------------------------------------------------ connection pressure */
+
+/* Sends `req` on fd and reads one answer's status line; 0: none. */
+static int ask(int fd, const char *req) {
+  if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) return 0;
+  char buf[1024];
+  ssize_t got = read(fd, buf, sizeof buf - 1);
+  buf[got > 0 ? got : 0] = '\0';
+  int status = 0;
+  return sscanf(buf, "HTTP/1.1 %d", &status) == 1 ? status : 0;
+}
+
+/* True when the server has closed fd (EOF within a second). */
+static bool closed_by_server(int fd) {
+  struct timeval tv = {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char c;
+  return read(fd, &c, 1) == 0;
+}
+
+/* Sockets that send nothing cannot hold every slot: with the slots short, a
+ * new connection sheds the one waiting longest, never-served ones first, and
+ * never one whose request is being served. --conn-timeout is long, so only
+ * shedding can explain a cut. */
+static void shed_idle(void) {
+  const char *extra[] = {"--conn-timeout", "60", "--max-connections", "6", "--max-queue", "100000",
+                         "--max-chars", "0", "--timeout", "900", NULL};
+  struct server s = start(extra);
+  CHECK_MSG(s.port > 0, "server did not start");
+  if (!s.port) return;
+  const char *get = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  int served = dial(s.port); /* keep-alive, answered once, then waiting */
+  CHECK_MSG(ask(served, get) == 200, "keep-alive connection not answered");
+  int idle[5];
+  for (int i = 0; i < 5; i++) {
+    idle[i] = dial(s.port);
+    sleep_s(0.02); /* in order of age */
+  }
+  /* Six held of six: the oldest never-served one went, not the older served one. */
+  CHECK_MSG(closed_by_server(idle[0]), "the oldest idle connection was not shed at six of six slots");
+  int seventh = dial(s.port);
+  CHECK_MSG(seventh >= 0 && ask(seventh, get) == 200, "a new connection was not served while idle ones held the slots");
+  CHECK_MSG(closed_by_server(idle[1]), "the second oldest idle connection was not shed");
+  CHECK_MSG(ask(served, get) == 200, "the served keep-alive connection was shed before never-served ones");
+  /* A request being translated is never shed, however many arrive. */
+  char *body = long_text(600);
+  int busy = dial(s.port);
+  char head[256];
+  int hl = snprintf(head, sizeof head, "POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n", strlen(body));
+  CHECK_MSG(write(busy, head, (size_t)hl) == hl && write(busy, body, strlen(body)) == (ssize_t)strlen(body), "send");
+  CHECK_MSG(wait_busy(s.port), "the long text never reached the scheduler");
+  int crowd[40];
+  for (int i = 0; i < 40; i++) crowd[i] = dial(s.port);
+  CHECK_MSG(wait_busy(s.port), "the long text was done before the crowd came: the check below proves nothing");
+  char resp[1 << 15];
+  size_t n = 0;
+  ssize_t got;
+  while (n + 1 < sizeof resp && (got = read(busy, resp + n, sizeof resp - n - 1)) > 0) {
+    n += (size_t)got;
+    resp[n] = '\0';
+    if (strstr(resp, "}")) break;
+  }
+  resp[n] = '\0';
+  CHECK_MSG(!strncmp(resp, "HTTP/1.1 200", 12), "the request being served was cut under pressure: %.200s", resp);
+  double shed = metric(s.port, "tolk_connections_cut_total{reason=\"shed\"} ");
+  CHECK_MSG(shed >= 40, "tolk_connections_cut_total{reason=\"shed\"} is %g after 40+ sheds", shed);
+  CHECK_MSG(metric(s.port, "tolk_connections_cut_total{reason=\"slow\"} ") == 0, "a connection was cut as slow");
+  for (int i = 0; i < 40; i++) close(crowd[i]);
+  for (int i = 0; i < 5; i++) close(idle[i]);
+  close(busy);
+  close(seventh);
+  close(served);
+  free(body);
   CHECK_MSG(stop(&s, NULL) == 0, "exit status after SIGTERM");
 }
 
@@ -383,6 +444,7 @@ int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   atexit(kill_started);
   slow_and_many();
+  shed_idle();
   hang_up();
   load_and_drain();
   return tu_finish("serve_sockets");

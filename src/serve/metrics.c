@@ -46,6 +46,7 @@ struct metrics {
   _Atomic uint64_t requests[EP_COUNT][N_CODES + 1];
   struct hist *latency; /* [EP_COUNT] */
   _Atomic uint64_t rejects[REJ_COUNT];
+  _Atomic uint64_t conn_cuts[CONN_CUT_COUNT];
   _Atomic int64_t inflight;
   _Atomic uint64_t reloads_ok, reloads_failed;
   double start_time;
@@ -196,6 +197,10 @@ void metrics_inflight(struct metrics *root, int delta) {
   if (root) atomic_fetch_add_explicit(&root->inflight, delta, memory_order_relaxed);
 }
 
+void metrics_conn_cut(struct metrics *root, enum metric_conn_cut why) {
+  if (root && (unsigned)why < CONN_CUT_COUNT) atomic_fetch_add_explicit(&root->conn_cuts[why], 1, memory_order_relaxed);
+}
+
 void metrics_label_escape(const char *in, char *out, size_t cap) {
   size_t w = 0;
   if (!cap) return;
@@ -287,6 +292,12 @@ static void render_http(struct out *o, struct metrics *m) {
   for (size_t r = 0; r < REJ_COUNT; r++)
     emit(o, "tolk_http_rejections_total{reason=\"%s\"} %llu\n", reject_name((enum metric_reject)r),
          (unsigned long long)atomic_load_explicit(&m->rejects[r], memory_order_relaxed));
+  head(o, "tolk_connections_cut_total", "counter",
+       "Connections shut by the service: slow (no whole request within --conn-timeout), shed (waiting while slots ran short).");
+  static const char *const cut_names[CONN_CUT_COUNT] = {"slow", "shed"};
+  for (size_t c = 0; c < CONN_CUT_COUNT; c++)
+    emit(o, "tolk_connections_cut_total{reason=\"%s\"} %llu\n", cut_names[c],
+         (unsigned long long)atomic_load_explicit(&m->conn_cuts[c], memory_order_relaxed));
 }
 
 static const struct {

@@ -82,6 +82,13 @@ enum metric_reject {
   REJ_COUNT
 };
 
+/* Connections the service cut (src/serve/watch.h). */
+enum metric_conn_cut {
+  CONN_CUT_SLOW,   /* no whole request within --conn-timeout */
+  CONN_CUT_SHED,   /* waiting for a request while slots ran short */
+  CONN_CUT_COUNT
+};
+
 /* The endpoint's path as the metrics label it ("/translate"). */
 const char *metrics_endpoint_name(enum metric_endpoint ep);
 
@@ -102,6 +109,7 @@ void metrics_reload(struct metrics *root, bool ok, const char *reason);
 void metrics_request(struct metrics *root, enum metric_endpoint ep, int status, double total_ms);
 void metrics_reject(struct metrics *root, enum metric_reject r);
 void metrics_inflight(struct metrics *root, int delta);
+void metrics_conn_cut(struct metrics *root, enum metric_conn_cut why);
 
 /* The whole Prometheus text exposition (format 0.0.4), RSS read from
  * /proc/self/statm now. A new string the caller frees; NULL when out of

@@ -138,7 +138,7 @@ static struct service *svc_new(const struct tolk_serve_config *c, char *msg, siz
   struct models_config mc = models_config(c);
   bool ok = (svc->metrics = metrics_create()) && (svc->models = models_create(&mc, svc->metrics)) &&
             (svc->buckets = buckets_create(4096)) &&
-            (svc->watch = watch_create(c->conn_timeout_s, (size_t)c->max_connections + 16, http_gone));
+            (svc->watch = watch_create(c->conn_timeout_s, (size_t)c->max_connections, svc->metrics, http_gone));
   if (ok && c->api_keys && keyring_load(c->api_keys, &svc->keys, msg, msgsz)) ok = false;
   if (ok && svc->keys.n && !(svc->key_chars = calloc(svc->keys.n, sizeof *svc->key_chars))) ok = false;
   if (ok && c->access_log) {

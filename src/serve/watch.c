@@ -4,9 +4,10 @@
  */
 #include "watch.h"
 
+#include "metrics.h"
+
 #include <poll.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +18,13 @@
 
 struct watch_slot {
   bool used;
+  bool cut;           /* shut down: MHD will close it and give the slot back */
+  bool served;        /* a response has been sent on it */
+  bool waiting;       /* for a request: none is being served */
   int fd;
   uint32_t gen;       /* bumped at each open: a stale poll result is ignored */
   int64_t deadline;   /* CLOCK_MONOTONIC ns; 0: none */
+  int64_t since;      /* waiting for a request since (open or last response) */
   void *req;          /* suspended for this request */
 };
 
@@ -31,8 +36,10 @@ struct watch {
   int64_t timeout_ns;
   struct watch_slot *slots;
   size_t n;
+  size_t max_conns;   /* MHD's limit; n is a little larger */
+  size_t reserve;     /* shed waiting connections to keep this many free */
   void (*gone)(void *req);
-  _Atomic uint64_t cut;
+  struct metrics *metrics;
   struct pollfd *pfd;
   size_t *pslot;
   uint32_t *pgen;
@@ -49,6 +56,35 @@ static void poke(struct watch *w) {
   if (write(w->wake, &one, sizeof one) < 0) { /* full counter: it is awake anyway */ }
 }
 
+/* Under the lock: the slot's socket is shut down, not closed (watch.h). */
+static void cut(struct watch *w, struct watch_slot *s, enum metric_conn_cut why) {
+  shutdown(s->fd, SHUT_RDWR);
+  s->cut = true;
+  s->waiting = false;
+  s->deadline = 0;
+  metrics_conn_cut(w->metrics, why);
+}
+
+/* Under the lock: the waiting connection to shed first, other than `keep`
+ * (the one just opened): never served before served, then the longest
+ * waiting. NULL when every other connection is being served. */
+static struct watch_slot *victim(struct watch *w, const struct watch_slot *keep) {
+  struct watch_slot *best = NULL;
+  for (size_t i = 0; i < w->n; i++) {
+    struct watch_slot *s = &w->slots[i];
+    if (!s->used || !s->waiting || s == keep) continue;
+    if (!best || s->served < best->served || (s->served == best->served && s->since < best->since)) best = s;
+  }
+  return best;
+}
+
+/* Under the lock: connections MHD could still take before its limit. */
+static size_t room(const struct watch *w) {
+  size_t held = 0;
+  for (size_t i = 0; i < w->n; i++) held += w->slots[i].used && !w->slots[i].cut;
+  return held < w->max_conns ? w->max_conns - held : 0;
+}
+
 /* Under the lock: deadlines passed are cut; the suspended sockets go into
  * the poll set. Returns the poll timeout in ms. */
 static int prepare(struct watch *w, size_t *np) {
@@ -58,9 +94,7 @@ static int prepare(struct watch *w, size_t *np) {
     struct watch_slot *s = &w->slots[i];
     if (!s->used) continue;
     if (s->deadline && s->deadline <= now) {
-      shutdown(s->fd, SHUT_RDWR);
-      s->deadline = 0;
-      atomic_fetch_add(&w->cut, 1);
+      cut(w, s, CONN_CUT_SLOW);
     } else if (s->deadline && s->deadline < next) {
       next = s->deadline;
     }
@@ -104,10 +138,14 @@ static void *run(void *arg) {
   return NULL;
 }
 
-struct watch *watch_create(double conn_timeout_s, size_t max_conns, void (*gone)(void *req)) {
+struct watch *watch_create(double conn_timeout_s, size_t max_conns, struct metrics *metrics,
+                           void (*gone)(void *req)) {
   struct watch *w = calloc(1, sizeof *w);
   if (!w) return NULL;
-  w->n = max_conns ? max_conns : 1;
+  w->max_conns = max_conns ? max_conns : 1;
+  w->reserve = w->max_conns / 16 + 1;
+  w->n = w->max_conns + 16;
+  w->metrics = metrics;
   w->slots = calloc(w->n, sizeof *w->slots);
   w->pfd = calloc(w->n + 1, sizeof *w->pfd);
   w->pslot = calloc(w->n + 1, sizeof *w->pslot);
@@ -148,15 +186,15 @@ void watch_free(struct watch *w) {
 struct watch_slot *watch_open(struct watch *w, int fd) {
   struct watch_slot *got = NULL;
   pthread_mutex_lock(&w->mu);
+  int64_t now = now_ns();
   for (size_t i = 0; i < w->n && !got; i++)
     if (!w->slots[i].used) {
       got = &w->slots[i];
-      got->used = true;
-      got->fd = fd;
-      got->gen++;
-      got->req = NULL;
-      got->deadline = w->timeout_ns ? now_ns() + w->timeout_ns : 0;
+      *got = (struct watch_slot){.used = true, .waiting = true, .fd = fd, .gen = got->gen + 1,
+                                 .since = now, .deadline = w->timeout_ns ? now + w->timeout_ns : 0};
     }
+  struct watch_slot *v;
+  while (room(w) < w->reserve && (v = victim(w, got))) cut(w, v, CONN_CUT_SHED);
   pthread_mutex_unlock(&w->mu);
   poke(w);
   return got;
@@ -165,7 +203,7 @@ struct watch_slot *watch_open(struct watch *w, int fd) {
 void watch_close(struct watch *w, struct watch_slot *s) {
   if (!s) return;
   pthread_mutex_lock(&w->mu);
-  s->used = false;
+  s->used = s->cut = s->waiting = false;
   s->req = NULL;
   s->deadline = 0;
   pthread_mutex_unlock(&w->mu);
@@ -175,13 +213,18 @@ void watch_request_read(struct watch *w, struct watch_slot *s) {
   if (!s) return;
   pthread_mutex_lock(&w->mu);
   s->deadline = 0;
+  s->waiting = false;
   pthread_mutex_unlock(&w->mu);
 }
 
 void watch_request_done(struct watch *w, struct watch_slot *s) {
   if (!s) return;
   pthread_mutex_lock(&w->mu);
-  if (s->used) s->deadline = w->timeout_ns ? now_ns() + w->timeout_ns : 0;
+  if (s->used && !s->cut) {
+    s->served = s->waiting = true;
+    s->since = now_ns();
+    s->deadline = w->timeout_ns ? s->since + w->timeout_ns : 0;
+  }
   pthread_mutex_unlock(&w->mu);
   poke(w);
 }
@@ -200,5 +243,3 @@ void watch_resume(struct watch *w, struct watch_slot *s) {
   s->req = NULL;
   pthread_mutex_unlock(&w->mu);
 }
-
-uint64_t watch_cut(const struct watch *w) { return atomic_load(&((struct watch *)w)->cut); }

@@ -17,9 +17,19 @@
  *    request's jobs are cancelled. A client that half-closes its sending
  *    side and still waits for the answer is taken for gone too.
  *
- * The table is fixed at max_conns entries (MHD's --max-connections); slots
- * are taken in MHD's connection-start notification and given back in its
- * close notification, which MHD calls before it closes the socket.
+ *  - Connection pressure. A connection waiting for a request — new, idle
+ *    between keep-alive requests, or still sending one — holds a slot for up
+ *    to conn_timeout, so a crowd of sockets that send nothing would hold
+ *    every slot and leave real clients in the kernel's backlog. When fewer
+ *    than max_conns/16 + 1 slots are free, each new connection sheds the
+ *    waiting connection that has waited longest, taking first those that
+ *    never completed a request (as nginx reuses its waiting connections):
+ *    connections whose request is being served are never shed.
+ *
+ * The table has max_conns entries (MHD's --max-connections) and a few spare
+ * ones: slots are taken in MHD's connection-start notification and given
+ * back in its close notification, which MHD calls before it closes the
+ * socket, so for a moment a closing connection and a new one both hold one.
  */
 #ifndef TOLK_SERVE_WATCH_H
 #define TOLK_SERVE_WATCH_H
@@ -27,10 +37,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct metrics;
 struct watch;
 struct watch_slot;
 
-struct watch *watch_create(double conn_timeout_s, size_t max_conns, void (*gone)(void *req));
+/* Connections cut for being slow or shed under pressure are counted in
+ * `metrics` (the service's root). */
+struct watch *watch_create(double conn_timeout_s, size_t max_conns, struct metrics *metrics,
+                           void (*gone)(void *req));
 void watch_free(struct watch *w);
 
 /* MHD's connection notifications: a slot for the socket (NULL when the
@@ -47,8 +61,5 @@ void watch_request_done(struct watch *w, struct watch_slot *s);
 /* The connection is suspended for `req` / resumed. */
 void watch_suspend(struct watch *w, struct watch_slot *s, void *req);
 void watch_resume(struct watch *w, struct watch_slot *s);
-
-/* Connections cut for being slow, since the start. */
-uint64_t watch_cut(const struct watch *w);
 
 #endif /* TOLK_SERVE_WATCH_H */
