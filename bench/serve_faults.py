@@ -293,12 +293,14 @@ def hostile(a, rate):
     for t in ts:
         t.join(5)
     health = get(srv.url + "/health")[0]
+    cut = {why: float((srv.metric("tolk_connections_cut_total", reason=why) or "0 0").split()[-1])
+           for why in ("slow", "shed")}
     rc = srv.stop()
     ok = (not bad_statuses(under["status"], {"200"}) and under["p99_ms"] is not None and calm["p99_ms"]
           and under["p99_ms"] <= 2 * calm["p99_ms"] and health == 200 and rc == 0)
     return dict(scenario="hostile", rate=rate, calm_status=calm["status"], calm_p50_p99_ms=[calm["p50_ms"], calm["p99_ms"]],
                 attacked_status=under["status"], attacked_p50_p99_ms=[under["p50_ms"], under["p99_ms"]],
-                attackers=dict(counts), health_after=health, exit_status=rc, ok=ok)
+                attackers=dict(counts), connections_cut=cut, health_after=health, exit_status=rc, ok=ok)
 
 
 def reload(a, rate):
@@ -393,6 +395,8 @@ def main():
         srv.wait_ready()
         rate = capacity(a, srv)
         srv.stop()
+        if not rate:
+            sys.exit("serve_faults: not even 2 req/s met P99 <= 1.5 x P50 (a busy machine?); give --rate")
         log(f"capacity {rate} req/s")
     failed = []
     for name in (SCENARIOS if a.what == "all" else [a.what]):

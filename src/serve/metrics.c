@@ -7,6 +7,7 @@
  */
 #include "metrics.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -346,6 +347,21 @@ static void render_models(struct out *o, struct metrics *m, char labels[][160], 
   }
 }
 
+/* The allocator's view of the heap (glibc's mallinfo2): memory in use by the
+ * program against memory it holds free. RSS that grows while in-use stays
+ * flat is fragmentation, not a leak; Redis reports the same pair. */
+static void heap_emit(struct out *o) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  struct mallinfo2 mi = mallinfo2();
+  head(o, "tolk_heap_in_use_bytes", "gauge", "Heap bytes allocated and not freed (malloc's arenas and its mmapped blocks).");
+  emit(o, "tolk_heap_in_use_bytes %zu\n", mi.uordblks + mi.hblkhd);
+  head(o, "tolk_heap_free_bytes", "gauge", "Heap bytes malloc holds free in its arenas (not returned to the system).");
+  emit(o, "tolk_heap_free_bytes %zu\n", mi.fordblks);
+#else
+  (void)o;
+#endif
+}
+
 static void render_process(struct out *o, struct metrics *m) {
   head(o, "tolk_model_info", "gauge", "The model each slot serves (1), with what it was loaded from.");
   for (size_t s = 0; s < METRICS_MAX_MODELS; s++)
@@ -367,6 +383,7 @@ static void render_process(struct out *o, struct metrics *m) {
   }
   head(o, "process_resident_memory_bytes", "gauge", "Resident set size, from /proc/self/statm at this scrape.");
   emit(o, "process_resident_memory_bytes %lld\n", (long long)rss * (long long)sysconf(_SC_PAGESIZE));
+  heap_emit(o);
   head(o, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch.");
   emit(o, "process_start_time_seconds %.3f\n", m->start_time);
   head(o, "tolk_build_info", "gauge", "The tolk version serving.");
