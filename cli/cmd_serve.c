@@ -34,7 +34,7 @@ static const struct cli_option options[] = {
     [OPT_MAX_BODY] = {"max-body", 0, "BYTES", "largest request body (k, M suffixes); more: 413"},
     [OPT_MAX_CHARS] = {"max-chars", 0, "N", "characters per text (0: no limit); more: 400"},
     [OPT_MAX_TEXTS] = {"max-texts", 0, "N", "texts per request (0: no limit); more: 400"},
-    [OPT_MAX_CONNECTIONS] = {"max-connections", 0, "N", "open sockets at most"},
+    [OPT_MAX_CONNECTIONS] = {"max-connections", 0, "N", "open sockets at most; near it, the longest-idle ones are shed"},
     [OPT_API_KEYS] = {"api-keys", 0, "FILE", "require a key from FILE: one a line, [rate=N/min] [chars=N]"},
     [OPT_RATE_LIMIT] = {"rate-limit", 0, "N/min", "requests per minute per client (or key); more: 429"},
     [OPT_CORS_ORIGIN] = {"cors-origin", 0, "ORIGIN", "allow browser requests from ORIGIN (repeat; * for any)"},
