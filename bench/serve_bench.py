@@ -21,6 +21,7 @@ import csv
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -145,20 +146,13 @@ def locust(a, srv, users, per_request):
                 rps=num("Requests/s"), p50_ms=num("50%"), p95_ms=num("95%"), p99_ms=num("99%"))
 
 
-def cmd_all(a):
-    work = Path(a.work)
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "sentences.txt").write_text("".join(s + "\n" for s in pick_sentences(1000)), encoding="utf-8")
-    res_path = work / "results.jsonl"
-    if not a.append:
-        res_path.write_text("")
-    tolk_cap = {}
+def one_round(a, rnd, emit_to, tolk_cap):
+    """Every server once: start, capacity, the load runs, stop; Locust on a fresh process in round 1 only."""
     for name in a.servers.split(","):
-        log(f"{name}: starting")
+        log(f"round {rnd}: {name}: starting")
         srv = Server(a, name, a.port)
         def emit(d, name=name):
-            with res_path.open("a") as f:
-                f.write(json.dumps(dict(server=name, **d)) + "\n")
+            emit_to(dict(server=name, round=rnd, **d))
             if d["kind"] != "rss":
                 log(name, json.dumps(d))
         try:
@@ -178,6 +172,8 @@ def cmd_all(a):
         finally:
             srv.stop()
             emit(dict(kind="rss", samples=srv.rss, exit=srv.proc.returncode))
+        if rnd > 1:
+            continue
         # Closed loop on a fresh process: a peer would still be working through the overload's
         # abandoned requests.
         srv = Server(a, name, a.port)
@@ -187,6 +183,23 @@ def cmd_all(a):
                     emit(dict(kind="locust", **locust(a, srv, users, per_request)))
         finally:
             srv.stop()
+
+
+def cmd_all(a):
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "sentences.txt").write_text("".join(s + "\n" for s in pick_sentences(1000)), encoding="utf-8")
+    res_path = work / "results.jsonl"
+    if not a.append:
+        res_path.write_text("")
+
+    def emit_to(d):
+        with res_path.open("a") as f:
+            f.write(json.dumps(d) + "\n")
+    # Rounds interleave the servers, so a slow spell of the shared machine lands on one round of
+    # several servers, not on every round of one; each round's 1x/3x/10x follow that round's tolk.
+    for rnd in range(1, a.rounds + 1):
+        one_round(a, rnd, emit_to, {})
     cmd_table(a)
 
 
@@ -196,6 +209,30 @@ def load_results(work):
     for r in rows:
         by.setdefault(r["server"], []).append(r)
     return by
+
+
+def median_record(rs):
+    """One record from the same run's rounds: numbers by their median, status counts summed."""
+    if len(rs) == 1:
+        return rs[0]
+    out = dict(rs[0])
+    for k, v in rs[0].items():
+        vals = [r.get(k) for r in rs]
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vals):
+            out[k] = statistics.median(vals)
+        elif all(isinstance(x, dict) for x in vals) and k == "status":
+            tot = {}
+            for x in vals:
+                for kk, n in x.items():
+                    tot[kk] = tot.get(kk, 0) + n
+            out[k] = tot
+    return out
+
+
+def pick(rs, kind, mult=None):
+    """The median over rounds of a server's records of one kind (and load multiple)."""
+    got = [r for r in rs if r["kind"] == kind and (mult is None or r.get("mult") == mult)]
+    return median_record(got) if got else None
 
 
 def ok_rps(r):
@@ -213,16 +250,17 @@ def cmd_table(a):
     print("| server | capacity | unloaded P99 | 1x P50/P95/P99 | 3x P99 | 10x P99 (accepted) | 10x statuses | "
           "10x 503 P99 | peak / end RSS MB |")
     print("|---|---|---|---|---|---|---|---|---|")
-    caps = {}
+    caps, round_caps = {}, {}
     for name, rs in by.items():
-        get = lambda kind, mult=None: next((r for r in rs if r["kind"] == kind and (mult is None or r.get("mult") == mult)), None)  # noqa: E731
-        cap = get("capacity")["capacity"] if get("capacity") else None
+        cap = pick(rs, "capacity")["capacity"] if pick(rs, "capacity") else None
         caps[name] = cap
-        un, l1, l3, l10 = get("unloaded"), get("load", 1), get("load", 3), get("load", 10)
-        rss = get("rss")
-        peak = max((m for _, m in rss["samples"]), default=None) if rss else None
-        end = rss["samples"][-1][1] if rss and rss["samples"] else None
-        print(f"| {name} | {fmt(cap, 2)} | {fmt(un and un['p99_ms'])} | "
+        round_caps[name] = {r.get("round", 1): r["capacity"] for r in rs if r["kind"] == "capacity"}
+        un, l1, l3, l10 = pick(rs, "unloaded"), pick(rs, "load", 1), pick(rs, "load", 3), pick(rs, "load", 10)
+        rss_runs = [r for r in rs if r["kind"] == "rss" and r["samples"]]
+        peak = max((m for r in rss_runs for _, m in r["samples"]), default=None)
+        end = rss_runs[-1]["samples"][-1][1] if rss_runs else None
+        each = " (" + ", ".join(fmt(c, 2) for _, c in sorted(round_caps[name].items())) + ")" if len(round_caps[name]) > 1 else ""
+        print(f"| {name} | {fmt(cap, 2)}{each} | {fmt(un and un['p99_ms'])} | "
               f"{fmt(l1 and l1['p50_ms'])}/{fmt(l1 and l1['p95_ms'])}/{fmt(l1 and l1['p99_ms'])} | "
               f"{fmt(l3 and l3['p99_ms'])} | {fmt(l10 and l10['p99_ms'])} | {l10 and l10['status']} | "
               f"{fmt(l10 and l10['busy_p99_ms'])} | {fmt(peak)} / {fmt(end)} |")
@@ -240,8 +278,7 @@ def cmd_table(a):
     print("\nOverload targets at 10x (tolk rows): accepted P99 / unloaded P99 (<= 2), 503 P99 (<= 50 ms), "
           "other 5xx (none), RSS during the 10x run over its start (<= 5 %)")
     for name, rs in by.items():
-        un = next((r for r in rs if r["kind"] == "unloaded"), None)
-        l10 = next((r for r in rs if r["kind"] == "load" and r.get("mult") == 10), None)
+        un, l10 = pick(rs, "unloaded"), pick(rs, "load", 10)
         if not (un and l10 and un["p99_ms"] and l10["p99_ms"]):
             print(f"  {name}: no accepted answers at 10x" if l10 else f"  {name}: not run")
             continue
@@ -256,7 +293,13 @@ def cmd_table(a):
         peers = {n: c for n, c in caps.items() if not n.startswith("tolk") and n.endswith(prec) and c}
         if t and peers:
             best = max(peers, key=peers.get)
-            print(f"  {prec}: tolk {t:.2f} req/s vs {best} {peers[best]:.2f} req/s = {t / peers[best]:.2f}x")
+            per_round = []
+            for rnd, tc in sorted(round_caps[f"tolk-{prec}"].items()):
+                pc = [round_caps[n].get(rnd) for n in peers if round_caps[n].get(rnd)]
+                if tc and pc:
+                    per_round.append(f"round {rnd}: {tc / max(pc):.2f}x")
+            print(f"  {prec}: tolk {t:.2f} req/s vs {best} {peers[best]:.2f} req/s = {t / peers[best]:.2f}x "
+                  f"(medians of rounds{'; ' + ', '.join(per_round) if len(per_round) > 1 else ''})")
     plots(a, by)
 
 
@@ -305,6 +348,7 @@ def main():
     ap.add_argument("--timeout", type=float, default=60, help="a request's client-side limit")
     ap.add_argument("--users", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32, 64])
     ap.add_argument("--locust-seconds", type=int, default=15)
+    ap.add_argument("--rounds", type=int, default=1, help="of the open-loop runs (Locust runs in the first)")
     ap.add_argument("--append", action="store_true", help="add to results.jsonl instead of starting it again")
     ap.add_argument("--ref-capacity", type=float, default=0,
                     help="with --append: the tolk capacity whose 1x/3x/10x the load runs offer (default: the server's own)")
