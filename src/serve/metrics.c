@@ -349,20 +349,31 @@ static void render_models(struct out *o, struct metrics *m, char labels[][160], 
 
 /* The allocator's view of the heap (glibc's mallinfo2): memory in use by the
  * program against memory it holds free. RSS that grows while in-use stays
- * flat is fragmentation, not a leak; Redis reports the same pair. */
-static void heap_emit(struct out *o) {
+ * flat is fragmentation, not a leak; Redis reports the same pair. Read before
+ * the scrape allocates its own buffers, so a scrape does not count itself. */
+struct heap {
+  bool known;
+  size_t in_use, held_free;
+};
+
+static struct heap heap_read(void) {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
   struct mallinfo2 mi = mallinfo2();
-  head(o, "tolk_heap_in_use_bytes", "gauge", "Heap bytes allocated and not freed (malloc's arenas and its mmapped blocks).");
-  emit(o, "tolk_heap_in_use_bytes %zu\n", mi.uordblks + mi.hblkhd);
-  head(o, "tolk_heap_free_bytes", "gauge", "Heap bytes malloc holds free in its arenas (not returned to the system).");
-  emit(o, "tolk_heap_free_bytes %zu\n", mi.fordblks);
+  return (struct heap){true, mi.uordblks + mi.hblkhd, mi.fordblks};
 #else
-  (void)o;
+  return (struct heap){false, 0, 0};
 #endif
 }
 
-static void render_process(struct out *o, struct metrics *m) {
+static void heap_emit(struct out *o, const struct heap *h) {
+  if (!h->known) return;
+  head(o, "tolk_heap_in_use_bytes", "gauge", "Heap bytes allocated and not freed (malloc's arenas and its mmapped blocks).");
+  emit(o, "tolk_heap_in_use_bytes %zu\n", h->in_use);
+  head(o, "tolk_heap_free_bytes", "gauge", "Heap bytes malloc holds free in its arenas (not returned to the system).");
+  emit(o, "tolk_heap_free_bytes %zu\n", h->held_free);
+}
+
+static void render_process(struct out *o, struct metrics *m, const struct heap *h) {
   head(o, "tolk_model_info", "gauge", "The model each slot serves (1), with what it was loaded from.");
   for (size_t s = 0; s < METRICS_MAX_MODELS; s++)
     if (m->infos[s]) emit(o, "tolk_model_info{slot=\"%zu\",%s} 1\n", s, m->infos[s]);
@@ -383,7 +394,7 @@ static void render_process(struct out *o, struct metrics *m) {
   }
   head(o, "process_resident_memory_bytes", "gauge", "Resident set size, from /proc/self/statm at this scrape.");
   emit(o, "process_resident_memory_bytes %lld\n", (long long)rss * (long long)sysconf(_SC_PAGESIZE));
-  heap_emit(o);
+  heap_emit(o, h);
   head(o, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch.");
   emit(o, "process_start_time_seconds %.3f\n", m->start_time);
   head(o, "tolk_build_info", "gauge", "The tolk version serving.");
@@ -391,6 +402,7 @@ static void render_process(struct out *o, struct metrics *m) {
 }
 
 char *metrics_render(struct metrics *m, size_t *len) {
+  struct heap h = heap_read();
   struct out o = {malloc(16384), 0, 16384, false};
   if (!o.p) return NULL;
   o.p[0] = '\0';
@@ -407,7 +419,7 @@ char *metrics_render(struct metrics *m, size_t *len) {
     live[s] = true;
   }
   if (labels) render_models(&o, m, labels, live);
-  render_process(&o, m);
+  render_process(&o, m, &h);
   pthread_mutex_unlock(&m->mu);
   free(labels);
   if (o.oom) {
