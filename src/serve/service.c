@@ -10,8 +10,12 @@
  * cancelled (its clients get 503), the daemon stops once no connection is
  * suspended (stopping MHD with one suspended is undefined), the schedulers
  * stop, and tolk_serve_run returns 0.
+ *
+ * Memory: every HEAP_TRIM_S seconds the main thread gives malloc's free
+ * pages back to the system (heap_give_back).
  */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,6 +206,20 @@ static void reload(struct service *svc) {
     fprintf(stderr, "tolk serve: reload done: the new models serve new requests\n");
 }
 
+/* glibc keeps what is freed in its arenas for reuse, and traffic of many
+ * shapes (batches of every size, sources of every length) fragments them:
+ * in a 30-minute soak the heap in use stayed at 39 MB while the free memory
+ * malloc held grew from 11 to 19 MB and RSS with it. malloc_trim(0) returns
+ * the free pages inside the arenas as well as at their tops, so RSS follows
+ * the memory in use; the next use of such a page costs one page fault. */
+enum { HEAP_TRIM_S = 10 };
+
+static void heap_give_back(void) {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 static void announce(struct service *svc) {
   const char *h = svc->cfg.host;
   bool v6 = strchr(h, ':') != NULL;
@@ -239,12 +257,13 @@ int tolk_serve_run(const struct tolk_serve_config *c) {
   }
   atomic_store(&svc->loaded, true);
   announce(svc);
-  for (;;) {
+  for (unsigned ticks = 1;; ticks++) {
     struct timespec tick = {0, 200 * 1000000L};
     int sig = sigtimedwait(&set, NULL, &tick);
     if (sig == SIGHUP) reload(svc);
     else if (sig == SIGTERM || sig == SIGINT) break;
     models_collect(svc->models);
+    if (ticks % (HEAP_TRIM_S * 5) == 0) heap_give_back();
   }
   fprintf(stderr, "tolk serve: shutting down\n");
   if (!drain(svc)) return 1; /* the scheduler still holds them: leave it all to the exit */
