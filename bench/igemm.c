@@ -75,7 +75,9 @@ int main(int argc, char **argv) {
   printf("detected %s\n%-10s %4s %5s %5s %10s %8s\n", kern_igemm_isa(), "isa", "m", "n", "k", "us/call",
          "GOP/s");
   static const int64_t shapes[][3] = {
-      {1, 2048, 512}, {1, 512, 2048}, {30, 2048, 512}, {30, 512, 512}, {128, 512, 512}};
+      {1, 2048, 512}, {1, 512, 2048}, {30, 2048, 512}, {30, 512, 512}, {128, 512, 512},
+      /* the LM head of the OPUS models: a beam of 4, and 16 sentences x 4 beams */
+      {4, 65001, 512}, {64, 65001, 512}};
   for (size_t s = 0; s < sizeof isas / sizeof isas[0]; s++) {
     if (only && strcmp(only, isas[s]) != 0) continue;
     if (!kern_igemm_force_isa(isas[s])) {
