@@ -16,7 +16,7 @@ lscpu | grep -E 'Model name|^CPU\(s\)|Thread|Socket|Flags' | sed 's/^Flags:/Flag
 grep -o -w 'avx2\|avx512f\|avx512bw\|avx512_vnni\|avx_vnni\|amx_int8' /proc/cpuinfo | sort | uniq -c
 gcc --version | head -1
 cd "$root"
-if pkg-config --exists libcjson 2>/dev/null && command -v cmake >/dev/null; then
+if [[ -f CMakeLists.txt ]] && pkg-config --exists libcjson 2>/dev/null && command -v cmake >/dev/null; then
   echo "== cmake build"
   cmake -S . -B build-dev -DTOLK_WERROR=ON >/dev/null &&
     cmake --build build-dev -j16 --target test_kern_igemm test_ops_matmul_int8 test_ops_quant \
