@@ -409,17 +409,22 @@ static bool quantize_cols(const float *f, bool trans, int64_t k, int64_t n, int6
   }
   const unsigned char *bytes = (const unsigned char *)f;
   for (int64_t j = 0; j < n; j++) {
+    /* Plain comparisons rather than fmaxf, which GCC leaves a libm call:
+     * this runs over every weight at load. A NaN weight compares false and
+     * is left out of the scale. */
     float amax = 0.0f, v;
     for (int64_t p = 0; p < k; p++) {
       memcpy(&v, bytes + sizeof v * (size_t)(trans ? j * ld + p : p * ld + j), sizeof v);
-      amax = fmaxf(amax, fabsf(v));
+      v = v < 0.0f ? -v : v;
+      amax = v > amax ? v : amax;
     }
     float scale = amax / 127.0f;
     e->col_scale[j] = scale;
     for (int64_t p = 0; p < k; p++) {
       memcpy(&v, bytes + sizeof v * (size_t)(trans ? j * ld + p : p * ld + j), sizeof v);
       float r = scale > 0.0f ? nearbyintf(v / scale) : 0.0f;
-      q[j * k + p] = (int8_t)fminf(127.0f, fmaxf(-127.0f, r));
+      /* NaN (a NaN or infinite weight) becomes 0: converting it is undefined. */
+      q[j * k + p] = (int8_t)(r >= 127.0f ? 127 : r <= -127.0f ? -127 : r == r ? (int)r : 0);
     }
   }
   kern_igemm_pack_b(n, k, q, k, true, true, &e->qb);
