@@ -2,7 +2,10 @@
  * test_ops_matmul_int8.c — the int8 LM head (tolk_session_params.int8_lm_head,
  * src/exec/lm_head.c, tolk_matmul_int8_def in src/ops/matmul.c), on the
  * graph a tied Marian head is: logits = MatMul(h, Transpose(E)) + bias, E the
- * [N, K] embedding, beside a hidden MatMul → Relu that must stay fp32.
+ * [N, K] embedding, beside a hidden MatMul → Relu that must stay fp32. E comes
+ * as an fp32 initializer, as ORT's int8 graphs store it —
+ * DequantizeLinear(Transpose(int8 E)) with one scale — or as a graph input
+ * (not constant: the head then runs as the fp32 MatMul, bit for bit).
  *
  * The error bound each logit is checked against, derived rather than tuned.
  * A row a of h is quantized with ORT's uint8 parameters (s_a = range/255 with
@@ -37,13 +40,27 @@
 enum { K = 48, N = 300, R = 9 };
 
 static float emb[N * K], bias[N], w_hidden[K * 8];
+static int8_t emb_q[N * K];
+static const float emb_q_scale = 0.0125f;
 
-static struct ir_model *head_model(void) {
+enum form { FP32_INIT, DEQUANTIZED, GRAPH_INPUT };
+
+static struct ir_model *head_model(enum form form) {
   struct ir_model *m = tb_model();
   struct ir_graph *g = tb_graph(m, NULL, "main");
   static const char *const sym[] = {"rows", NULL};
   tb_input(m, g, "h", TOLK_FLOAT, 2, (int64_t[]){-1, K}, sym);
-  tb_init(m, g, "E", TOLK_FLOAT, 2, (int64_t[]){N, K}, emb, sizeof emb);
+  if (form == FP32_INIT) {
+    tb_init(m, g, "E", TOLK_FLOAT, 2, (int64_t[]){N, K}, emb, sizeof emb);
+  } else if (form == GRAPH_INPUT) {
+    tb_input(m, g, "E", TOLK_FLOAT, 2, (int64_t[]){N, K}, NULL);
+  } else {
+    int8_t zp = 0;
+    tb_init(m, g, "Eq", TOLK_INT8, 2, (int64_t[]){N, K}, emb_q, sizeof emb_q);
+    tb_init(m, g, "Es", TOLK_FLOAT, 0, NULL, &emb_q_scale, sizeof emb_q_scale);
+    tb_init(m, g, "Ez", TOLK_INT8, 0, NULL, &zp, 1);
+    tb_node(m, g, "DequantizeLinear", "", "dq", "Eq,Es,Ez", "E");
+  }
   tb_init(m, g, "bias", TOLK_FLOAT, 1, (int64_t[]){N}, bias, sizeof bias);
   tb_init(m, g, "W", TOLK_FLOAT, 2, (int64_t[]){K, 8}, w_hidden, sizeof w_hidden);
   tb_node(m, g, "Transpose", "", "tied", "E", "Et");
@@ -66,14 +83,22 @@ static tolk_session *session(const struct ir_model *m, int int8_head) {
   return s;
 }
 
-static void run(tolk_session *s, int64_t rows, const float *h, tolk_tensor **out) {
-  tolk_tensor *in = tb_tensor(2, (int64_t[]){rows, K}, h);
-  const char *names[1] = {"h"};
+/* Runs s on h (rows × K), and E when the model takes it as an input. */
+static void run_form(tolk_session *s, enum form form, int64_t rows, const float *h,
+                     tolk_tensor **out) {
+  tolk_tensor *in[2] = {tb_tensor(2, (int64_t[]){rows, K}, h),
+                        form == GRAPH_INPUT ? tb_tensor(2, (int64_t[]){N, K}, emb) : NULL};
+  const char *names[2] = {"h", "E"};
   tolk_error err;
-  CHECK_MSG(tolk_session_run(s, 1, names, (const tolk_tensor *const *)&in, 2, NULL, out, NULL,
-                             &err) == TOLK_OK,
+  CHECK_MSG(tolk_session_run(s, form == GRAPH_INPUT ? 2 : 1, names,
+                             (const tolk_tensor *const *)in, 2, NULL, out, NULL, &err) == TOLK_OK,
             "%s", err.message);
-  tolk_tensor_free(in);
+  tolk_tensor_free(in[0]);
+  tolk_tensor_free(in[1]);
+}
+
+static void run(tolk_session *s, int64_t rows, const float *h, tolk_tensor **out) {
+  run_form(s, FP32_INIT, rows, h, out);
 }
 
 /* ORT's uint8 scale of one row (quant_dynamic_params_u8's formula). */
@@ -122,15 +147,49 @@ static void fill(float *h) {
     bias[j] = (float)(0.5 * tu_unit());
   }
   for (int i = 0; i < K * 8; i++) w_hidden[i] = (float)tu_unit();
+  for (int i = 0; i < N * K; i++) emb_q[i] = (int8_t)(tu_below(255) - 127);
   for (int i = 0; i < R; i++)
     for (int p = 0; p < K; p++) h[i * K + p] = (float)(tu_unit() * (1 + i % 3) + (i == 4 ? 2.0 : 0.0));
+}
+
+/* ORT's DequantizeLinear(int8 E) form: within the bound of the dequantized
+ * values (per-tensor int8 requantized per row). E as a graph input: nothing
+ * to quantize at creation, so the head is the fp32 MatMul, bit for bit. */
+static void check_other_forms(const float *h) {
+  for (int i = 0; i < N * K; i++) emb[i] = (float)emb_q[i] * emb_q_scale;
+  struct ir_model *m = head_model(DEQUANTIZED);
+  tolk_session *q = session(m, 1), *fp = session(m, 0);
+  tolk_tensor *got[2] = {0}, *ref[2] = {0};
+  run_form(q, DEQUANTIZED, R, h, got);
+  run_form(fp, DEQUANTIZED, R, h, ref);
+  double used = check_bound(h, tolk_tensor_data(got[0]));
+  printf("DequantizeLinear(int8) head: largest error %.3f of its bound\n", used);
+  CHECK_MSG(memcmp(tolk_tensor_data(got[0]), tolk_tensor_data(ref[0]), sizeof(float) * R * N) != 0,
+            "DequantizeLinear form: the int8 head did not run");
+  for (int i = 0; i < 2; i++) tolk_tensor_free(got[i]), tolk_tensor_free(ref[i]);
+  tolk_session_free(q);
+  tolk_session_free(fp);
+  tb_free(m);
+
+  memset(got, 0, sizeof got); /* non-NULL entries would be caller-bound outputs */
+  memset(ref, 0, sizeof ref);
+  m = head_model(GRAPH_INPUT);
+  q = session(m, 1), fp = session(m, 0);
+  run_form(q, GRAPH_INPUT, R, h, got);
+  run_form(fp, GRAPH_INPUT, R, h, ref);
+  CHECK_MSG(!memcmp(tolk_tensor_data(got[0]), tolk_tensor_data(ref[0]), sizeof(float) * R * N),
+            "a head whose E is a graph input must run as the fp32 MatMul");
+  for (int i = 0; i < 2; i++) tolk_tensor_free(got[i]), tolk_tensor_free(ref[i]);
+  tolk_session_free(q);
+  tolk_session_free(fp);
+  tb_free(m);
 }
 
 int main(void) {
   tu_seed(0x1a8e5d0c3ull);
   float h[R * K];
   fill(h);
-  struct ir_model *m = head_model();
+  struct ir_model *m = head_model(FP32_INIT);
   tolk_session *fp = session(m, 0), *q = session(m, 1);
   tolk_tensor *ref[2] = {0}, *got[2] = {0}, *scalar[2] = {0};
   run(fp, R, h, ref);
@@ -170,5 +229,6 @@ int main(void) {
   tolk_session_free(fp);
   tolk_session_free(q);
   tb_free(m);
+  check_other_forms(h);
   return tu_finish("test_ops_matmul_int8");
 }
