@@ -20,7 +20,6 @@ struct tolk_serve_config {
   int port;                           /* 0: any free port */
   int threads;                        /* intra-op threads per model; 0: all cores */
   bool int8;
-  bool int8_lm_head;                  /* tolk_translator_params.int8_lm_head */
   int max_batch_tokens, max_wait_ms, max_queue; /* the scheduler's (sched.h) */
   int max_batch_rows;                 /* rows (beams count) in one decoding batch; 0: no bound */
   double timeout_s;                   /* a request's translation deadline (504 past it) */
@@ -38,6 +37,7 @@ struct tolk_serve_config {
   const char *trusted[TOLK_SERVE_MAX_LIST];/* --trusted-proxy CIDRs */
   size_t n_trusted;
   const char *access_log;             /* file, "-" for stdout, NULL for none */
+  bool int8_lm_head;                  /* tolk_translator_params.int8_lm_head */
 };
 
 struct tolk_serve_config tolk_serve_default_config(void);
