@@ -47,7 +47,7 @@ static int bench(int64_t m, int64_t n, int64_t k, const char *isa) {
     reps++;
   } while ((t = now() - t0) < min_ms / 1000.0);
   double per = t / reps;
-  printf("%-7s %4lld %5lld %5lld %10.1f %8.2f\n", isa, (long long)m, (long long)n, (long long)k,
+  printf("%-10s %4lld %5lld %5lld %10.1f %8.2f\n", isa, (long long)m, (long long)n, (long long)k,
          per * 1e6, 2.0 * (double)(m * n * k) / per * 1e-9);
   fflush(stdout);
   free(a), free(b), free(c), free(pb.data), free(work);
@@ -55,23 +55,29 @@ static int bench(int64_t m, int64_t n, int64_t k, const char *isa) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: bench_igemm [--isa scalar|avx2] [--ms MS]\n");
+  fprintf(stderr, "usage: bench_igemm [--isa scalar|avx2|avxvnni|avx512vnni] [--ms MS]\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
-  const char *isas[] = {"scalar", "avx2"};
+  const char *isas[] = {"scalar", "avx2", "avxvnni", "avx512vnni"};
   const char *only = NULL;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) only = argv[++i];
     else if (strcmp(argv[i], "--ms") == 0 && i + 1 < argc) min_ms = strtod(argv[++i], NULL);
     else return usage();
   }
-  if (only && strcmp(only, isas[0]) != 0 && strcmp(only, isas[1]) != 0) return usage();
-  printf("detected %s\n%-7s %4s %5s %5s %10s %8s\n", kern_igemm_isa(), "isa", "m", "n", "k", "us/call",
+  if (only) {
+    size_t s = 0;
+    while (s < sizeof isas / sizeof isas[0] && strcmp(only, isas[s]) != 0) s++;
+    if (s == sizeof isas / sizeof isas[0]) return usage();
+  }
+  printf("detected %s\n%-10s %4s %5s %5s %10s %8s\n", kern_igemm_isa(), "isa", "m", "n", "k", "us/call",
          "GOP/s");
   static const int64_t shapes[][3] = {
-      {1, 2048, 512}, {1, 512, 2048}, {30, 2048, 512}, {30, 512, 512}, {128, 512, 512}};
+      {1, 2048, 512}, {1, 512, 2048}, {30, 2048, 512}, {30, 512, 512}, {128, 512, 512},
+      /* the LM head of the OPUS models: a beam of 4, and 16 sentences x 4 beams */
+      {4, 65001, 512}, {64, 65001, 512}};
   for (size_t s = 0; s < sizeof isas / sizeof isas[0]; s++) {
     if (only && strcmp(only, isas[s]) != 0) continue;
     if (!kern_igemm_force_isa(isas[s])) {

@@ -12,7 +12,7 @@
  * (/usr/bin/time), so every engine is measured the same way; the JSON adds
  * the RSS split at the end (anonymous vs memory-mapped model files).
  *
- *   bench_translate -m DIR --ids FILE [--int8] [--beam N] [--new-tokens N]
+ *   bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--beam N] [--new-tokens N]
  *                   [--threads N] [--batch N] [--latency-n N] [--skip-latency]
  *                   [--skip-throughput] [--no-verify] [--engine NAME] [--mode NAME]
  * FILE: one sentence per line, its token ids (ending in </s>) separated by spaces.
@@ -166,15 +166,16 @@ static double generate(const tolk_translator *tr, const tolk_ids *src, size_t n,
 int main(int argc, char **argv) {
   const char *dir = NULL, *ids_path = NULL, *engine = "tolk", *mode = NULL;
   int int8 = 0, beam = 1, new_tokens = 32, threads = 2, batch = 16, latency_n = -1;
-  int do_latency = 1, do_throughput = 1, verify = 1;
+  int do_latency = 1, do_throughput = 1, verify = 1, int8_lm_head = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--int8")) int8 = 1;
+    else if (!strcmp(a, "--int8-lm-head")) int8_lm_head = 1;
     else if (!strcmp(a, "--no-verify")) verify = 0;
     else if (!strcmp(a, "--skip-latency")) do_latency = 0;
     else if (!strcmp(a, "--skip-throughput")) do_throughput = 0;
     else if (!v) {
-      fprintf(stderr, "usage: bench_translate -m DIR --ids FILE [--int8] [--beam N] [--new-tokens N] "
+      fprintf(stderr, "usage: bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--beam N] [--new-tokens N] "
                       "[--threads N] [--batch N] [--latency-n N] [--skip-latency] [--skip-throughput] [--no-verify]\n");
       return 2;
     } else if (!strcmp(a, "-m")) dir = v, i++;
@@ -206,6 +207,7 @@ int main(int argc, char **argv) {
   tolk_translator_params tp = tolk_translator_default_params();
   tp.threads = threads;
   tp.int8 = int8;
+  tp.int8_lm_head = int8_lm_head;
   tp.verify = verify;
   tolk_translator *tr;
   tolk_error e;

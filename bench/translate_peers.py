@@ -33,10 +33,13 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "fixtures" / "corpus" / "en.txt.xz"
 TAG = ">>cmn_Hans<<"
 
-# (engine, precision) rows in table order; tolk rows run bench_translate.
-ENGINES = [("tolk", "fp32"), ("tolk", "int8"), ("transformers", "fp32"), ("optimum", "fp32"),
-           ("optimum", "int8"), ("ct2", "fp32"), ("ct2", "int8")]
-LABEL = {"tolk": "tolk", "transformers": "transformers+PyTorch", "optimum": "Optimum ORT", "ct2": "CTranslate2"}
+# (engine, precision) rows in table order; tolk rows run bench_translate, tolk-lmh with
+# --int8-lm-head (the LM head in int8 as well, as CTranslate2 int8 has it).
+ENGINES = [("tolk", "fp32"), ("tolk", "int8"), ("tolk-lmh", "int8"), ("transformers", "fp32"),
+           ("optimum", "fp32"), ("optimum", "int8"), ("ct2", "fp32"), ("ct2", "int8")]
+LABEL = {"tolk": "tolk", "tolk-lmh": "tolk --int8-lm-head", "transformers": "transformers+PyTorch",
+         "optimum": "Optimum ORT", "ct2": "CTranslate2"}
+TOLKS = ("tolk", "tolk-lmh")
 
 
 def log(*a):
@@ -260,17 +263,19 @@ def cmd_table(a):
               "--batch", str(a.batch), "--latency-n", str(a.latency_n)]
     results = {}  # (engine, precision, beam) -> list of result dicts (rss_mb added)
     baseline = {}
-    for eng in sorted({e for e, _ in want} - {"tolk"}):
+    for eng in sorted({e for e, _ in want} - set(TOLKS)):
         _, baseline[eng] = child([sys.executable, __file__, "baseline", "--engine", eng], env)
     started = time.time()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
     for r in range(a.repeat):
         for beam in modes:
             for eng, prec in want:
-                if eng == "tolk":
-                    cmd = [a.bench_bin, "-m", str(model / "onnx"), "--beam", str(beam)] + common
+                if eng in TOLKS:
+                    cmd = [a.bench_bin, "-m", str(model / "onnx"), "--beam", str(beam), "--engine", eng] + common
                     if prec == "int8":
                         cmd.append("--int8")
+                    if eng == "tolk-lmh":
+                        cmd.append("--int8-lm-head")
                 else:
                     cmd = [sys.executable, __file__, "run", "--model", str(model), "--engine", eng, "--precision", prec,
                            "--beam", str(beam)] + common
@@ -306,7 +311,7 @@ def table_from_jsonl(a, env):
     want = [e for e in ENGINES if any(k[:2] == e for k in results)]
     modes = sorted({k[2] for k in results})
     baseline = {}
-    for eng in sorted({e for e, _ in want} - {"tolk"}):
+    for eng in sorted({e for e, _ in want} - set(TOLKS)):
         _, baseline[eng] = child([sys.executable, __file__, "baseline", "--engine", eng], env)
     n = max(r["sentences"] for rs in results.values() for r in rs)
     a.repeat = len(rounds)
@@ -342,19 +347,19 @@ def print_table(a, results, baseline, modes, want, n, elapsed):
     print("Ratios tolk / peer (sent/s: > 1 means tolk is faster; P50 and RSS: < 1 means tolk is lower/better):")
     for beam in modes:
         mode = f"beam {beam}" if beam > 1 else "greedy"
-        for tp in ("fp32", "int8"):
-            t = results.get(("tolk", tp, beam))
+        for subject, tp in [(e, p) for e, p in ENGINES if e in TOLKS]:
+            t = results.get((subject, tp, beam))
             if not t:
                 continue
             for eng, prec in want:
-                if eng == "tolk":
+                if eng in TOLKS:
                     continue
                 p = results.get((eng, prec, beam))
                 if not p:
                     continue
                 if prec != tp and not (eng == "transformers" and tp == "int8"):
                     continue
-                print(f"  {mode:<6} tolk {tp} vs {LABEL[eng]} {prec}: sent/s x{med(t, 'sent_per_s') / med(p, 'sent_per_s'):.2f}, "
+                print(f"  {mode:<6} {LABEL[subject]} {tp} vs {LABEL[eng]} {prec}: sent/s x{med(t, 'sent_per_s') / med(p, 'sent_per_s'):.2f}, "
                       f"P50 x{med(t, 'p50_ms') / med(p, 'p50_ms'):.2f}, P95 x{med(t, 'p95_ms') / med(p, 'p95_ms'):.2f}, "
                       f"RSS x{med(t, 'rss_mb') / med(p, 'rss_mb'):.2f}")
     if baseline:
@@ -397,7 +402,7 @@ def main(argv=None):
     p.add_argument("--bench-bin", required=True, help="path of bench_translate")
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--beams", default="1,4")
-    p.add_argument("--engines", default="", help="comma-separated subset of tolk,transformers,optimum,ct2")
+    p.add_argument("--engines", default="", help="comma-separated subset of tolk,tolk-lmh,transformers,optimum,ct2")
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--jsonl", default="", help="append every run's result here")
     p.add_argument("--from-jsonl", default="", help="run nothing: print the table from these results")

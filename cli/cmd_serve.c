@@ -11,7 +11,7 @@
 #include "tolk_serve.h"
 
 enum {
-  OPT_MODEL, OPT_HOST, OPT_PORT, OPT_THREADS, OPT_INT8, OPT_MAX_BATCH_TOKENS, OPT_MAX_BATCH_ROWS, OPT_MAX_WAIT_MS,
+  OPT_MODEL, OPT_HOST, OPT_PORT, OPT_THREADS, OPT_INT8, OPT_INT8_LM_HEAD, OPT_MAX_BATCH_TOKENS, OPT_MAX_BATCH_ROWS, OPT_MAX_WAIT_MS,
   OPT_MAX_QUEUE, OPT_MAX_QUEUE_WAIT, OPT_TIMEOUT, OPT_DRAIN, OPT_CONN_TIMEOUT, OPT_MAX_BODY, OPT_MAX_CHARS,
   OPT_MAX_TEXTS, OPT_MAX_CONNECTIONS, OPT_API_KEYS, OPT_RATE_LIMIT, OPT_CORS_ORIGIN,
   OPT_TRUSTED_PROXY, OPT_ACCESS_LOG, OPT_CHECK
@@ -23,6 +23,7 @@ static const struct cli_option options[] = {
     [OPT_PORT] = {"port", 0, "N", "port (0: any free port)"},
     [OPT_THREADS] = {"threads", 0, "N", "intra-op threads per model (default: all cores)"},
     [OPT_INT8] = {"int8", 0, NULL, "use the *_quantized.onnx graphs"},
+    [OPT_INT8_LM_HEAD] = {"int8-lm-head", 0, NULL, "multiply the LM head in int8 too (see `tolk translate --help`)"},
     [OPT_MAX_BATCH_TOKENS] = {"max-batch-tokens", 0, "N", "rows x padded source tokens in one decoding batch"},
     [OPT_MAX_BATCH_ROWS] = {"max-batch-rows", 0, "N", "rows (beams count) in one decoding batch (0: no bound);\nmore wait in the queue"},
     [OPT_MAX_WAIT_MS] = {"max-wait-ms", 0, "N", "an idle scheduler waits up to N ms for company"},
@@ -123,6 +124,7 @@ static bool serve_option(const struct cli_args *a, int opt, struct tolk_serve_co
   case OPT_PORT: return whole(a, 0, 65535, &c->port);
   case OPT_THREADS: return whole(a, 1, 1024, &c->threads);
   case OPT_INT8: c->int8 = true; return true;
+  case OPT_INT8_LM_HEAD: c->int8_lm_head = true; return true;
   case OPT_MAX_BATCH_TOKENS: return whole(a, 1, 1 << 24, &c->max_batch_tokens);
   case OPT_MAX_BATCH_ROWS: return whole(a, 0, 1 << 20, &c->max_batch_rows);
   case OPT_MAX_WAIT_MS: return whole(a, 0, 10000, &c->max_wait_ms);

@@ -37,6 +37,7 @@ struct tolk_serve_config {
   const char *trusted[TOLK_SERVE_MAX_LIST];/* --trusted-proxy CIDRs */
   size_t n_trusted;
   const char *access_log;             /* file, "-" for stdout, NULL for none */
+  bool int8_lm_head;                  /* tolk_translator_params.int8_lm_head */
 };
 
 struct tolk_serve_config tolk_serve_default_config(void);

@@ -22,6 +22,13 @@ set_tests_properties(demo_model_info PROPERTIES LABELS unit
   PASS_REGULAR_EXPRESSION "graphs \\(int8, the only ones in the folder\\).*checksums: match tolk-manifest.json")
 add_test(NAME demo_model_translate COMMAND tolk translate -m ${_demo} "Open file")
 set_tests_properties(demo_model_translate PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "^打开文件\n$")
+# --int8-lm-head (the LM head multiplied in int8): the same string comes out right.
+add_test(NAME demo_model_translate_int8_head COMMAND tolk translate -m ${_demo} --int8-lm-head "Open file")
+set_tests_properties(demo_model_translate_int8_head PROPERTIES LABELS unit PASS_REGULAR_EXPRESSION "^打开文件\n$")
+# `tolk serve --int8-lm-head --check`: the service loads the model with it and says so.
+add_test(NAME demo_model_serve_int8_head COMMAND tolk serve -m ${_demo} --int8-lm-head --check)
+set_tests_properties(demo_model_serve_int8_head PROPERTIES LABELS unit
+  PASS_REGULAR_EXPRESSION "ok  [^\n]*demo-en-zh: en -> [^\n]*\\(int8, int8 LM head, checksums match")
 # `make demo` itself (the README's first command): scripts/demo.sh on the bundled model must run to the
 # end; it stopped at the inspect step once, when the int8-only bundle had no encoder_model.onnx.
 add_test(NAME make_demo_script COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/demo.sh $<TARGET_FILE:tolk>)

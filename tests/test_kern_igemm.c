@@ -3,9 +3,13 @@
  * every signedness combination, per-tensor/per-row/per-column zero points,
  * ragged m, n, k (odd k, n not a multiple of 16, m across row blocks),
  * strides, transposed packing, and sums that wrap int32. Results must be
- * bit-identical. Its timings are bench/igemm.c's.
+ * bit-identical, for every tier this build and CPU have: the pair tiers
+ * (scalar, avx2) and the VNNI ones (vnni-ref, the portable form of their
+ * algorithm that runs anywhere; avxvnni; avx512vnni). It prints which tiers
+ * ran and which this CPU lacks. Its timings are bench/igemm.c's.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,7 +85,8 @@ static int run_case(const struct prob *pr, const char *isa, struct tolk_pool *po
 }
 
 int main(void) {
-  const char *isas[] = {"scalar", "avx2"};
+  const char *isas[] = {"scalar", "vnni-ref", "avx2", "avxvnni", "avx512vnni"};
+  char ran[128] = "", lacked[128] = "";
   struct tolk_pool *pool = NULL;
   tolk_error err;
   tu_seed(88172645463325252ull);
@@ -90,8 +95,10 @@ int main(void) {
   for (size_t s = 0; s < sizeof isas / sizeof isas[0]; s++) {
     if (!kern_igemm_force_isa(isas[s])) {
       printf("igemm: %s not available here, skipped\n", isas[s]);
+      snprintf(lacked + strlen(lacked), sizeof lacked - strlen(lacked), " %s", isas[s]);
       continue;
     }
+    snprintf(ran + strlen(ran), sizeof ran - strlen(ran), " %s", isas[s]);
     kern_igemm_force_isa(NULL);
     static const int64_t dims[][3] = {{1, 1, 1},   {1, 16, 2},  {1, 17, 3},   {2, 5, 7},
                                       {6, 16, 16}, {7, 33, 9},  {13, 31, 64}, {30, 48, 65},
@@ -114,6 +121,7 @@ int main(void) {
       run_case(&pr, isas[s], NULL);
     }
   }
+  printf("igemm tiers run:%s; lacking here:%s\n", ran, lacked[0] ? lacked : " none");
   CHECK(!kern_igemm_force_isa("nonsense"));
   tolk_pool_free(pool);
   return tu_finish("test_kern_igemm");

@@ -268,6 +268,10 @@ tolk_status exec_kv_rewrite(tolk_session *s, struct xgraph *xg, tolk_error *err)
 /* quant_rows.c: gives the DynamicQuantizeLinear nodes that feed only
  * MatMulInteger chains the per-row kernel (tolk_session_params.quant_rows). */
 void exec_quant_rows_rewrite(struct xgraph *xg);
+/* lm_head.c: gives the MatMul whose result is a graph output (directly or
+ * through an Add: the LM head) the int8 kernel
+ * (tolk_session_params.int8_lm_head). */
+void exec_int8_head_rewrite(struct xgraph *xg);
 /* Whether main-graph input i is the past input of a pair (its pair, else -1). */
 int exec_kv_pair_of_input(const tolk_session *s, size_t i);
 /* Binds the placeholder of pair p's past input: [rows, heads, len, head_dim]

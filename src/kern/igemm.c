@@ -1,8 +1,10 @@
 /*
  * igemm.c — the 8-bit integer GEMM: the scalar reference, operand packing,
- * the portable micro-kernel, the choice of implementation, and the driver
- * that splits C into (row block, 16-column panel) tasks for the thread pool.
- * The AVX2 micro-kernel is in igemm_avx2.c. See igemm.h for the layouts.
+ * the portable micro-kernels (pairs, and the VNNI tiers' quads), the choice
+ * of implementation, and the driver that splits C into (row block, 16-column
+ * panel) tasks for the thread pool. The x86 micro-kernels are in
+ * igemm_avx2.c, igemm_avxvnni.c and igemm_avx512vnni.c. See igemm.h for the
+ * layouts.
  */
 #include "igemm.h"
 
@@ -38,24 +40,35 @@ void kern_igemm_ref(const struct kern_igemm *p) {
 
 /* ------------------------------------------------------------------ packing */
 
+/* Bytes of the panels alone (0 on overflow). */
+static size_t panels_size(int64_t n, int64_t k) {
+  size_t panels = (size_t)((n + KERN_IGEMM_NR - 1) / KERN_IGEMM_NR), bytes;
+  if (!tolk_mul_size(panels, (size_t)kern_igemm_pairs(k), &bytes) ||
+      !tolk_mul_size(bytes, 2 * KERN_IGEMM_NR, &bytes))
+    return 0;
+  return bytes;
+}
+
 size_t kern_igemm_pack_b_size(int64_t n, int64_t k) {
   if (n < 0 || k < 0) return 0;
-  size_t panels = (size_t)((n + KERN_IGEMM_NR - 1) / KERN_IGEMM_NR);
-  size_t pairs = (size_t)((k + 1) / 2);
-  size_t bytes;
-  if (!tolk_mul_size(panels, pairs, &bytes) || !tolk_mul_size(bytes, 2 * KERN_IGEMM_NR, &bytes))
+  size_t bytes = panels_size(n, k), sums;
+  if ((!bytes && n > 0 && k > 0) || !tolk_mul_size((size_t)n, sizeof(int32_t), &sums) ||
+      bytes + sums < bytes)
     return 0;
-  return bytes ? bytes : 1;
+  return bytes + sums ? bytes + sums : 1;
 }
 
 void kern_igemm_pack_b(int64_t n, int64_t k, const void *b, int64_t ldb, bool trans_b,
                        bool is_signed, struct kern_igemm_b *out) {
   const uint8_t *src = b;
-  int64_t kp = (k + 1) / 2;
+  int64_t kp = kern_igemm_pairs(k);
   int64_t panels = (n + KERN_IGEMM_NR - 1) / KERN_IGEMM_NR;
+  /* The panel bytes are a multiple of 32, so the sums are aligned. */
+  int32_t *colsum = (int32_t *)(void *)(out->data + panels_size(n, k));
   out->n = n;
   out->k = k;
   out->is_signed = is_signed;
+  out->colsum = colsum;
   for (int64_t pn = 0; pn < panels; pn++) {
     uint8_t *dst = out->data + pn * kp * 2 * KERN_IGEMM_NR;
     for (int64_t q = 0; q < kp; q++) {
@@ -70,29 +83,59 @@ void kern_igemm_pack_b(int64_t n, int64_t k, const void *b, int64_t ldb, bool tr
       }
     }
   }
+  for (int64_t j = 0; j < n; j++) {
+    uint32_t sum = 0;
+    for (int64_t row = 0; row < k; row++) {
+      uint8_t v = trans_b ? src[j * ldb + row] : src[row * ldb + j];
+      sum += (uint32_t)(is_signed ? (int32_t)(int8_t)v : (int32_t)v - 128);
+    }
+    colsum[j] = (int32_t)sum;
+  }
 }
 
-/* Packed A: m rows of kp int32 (two int16 A - za), then m int32 row sums. */
+/* Packed A: m rows of kp int32 (two int16 A - za; the VNNI tiers: kp / 2
+ * words of four uint8), then m int32 row sums of A - za, then m zero points
+ * (VNNI). */
 size_t kern_igemm_work_size(int64_t m, int64_t k) {
   if (m < 0 || k < 0) return 0;
-  size_t per_row = (size_t)((k + 1) / 2) + 1, words, bytes;
+  size_t per_row = (size_t)kern_igemm_pairs(k) + 2, words, bytes;
   if (!tolk_mul_size((size_t)m, per_row, &words) || !tolk_mul_size(words, 4, &bytes)) return 0;
   return bytes ? bytes : 4;
 }
 
 static void pack_a(const struct kern_igemm *p, int32_t *pa, int32_t *rowsum) {
-  int64_t kp = (p->k + 1) / 2;
+  int64_t kp = kern_igemm_pairs(p->k);
   for (int64_t i = 0; i < p->m; i++) {
     int32_t za = p->a_zp ? p->a_zp[i * p->a_zp_stride] : 0;
     uint32_t sum = 0;
     int32_t *dst = pa + i * kp;
     for (int64_t q = 0; q < kp; q++) {
-      int32_t lo = load_q(p->a, i * p->lda + 2 * q, p->a_signed) - za;
+      int32_t lo = 2 * q < p->k ? load_q(p->a, i * p->lda + 2 * q, p->a_signed) - za : 0;
       int32_t hi = 2 * q + 1 < p->k ? load_q(p->a, i * p->lda + 2 * q + 1, p->a_signed) - za : 0;
       sum += (uint32_t)lo + (uint32_t)hi;
       dst[q] = (int32_t)(((uint32_t)hi << 16) | ((uint32_t)lo & 0xffffu));
     }
     rowsum[i] = (int32_t)sum;
+  }
+}
+
+/* A for the VNNI tiers: raw uint8 (int8 A plus 128, by flipping the sign
+ * bit) in words of 4 k, zero past k so that padding adds 0 * b; the row sums
+ * of A - za as pack_a makes them, and za' (za + 128 for int8 A). */
+static void pack_a_u8(const struct kern_igemm *p, uint32_t *pa, int32_t *rowsum, int32_t *za_u8) {
+  int64_t kq = kern_igemm_pairs(p->k) / 2;
+  const uint8_t flip = p->a_signed ? 0x80 : 0;
+  for (int64_t i = 0; i < p->m; i++) {
+    int32_t za = p->a_zp ? p->a_zp[i * p->a_zp_stride] : 0;
+    const uint8_t *row = (const uint8_t *)p->a + i * p->lda;
+    uint8_t *dst = (uint8_t *)(pa + i * kq);
+    uint32_t sum = 0;
+    for (int64_t q = 0; q < 4 * kq; q++) {
+      dst[q] = q < p->k ? (uint8_t)(row[q] ^ flip) : 0;
+      if (q < p->k) sum += (uint32_t)(load_q(row, q, p->a_signed) - za);
+    }
+    rowsum[i] = (int32_t)sum;
+    za_u8[i] = za + (p->a_signed ? 128 : 0);
   }
 }
 
@@ -119,33 +162,89 @@ static void tile_portable(int mr, int64_t kp, const int32_t *pa, int64_t pa_ld,
     for (int j = 0; j < KERN_IGEMM_NR; j++) tile[i * KERN_IGEMM_NR + j] = (int32_t)acc[i][j];
 }
 
+/* The VNNI tiers' arithmetic in portable C ("vnni-ref"): what vpdpbusd
+ * does, four uint8 × int8 products per column and quad, added wrapping. */
+static void qtile_portable(int mr, int64_t kq, const uint32_t *pa, int64_t pa_ld,
+                           const uint8_t *panel, bool b_flip, int32_t *tile) {
+  uint32_t acc[KERN_IGEMM_MR][KERN_IGEMM_NR];
+  memset(acc, 0, sizeof acc);
+  const uint8_t flip = b_flip ? 0x80 : 0;
+  for (int64_t t = 0; t < kq; t++) {
+    const uint8_t *r0 = panel + 2 * t * 2 * KERN_IGEMM_NR, *r1 = r0 + 2 * KERN_IGEMM_NR;
+    for (int i = 0; i < mr; i++) {
+      const uint8_t *a = (const uint8_t *)(pa + i * pa_ld + t);
+      for (int j = 0; j < KERN_IGEMM_NR; j++) {
+        const uint8_t b[4] = {r0[2 * j], r0[2 * j + 1], r1[2 * j], r1[2 * j + 1]};
+        int32_t dot = 0;
+        for (int h = 0; h < 4; h++) dot += (int32_t)a[h] * (int8_t)(uint8_t)(b[h] ^ flip);
+        acc[i][j] += (uint32_t)dot;
+      }
+    }
+  }
+  for (int i = 0; i < mr; i++)
+    for (int j = 0; j < KERN_IGEMM_NR; j++) tile[i * KERN_IGEMM_NR + j] = (int32_t)acc[i][j];
+}
+
 /* ----------------------------------------------------------------- dispatch */
 
+/* One tier: a pair tile (A widened to int16) or a quad tile (VNNI). */
 struct isa_impl {
   const char *name;
   kern_igemm_tile_fn tile;
+  kern_igemm_qtile_fn qtile;
 };
 
-static const struct isa_impl impl_portable = {"scalar", tile_portable};
+static const struct isa_impl impl_portable = {"scalar", tile_portable, NULL};
+static const struct isa_impl impl_vnni_ref = {"vnni-ref", NULL, qtile_portable};
 #if defined(__x86_64__) || defined(__i386__)
-static const struct isa_impl impl_avx2 = {"avx2", kern_igemm_tile_avx2};
+static const struct isa_impl impl_avx2 = {"avx2", kern_igemm_tile_avx2, NULL};
+static const struct isa_impl impl_avxvnni = {"avxvnni", NULL, kern_igemm_qtile_avxvnni};
+static const struct isa_impl impl_avx512vnni = {"avx512vnni", NULL, kern_igemm_qtile_avx512vnni};
+
+/* CPUID leaf 7: sub-leaf 0 ECX bit 11 is AVX512_VNNI, sub-leaf 1 EAX bit 4
+ * AVX-VNNI. GCC 12's __builtin_cpu_supports knows the first, not the second. */
+static bool cpuid7(unsigned sub, unsigned *eax, unsigned *ecx) {
+  unsigned a, b, c, d;
+  __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0u), "c"(0u));
+  if (a < 7) return false;
+  __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7u), "c"(sub));
+  *eax = a;
+  *ecx = c;
+  return true;
+}
 #endif
 
-static bool have_avx2(void) {
+static bool have(const char *tier) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-#else
-  return false;
+  /* __builtin_cpu_supports checks that the OS saves the registers too
+   * (XCR0), so an "avx2" or "avx512bw" answer covers that for VNNI. */
+  unsigned eax = 0, ecx = 0;
+  if (!strcmp(tier, "avx2")) return __builtin_cpu_supports("avx2");
+  if (!strcmp(tier, "avx512vnni"))
+    return kern_igemm_avx512vnni_built() && __builtin_cpu_supports("avx512bw") &&
+           cpuid7(0, &eax, &ecx) && (ecx >> 11 & 1);
+  if (!strcmp(tier, "avxvnni"))
+    return kern_igemm_avxvnni_built() && __builtin_cpu_supports("avx2") &&
+           cpuid7(1, &eax, &ecx) && (eax >> 4 & 1);
 #endif
+  (void)tier;
+  return false;
 }
 
 static const struct isa_impl *impl_by_name(const char *name) {
   if (!strcmp(name, "scalar")) return &impl_portable;
+  if (!strcmp(name, "vnni-ref")) return &impl_vnni_ref;
 #if defined(__x86_64__) || defined(__i386__)
-  /* avx512 is accepted as a request and served by AVX2, the widest path
-   * this GEMM has. */
-  if ((!strcmp(name, "avx2") || !strcmp(name, "avx512")) && have_avx2()) return &impl_avx2;
+  if (!strcmp(name, "avx512vnni") && have("avx512vnni")) return &impl_avx512vnni;
+  if (!strcmp(name, "avxvnni") && have("avxvnni")) return &impl_avxvnni;
+  if (!strcmp(name, "avx2") && have("avx2")) return &impl_avx2;
+  /* avx512, the kernels' name for "the widest there is": the best tier. */
+  if (!strcmp(name, "avx512")) {
+    const struct isa_impl *i = impl_by_name("avx512vnni");
+    if (!i) i = impl_by_name("avxvnni");
+    return i ? i : impl_by_name("avx2");
+  }
 #endif
   return NULL;
 }
@@ -156,7 +255,7 @@ static const struct isa_impl *detect(void) {
     const struct isa_impl *i = impl_by_name(env);
     if (i) return i;
   }
-  const struct isa_impl *best = impl_by_name("avx2");
+  const struct isa_impl *best = impl_by_name("avx512");
   return best ? best : &impl_portable;
 }
 
@@ -194,46 +293,61 @@ struct igemm_job {
   const struct kern_igemm *p;
   const struct kern_igemm_b *b;
   const int32_t *pa, *rowsum;
+  const int32_t *za; /* VNNI: za' per row */
   int64_t kp, panels;
-  kern_igemm_tile_fn tile;
+  const struct isa_impl *impl;
 };
+
+/* One row block × panel: the tile's raw sums, then the zero-point terms. */
+static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
+  const struct kern_igemm *p = job->p;
+  int32_t tile[KERN_IGEMM_MR * KERN_IGEMM_NR];
+  const bool vnni = job->impl->qtile != NULL, flip = vnni && !job->b->is_signed;
+  int64_t row_end = (mb + 1) * ROW_BLOCK < p->m ? (mb + 1) * ROW_BLOCK : p->m;
+  int64_t col0 = pn * KERN_IGEMM_NR;
+  int ncols = p->n - col0 < KERN_IGEMM_NR ? (int)(p->n - col0) : KERN_IGEMM_NR;
+  const uint8_t *panel = job->b->data + pn * job->kp * 2 * KERN_IGEMM_NR;
+  /* zb' = zb - 128 where an unsigned B was flipped to int8. */
+  uint32_t zb[KERN_IGEMM_NR], cs[KERN_IGEMM_NR];
+  for (int j = 0; j < ncols; j++) {
+    zb[j] = (uint32_t)(p->b_zp ? p->b_zp[(col0 + j) * p->b_zp_stride] : 0) - (flip ? 128u : 0u);
+    cs[j] = vnni ? (uint32_t)job->b->colsum[col0 + j] : 0;
+  }
+  for (int64_t i0 = mb * ROW_BLOCK; i0 < row_end; i0 += KERN_IGEMM_MR) {
+    int mr = row_end - i0 < KERN_IGEMM_MR ? (int)(row_end - i0) : KERN_IGEMM_MR;
+    if (vnni)
+      job->impl->qtile(mr, job->kp / 2, (const uint32_t *)job->pa + i0 * (job->kp / 2),
+                       job->kp / 2, panel, flip, tile);
+    else
+      job->impl->tile(mr, job->kp, job->pa + i0 * job->kp, job->kp, panel, job->b->is_signed,
+                      tile);
+    for (int i = 0; i < mr; i++) {
+      uint32_t rs = (uint32_t)job->rowsum[i0 + i], za = vnni ? (uint32_t)job->za[i0 + i] : 0;
+      int32_t *crow = p->c + (i0 + i) * p->ldc + col0;
+      const int32_t *trow = tile + i * KERN_IGEMM_NR;
+      for (int j = 0; j < ncols; j++)
+        crow[j] = (int32_t)((uint32_t)trow[j] - za * cs[j] - zb[j] * rs);
+    }
+  }
+}
 
 static void igemm_range(void *arg, int64_t begin, int64_t end) {
   const struct igemm_job *job = arg;
-  const struct kern_igemm *p = job->p;
-  int32_t tile[KERN_IGEMM_MR * KERN_IGEMM_NR];
-  for (int64_t t = begin; t < end; t++) {
-    int64_t mb = t / job->panels, pn = t % job->panels;
-    int64_t row_end = (mb + 1) * ROW_BLOCK < p->m ? (mb + 1) * ROW_BLOCK : p->m;
-    int64_t col0 = pn * KERN_IGEMM_NR;
-    int ncols = p->n - col0 < KERN_IGEMM_NR ? (int)(p->n - col0) : KERN_IGEMM_NR;
-    const uint8_t *panel = job->b->data + pn * job->kp * 2 * KERN_IGEMM_NR;
-    int32_t zb[KERN_IGEMM_NR];
-    for (int j = 0; j < ncols; j++)
-      zb[j] = p->b_zp ? p->b_zp[(col0 + j) * p->b_zp_stride] : 0;
-    for (int64_t i0 = mb * ROW_BLOCK; i0 < row_end; i0 += KERN_IGEMM_MR) {
-      int mr = row_end - i0 < KERN_IGEMM_MR ? (int)(row_end - i0) : KERN_IGEMM_MR;
-      job->tile(mr, job->kp, job->pa + i0 * job->kp, job->kp, panel, job->b->is_signed, tile);
-      for (int i = 0; i < mr; i++) {
-        uint32_t rs = (uint32_t)job->rowsum[i0 + i];
-        int32_t *crow = p->c + (i0 + i) * p->ldc + col0;
-        const int32_t *trow = tile + i * KERN_IGEMM_NR;
-        for (int j = 0; j < ncols; j++)
-          crow[j] = (int32_t)((uint32_t)trow[j] - (uint32_t)zb[j] * rs);
-      }
-    }
-  }
+  for (int64_t t = begin; t < end; t++) igemm_task(job, t / job->panels, t % job->panels);
 }
 
 void kern_igemm_packed(const struct kern_igemm *p, const struct kern_igemm_b *b, void *work,
                        struct tolk_pool *pool) {
   if (p->m <= 0 || p->n <= 0) return;
-  int64_t kp = (p->k + 1) / 2;
+  const struct isa_impl *im = impl();
+  int64_t kp = kern_igemm_pairs(p->k);
   int32_t *pa = work;
-  int32_t *rowsum = pa + p->m * kp;
-  pack_a(p, pa, rowsum);
-  struct igemm_job job = {p, b, pa, rowsum, kp, (p->n + KERN_IGEMM_NR - 1) / KERN_IGEMM_NR,
-                          impl()->tile};
+  int32_t *rowsum = pa + p->m * kp, *za = rowsum + p->m;
+  if (im->qtile)
+    pack_a_u8(p, (uint32_t *)(void *)pa, rowsum, za);
+  else
+    pack_a(p, pa, rowsum);
+  struct igemm_job job = {p, b, pa, rowsum, za, kp, (p->n + KERN_IGEMM_NR - 1) / KERN_IGEMM_NR, im};
   int64_t mblocks = (p->m + ROW_BLOCK - 1) / ROW_BLOCK;
   /* Aim for chunks of at least ~64K multiply-adds so that handing a chunk to
    * a thread costs little against its work. */

@@ -16,14 +16,28 @@
  *    so a 16-byte load widened to int16 feeds one vpmaddwd for 8 columns.
  *    B's zero point is not folded into the packing: it is applied as
  *    C -= zb_j * rowsum_i(A - za) afterwards, so one packing serves any zb.
+ *    The pairs are padded to an even count, so that two consecutive pair
+ *    rows (64 bytes) hold 4 k of each column: the VNNI tiers below read
+ *    them that way. The column sums of B follow the panels.
  *  - A is widened to int16 with its zero point subtracted (|A - za| <= 255,
  *    so each pair product sum fits vpmaddwd's int32 lanes exactly), pairs of
  *    k stored as one int32, plus the row sums above. This is the "exact
  *    widening" approach: no vpmaddubsw, whose int16 saturation would lose
  *    u8 x s8 sums above 32767.
  *
- * The implementation is picked once from the CPU (AVX2, else portable C);
- * TOLK_ISA=scalar in the environment forces the portable one.
+ * The VNNI tiers (AVX-512 VNNI, 512-bit, and AVX-VNNI, 256-bit) multiply
+ * uint8 A by int8 B four k at a time with vpdpbusd, on the same packed B:
+ * a vpermw (or two vpunpck) turns two pair rows into 4-byte groups per
+ * column. A is stored as raw uint8 (int8 A flipped by +128, its zero point
+ * too) and an unsigned B is flipped to int8 at load (zb - 128), so
+ *   C = sum_p a'b' - za'_i * colsum'_j - zb'_j * rowsum_i(A - za),
+ * every term exact modulo 2^32 (vpdpbusd wraps, it does not saturate), which
+ * keeps them bit-identical to the reference. "vnni-ref" is that algorithm in
+ * portable C, so any CPU tests the driver of the VNNI tiers.
+ *
+ * The implementation is picked once from the CPU (AVX-512 VNNI, AVX-VNNI,
+ * AVX2, else portable C); TOLK_ISA in the environment caps it: scalar,
+ * avx2 (no VNNI), avx512 (the best there is).
  */
 #ifndef TOLK_IGEMM_H
 #define TOLK_IGEMM_H
@@ -43,6 +57,9 @@ struct kern_igemm_b {
   int64_t n, k;
   bool is_signed; /* int8 (true) or uint8 elements */
   uint8_t *data;
+  /* Into data, after the panels: per column, sum_p of B as int8 (an
+   * unsigned B minus 128), for the VNNI tiers. Set by kern_igemm_pack_b. */
+  const int32_t *colsum;
 };
 
 /* One problem. a is m×k with row stride lda, b is k×n with row stride ldb
@@ -87,7 +104,8 @@ size_t kern_igemm_work_size(int64_t m, int64_t k);
 void kern_igemm_packed(const struct kern_igemm *p, const struct kern_igemm_b *b, void *work,
                        struct tolk_pool *pool);
 
-/* Name of the implementation in use ("avx2", "scalar"), for logs and tests. */
+/* Name of the implementation in use ("avx512vnni", "avxvnni", "avx2",
+ * "vnni-ref", "scalar"), for logs and tests. */
 const char *kern_igemm_isa(void);
 
 /* Forces an implementation by name for tests; false when it is not available
@@ -99,6 +117,9 @@ bool kern_igemm_force_isa(const char *name);
 /* Rows per micro-tile. */
 #define KERN_IGEMM_MR 6
 
+/* Pairs of k per packed row of A and per panel of B: even, see above. */
+static inline int64_t kern_igemm_pairs(int64_t k) { return (k + 3) / 4 * 2; }
+
 /* Computes an mr×16 tile (1 <= mr <= KERN_IGEMM_MR) of raw sums
  * tile[i*16 + j] = sum_q pair_dot(pa[i*pa_ld + q], panel[q], column j) over
  * kp pairs, where pa holds packed A (two int16 per int32) and panel is one
@@ -107,5 +128,18 @@ typedef void (*kern_igemm_tile_fn)(int mr, int64_t kp, const int32_t *pa, int64_
                                    const uint8_t *panel, bool b_signed, int32_t *tile);
 void kern_igemm_tile_avx2(int mr, int64_t kp, const int32_t *pa, int64_t pa_ld,
                           const uint8_t *panel, bool b_signed, int32_t *tile);
+
+/* The VNNI tiers' tile: raw sums tile[i*16 + j] = sum over kq quads of the
+ * 4 uint8 of pa[i*pa_ld + t] times the 4 int8 of column j in pair rows 2t,
+ * 2t+1 of the panel (each byte XOR 0x80 first when b_flip). */
+typedef void (*kern_igemm_qtile_fn)(int mr, int64_t kq, const uint32_t *pa, int64_t pa_ld,
+                                    const uint8_t *panel, bool b_flip, int32_t *tile);
+void kern_igemm_qtile_avx512vnni(int mr, int64_t kq, const uint32_t *pa, int64_t pa_ld,
+                                 const uint8_t *panel, bool b_flip, int32_t *tile);
+void kern_igemm_qtile_avxvnni(int mr, int64_t kq, const uint32_t *pa, int64_t pa_ld,
+                              const uint8_t *panel, bool b_flip, int32_t *tile);
+/* Whether the compiler built those two (it knew the flags). */
+bool kern_igemm_avx512vnni_built(void);
+bool kern_igemm_avxvnni_built(void);
 
 #endif /* TOLK_IGEMM_H */

@@ -56,14 +56,16 @@ struct mt_state {
   size_t step;
 };
 
-static tolk_status open_session(const char *path, int threads, bool kv, tolk_model **model,
-                                tolk_session **out, tolk_error *err) {
+static tolk_status open_session(const char *path, const tolk_translator_params *tp, bool kv,
+                                tolk_model **model, tolk_session **out, tolk_error *err) {
   tolk_model_params mp = tolk_model_default_params();
   tolk_status st = tolk_model_load(path, mp, model, err);
   if (st) return st;
   tolk_session_params sp = tolk_session_default_params();
-  sp.threads = threads;
+  sp.threads = tp->threads;
   sp.kv_cache = kv;
+  /* Only the decoders have an LM head; the encoder has nothing it fits. */
+  sp.int8_lm_head = tp->int8_lm_head;
   /* int8 graphs: each row (token) quantized on its own, so that a sentence
    * translates the same in any batch (tolk.h, quant_rows). */
   sp.quant_rows = 1;
@@ -89,7 +91,8 @@ static bool kv_pairs_match(const struct mt_model *m) {
   return true;
 }
 
-tolk_status mt_model_open(const struct mt_files *files, const struct mt_config *cfg, int threads,
+tolk_status mt_model_open(const struct mt_files *files, const struct mt_config *cfg,
+                          const tolk_translator_params *tp,
                           struct mt_model **out, tolk_error *err) {
   *out = NULL;
   struct mt_model *m = calloc(1, sizeof *m);
@@ -108,18 +111,18 @@ tolk_status mt_model_open(const struct mt_files *files, const struct mt_config *
       snprintf(m->past_names[l * KV_KINDS + k], 64, "past_key_values.%d.%s", l, kv_kind[k]);
       snprintf(m->present_names[l * KV_KINDS + k], 64, "present.%d.%s", l, kv_kind[k]);
     }
-  if (!st) st = open_session(files->encoder, threads, false, &m->enc_model, &m->encoder, err);
+  if (!st) st = open_session(files->encoder, tp, false, &m->enc_model, &m->encoder, err);
   if (!st && m->merged) {
-    st = open_session(files->merged, threads, false, &m->first_model, &m->first, err);
+    st = open_session(files->merged, tp, false, &m->first_model, &m->first, err);
     m->past = m->first;
   } else if (!st) {
-    st = open_session(files->decoder, threads, false, &m->first_model, &m->first, err);
-    if (!st) st = open_session(files->decoder_past, threads, true, &m->past_model, &m->past, err);
+    st = open_session(files->decoder, tp, false, &m->first_model, &m->first, err);
+    if (!st) st = open_session(files->decoder_past, tp, true, &m->past_model, &m->past, err);
     m->in_place = !st && kv_pairs_match(m);
     if (!st && !m->in_place && tolk_session_kv_count(m->past)) {
       tolk_session_free(m->past);
       tolk_model_free(m->past_model);
-      st = open_session(files->decoder_past, threads, false, &m->past_model, &m->past, err);
+      st = open_session(files->decoder_past, tp, false, &m->past_model, &m->past, err);
     }
   }
   if (st) {

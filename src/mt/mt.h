@@ -56,8 +56,10 @@ tolk_status mt_manifest_verify(const struct mt_files *f, bool *verified, tolk_er
 struct mt_model;   /* sessions + config */
 struct mt_state;   /* one batch being decoded: encoder output, caches */
 
+/* Opens the sessions of `files` with tp's threads and int8_lm_head. */
 tolk_status mt_model_open(const struct mt_files *files, const struct mt_config *cfg,
-                          int threads, struct mt_model **out, tolk_error *err);
+                          const tolk_translator_params *tp, struct mt_model **out,
+                          tolk_error *err);
 void mt_model_close(struct mt_model *m);
 
 /* Runs the encoder on `rows` sources padded to `len` ids (pad id beyond each

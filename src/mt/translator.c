@@ -20,7 +20,7 @@ struct tolk_translator {
 };
 
 tolk_translator_params tolk_translator_default_params(void) {
-  tolk_translator_params p = {0, 0, 1};
+  tolk_translator_params p = {0, 0, 1, 0};
   return p;
 }
 
@@ -37,7 +37,7 @@ tolk_status tolk_translator_create(const char *model_dir, tolk_translator_params
   if (!st && tolk_tokenizer_vocab_size(t->tok) > (size_t)t->cfg.vocab_size)
     st = tolk_fail(err, TOLK_ERR_INVALID_MODEL, "%s: vocab.json has %zu entries but config.json's vocab_size is %d",
                    model_dir, tolk_tokenizer_vocab_size(t->tok), t->cfg.vocab_size);
-  if (!st) st = mt_model_open(&t->files, &t->cfg, params.threads, &t->model, err);
+  if (!st) st = mt_model_open(&t->files, &t->cfg, &params, &t->model, err);
   if (st) {
     tolk_translator_free(t);
     return st;

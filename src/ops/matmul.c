@@ -23,9 +23,11 @@
 
 #include "../core/half.h"
 #include "../core/pool.h"
+#include "../kern/igemm.h"
 #include "../kern/kern.h"
 #include "matmul.h"
 #include "nn_util.h"
+#include "quant_util.h"
 
 bool mm_dtype_ok(int32_t dt) {
   return dt == TOLK_FLOAT || dt == TOLK_DOUBLE || dt == TOLK_FLOAT16 || dt == TOLK_BFLOAT16 ||
@@ -192,7 +194,12 @@ struct packed_entry {
   bool trans;     /* packed as its transpose */
   enum kern_isa isa;
   struct dq dq;   /* int8/uint8 sources: the dequantization packed */
-  struct kern_packed_b *pb;
+  struct kern_packed_b *pb; /* NULL for an int8 entry */
+  /* tolk_matmul_int8_def: op(B) quantized to int8 with a scale per column,
+   * packed for kern_igemm_packed; no fp32 copy is kept. */
+  bool int8;
+  struct kern_igemm_b qb;
+  float *col_scale; /* n entries */
 };
 
 /* A node's state: the entry, and the dtype and dims its input B has at run
@@ -230,6 +237,8 @@ static void mm_release(void *state) {
   pthread_mutex_unlock(&packed_mu);
   if (!last) return;
   kern_packed_b_free(e->pb);
+  free(e->qb.data);
+  free(e->col_scale);
   free(e->srcs);
   free(e);
 }
@@ -296,7 +305,8 @@ void op_packed_stats(size_t *entries, size_t *bytes) {
   pthread_mutex_lock(&packed_mu);
   for (const struct packed_entry *e = packed_list; e; e = e->next) {
     n++;
-    b += kern_packed_b_bytes(e->pb);
+    b += e->int8 ? kern_igemm_pack_b_size(e->qb.n, e->qb.k) + (size_t)e->qb.n * sizeof(float)
+                 : kern_packed_b_bytes(e->pb);
   }
   pthread_mutex_unlock(&packed_mu);
   if (entries) *entries = n;
@@ -381,10 +391,53 @@ static const struct ir_tensor *const_matrix(const struct ir_value *v, bool *tran
   return t;
 }
 
+/* Quantizes op(B) (k×n; f holds B, or Bᵀ when trans, rows ld floats apart,
+ * read bytewise as it may be misaligned) to int8, symmetric, one scale per
+ * column — a vocabulary entry of an LM head — so that a rare large entry
+ * costs only its own column precision: s_j = max_p |B[p][j]| / 127,
+ * q = round(B / s_j). Packs it into e->qb; false when out of memory. */
+static bool quantize_cols(const float *f, bool trans, int64_t k, int64_t n, int64_t ld,
+                          struct packed_entry *e) {
+  size_t qbytes, pbytes = kern_igemm_pack_b_size(n, k);
+  int8_t *q = NULL;
+  if (pbytes && tolk_mul_size((size_t)n, (size_t)k, &qbytes) && (q = malloc(qbytes ? qbytes : 1)))
+    e->qb.data = malloc(pbytes);
+  e->col_scale = malloc((size_t)n * sizeof(float));
+  if (!q || !e->qb.data || !e->col_scale) {
+    free(q);
+    return false;
+  }
+  const unsigned char *bytes = (const unsigned char *)f;
+  for (int64_t j = 0; j < n; j++) {
+    /* Plain comparisons rather than fmaxf, which GCC leaves a libm call:
+     * this runs over every weight at load. A NaN weight compares false and
+     * is left out of the scale. */
+    float amax = 0.0f, v;
+    for (int64_t p = 0; p < k; p++) {
+      memcpy(&v, bytes + sizeof v * (size_t)(trans ? j * ld + p : p * ld + j), sizeof v);
+      v = v < 0.0f ? -v : v;
+      amax = v > amax ? v : amax;
+    }
+    float scale = amax / 127.0f;
+    e->col_scale[j] = scale;
+    for (int64_t p = 0; p < k; p++) {
+      memcpy(&v, bytes + sizeof v * (size_t)(trans ? j * ld + p : p * ld + j), sizeof v);
+      float r = scale > 0.0f ? nearbyintf(v / scale) : 0.0f;
+      /* NaN (a NaN or infinite weight) becomes 0: converting it is undefined. */
+      q[j * k + p] = (int8_t)(r >= 127.0f ? 127 : r <= -127.0f ? -127 : r == r ? (int)r : 0);
+    }
+  }
+  kern_igemm_pack_b(n, k, q, k, true, true, &e->qb);
+  free(q);
+  return true;
+}
+
 /* Packs the entry for op(B) = trans ? t^T : t, widening float16/bfloat16
- * or dequantizing int8/uint8 (dq) as DequantizeLinear does. */
+ * or dequantizing int8/uint8 (dq) as DequantizeLinear does; with int8,
+ * quantizes that per column instead (quantize_cols). */
 static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa,
-                             const struct dq *dq, struct packed_entry **out, tolk_error *err) {
+                             const struct dq *dq, bool int8, struct packed_entry **out,
+                             tolk_error *err) {
   const int64_t k = trans ? t->dims[1] : t->dims[0], n = trans ? t->dims[0] : t->dims[1];
   /* The pack reads bytewise, so a float initializer left misaligned in the
    * mapping (ir_tensor.misaligned) packs in place; the widening below reads
@@ -423,17 +476,25 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
     free(staged);
     f = wide;
   }
-  tolk_status st = kern_sgemm_pack_b(trans, k, n, f, t->dims[1], &e->pb, err);
+  tolk_status st = TOLK_OK;
+  if (!int8)
+    st = kern_sgemm_pack_b(trans, k, n, f, t->dims[1], &e->pb, err);
+  else if (!quantize_cols(f, trans, k, n, t->dims[1], e))
+    st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to quantize a %lld x %lld matrix",
+                   (long long)k, (long long)n);
   free(wide);
   if (st == TOLK_OK && !entry_add_src(e, t->data)) {
     kern_packed_b_free(e->pb);
     st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
   }
   if (st != TOLK_OK) {
+    free(e->qb.data);
+    free(e->col_scale);
     free(e);
     return st;
   }
   e->refs = 1;
+  e->int8 = int8;
   e->hash = bytes_hash(t->data, t->nbytes);
   e->nbytes = t->nbytes;
   e->dtype = t->dtype;
@@ -454,8 +515,8 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
  * the session leave a misaligned constant B unaligned and constant folding
  * drop a folded B such as Transpose(embedding) — the tied LM head — instead
  * of keeping it beside the packed copy. */
-static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void **state,
-                                tolk_error *err) {
+static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, bool int8,
+                                void **state, tolk_error *err) {
   *state = NULL;
   if (node->n_inputs < 2 || !node->inputs[1]) return TOLK_OK;
   bool transposed, has_dq;
@@ -481,7 +542,8 @@ static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void *
     uint64_t h = 0;
     for (struct packed_entry *e = packed_list; e && !s->e; e = e->next) {
       if (e->dtype != t->dtype || e->d0 != t->dims[0] || e->d1 != t->dims[1] ||
-          e->trans != trans || e->isa != isa || e->nbytes != t->nbytes || e->n_srcs < 1 ||
+          e->trans != trans || e->isa != isa || e->int8 != int8 || e->nbytes != t->nbytes ||
+          e->n_srcs < 1 ||
           (has_dq && (e->dq.scale != dq.scale || e->dq.zp != dq.zp)))
         continue;
       bool same = false;
@@ -503,7 +565,7 @@ static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, void *
     }
   }
   tolk_status st = TOLK_OK;
-  if (!s->e && (st = new_entry(t, trans, isa, has_dq ? &dq : NULL, &s->e, err)) == TOLK_OK) {
+  if (!s->e && (st = new_entry(t, trans, isa, has_dq ? &dq : NULL, int8, &s->e, err)) == TOLK_OK) {
     s->e->next = packed_list;
     packed_list = s->e;
   }
@@ -529,7 +591,7 @@ static const struct kern_packed_b *packed_for(const struct op_ctx *c, const stru
 
 static tolk_status matmul_prepare(const struct ir_node *node, int64_t opset, void **state,
                                   tolk_error *err) {
-  return pack_const_b(node, false, state, err);
+  return pack_const_b(node, false, false, state, err);
 }
 
 static tolk_status check_pair(struct op_ctx *c, const struct tensor *a, const struct tensor *b) {
@@ -619,7 +681,7 @@ static tolk_status matmul_run(struct op_ctx *c) {
 
 static tolk_status gemm_prepare(const struct ir_node *node, int64_t opset, void **state,
                                 tolk_error *err) {
-  return pack_const_b(node, ir_attr_int(node, "transB", 0) != 0, state, err);
+  return pack_const_b(node, ir_attr_int(node, "transB", 0) != 0, false, state, err);
 }
 
 /* Writes C broadcast to m×n into y (dtype esize bytes per element). C's
@@ -711,6 +773,84 @@ static bool mm_packed_input(const void *state, size_t input, struct tensor *shap
   if (!tensor_set_shape(shape, 2, (int64_t[]){s->d0, s->d1})) return false;
   return tolk_mul_size((size_t)shape->numel, op_dtype_size(s->dtype), &shape->nbytes);
 }
+
+/* ------------------------------------------------------------ int8 MatMul */
+
+/* tolk_matmul_int8_def (op.h; a session's int8_lm_head, src/exec/lm_head.c).
+ * Each row i of A gets its own uint8 scale and zero point (ORT's
+ * DynamicQuantizeLinear, applied to the row alone), kern_igemm_packed forms
+ * the exact sums C[i][j] = sum_p (qa[i][p] - za_i) * qb[p][j], and
+ * y[i][j] = C[i][j] * sa_i * s_j. The int32 sums go to y's own buffer, as
+ * wide as the floats that replace them in place. */
+struct int8_scale_job {
+  float *y;
+  const float *sa, *sb;
+  int64_t n;
+};
+
+static void int8_scale_rows(void *arg, int64_t begin, int64_t end) {
+  const struct int8_scale_job *j = arg;
+  for (int64_t i = begin; i < end; i++) {
+    float *row = j->y + i * j->n;
+    const int32_t *c = (const int32_t *)row;
+    for (int64_t q = 0; q < j->n; q++) {
+      int32_t v;
+      memcpy(&v, c + q, sizeof v);
+      row[q] = (float)v * j->sa[i] * j->sb[q];
+    }
+  }
+}
+
+static tolk_status matmul_int8_prepare(const struct ir_node *node, int64_t opset, void **state,
+                                       tolk_error *err) {
+  return pack_const_b(node, false, true, state, err);
+}
+
+static tolk_status matmul_int8_run(struct op_ctx *c) {
+  const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
+  const struct mm_state *s = c->state;
+  /* A B that was not constant (no state), or not the one packed: MatMul. */
+  if (!s || !a || !b || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 ||
+      b->dims[1] != s->d1 || a->dtype != TOLK_FLOAT || a->rank < 1)
+    return matmul_run(c);
+  const int64_t k = s->d0, n = s->d1;
+  char s1[128], s2[128];
+  if (a->dims[a->rank - 1] != k)
+    return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: inner dims %lld and %lld differ",
+                   shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2),
+                   (long long)a->dims[a->rank - 1], (long long)k);
+  int64_t ydims[IR_MAX_RANK];
+  memcpy(ydims, a->dims, sizeof ydims);
+  ydims[a->rank - 1] = n;
+  struct tensor *y = op_output(c, 0, TOLK_FLOAT, a->rank, ydims);
+  if (!y) return nn_status(c);
+  const int64_t m = k ? a->numel / k : 0;
+  if (y->numel == 0) return TOLK_OK;
+  size_t qbytes, wbytes = kern_igemm_work_size(m, k);
+  uint8_t *qa = NULL;
+  int32_t *za = NULL;
+  float *sa = NULL;
+  void *work = NULL;
+  if (!tolk_mul_size((size_t)m, (size_t)k, &qbytes) || !wbytes || !(qa = op_scratch(c, qbytes + 1)) ||
+      !(za = op_scratch(c, (size_t)m * sizeof *za)) || !(sa = op_scratch(c, (size_t)m * sizeof *sa)) ||
+      !(work = op_scratch(c, wbytes)))
+    return nn_status(c);
+  const float *ad = a->data;
+  for (int64_t i = 0; i < m; i++) {
+    quant_dynamic_params_u8(ad + i * k, k, &sa[i], &za[i]);
+    quant_linear_u8(ad + i * k, qa + i * k, k, sa[i], za[i]);
+  }
+  struct kern_igemm p = {.m = m, .n = n, .k = k, .a = qa, .lda = k, .a_signed = false,
+                         .a_zp = za, .a_zp_stride = 1, .c = y->data, .ldc = n};
+  kern_igemm_packed(&p, &s->e->qb, work, c->pool);
+  struct int8_scale_job j = {y->data, sa, s->e->col_scale, n};
+  op_parallel_for(c, m, n >= 4096 ? 1 : 4096 / n, int8_scale_rows, &j);
+  return TOLK_OK;
+}
+
+const struct op_def tolk_matmul_int8_def = {
+    "tolk.internal", "MatMulInt8", 1, 0, matmul_int8_prepare, matmul_int8_run, mm_release,
+    .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
 
 const struct op_def tolk_ops_matmul[] = {
     {"", "MatMul", 1, 0, matmul_prepare, matmul_run, mm_release, .packed_input = mm_packed_input,

@@ -187,6 +187,11 @@ extern const struct op_def tolk_kv_append_def, tolk_kv_shape_def, tolk_kv_scores
  * with quant_rows runs for the nodes src/exec/quant_rows.c picks. */
 extern const struct op_def tolk_dql_rows_def;
 
+/* MatMul by a constant B quantized to int8 at prepare, a scale per column
+ * (src/ops/matmul.c): what a session made with int8_lm_head runs for the
+ * node src/exec/lm_head.c picks. */
+extern const struct op_def tolk_matmul_int8_def;
+
 /* ---------------------------------------------------------- shape helpers */
 
 /* Fills rank/dims/numel; false on a negative dim or numel overflow. */

@@ -138,6 +138,7 @@ int engine_open(const char *dir, size_t slot, const struct models_config *c, str
   tolk_translator_params tp = tolk_translator_default_params();
   tp.threads = c->threads;
   tp.int8 = c->int8;
+  tp.int8_lm_head = c->int8_lm_head;
   tp.verify = 1;
   tolk_error err;
   int rc = -1;

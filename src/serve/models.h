@@ -51,6 +51,7 @@ struct models_config {
   int threads;
   bool int8;
   struct sched_params sched;
+  bool int8_lm_head;
 };
 
 struct models;

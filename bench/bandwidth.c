@@ -1,0 +1,205 @@
+/*
+ * bandwidth.c — bench_bandwidth: the machine's memory read bandwidth, and
+ * with a model, the batch-1 decoder step's roofline beside its measured time.
+ *
+ * A greedy step of one sentence multiplies one row by every decoder weight:
+ * it reads each weight once and does 2 flops per weight, so it is bound by
+ * memory, not arithmetic. Its floor is (weight bytes read per step) / (read
+ * bandwidth). The bytes per step, from config.json: each decoder layer's
+ * self-attention q, k, v, o (4 d²), cross-attention q and o (2 d²; its k and
+ * v are computed once per sentence) and FFN (2 d·ffn), then the LM head
+ * (vocab·d) — 4 bytes a weight in fp32, 1 in the int8 graphs (tolk packs
+ * them as int8), and the LM head 4 bytes unless --int8-lm-head. Biases,
+ * layer norms, the one embedding row and the cache are left out (< 1 %).
+ *
+ * The measured step: tolk_translator_generate on one sentence with exactly
+ * 8 and then exactly 40 new tokens, the median of --reps runs each;
+ * (t40 - t8) / 32 cancels the encoder and the first step.
+ *
+ * Bandwidth: --threads threads (and 1) each summing its share of a --mb MiB
+ * buffer (64-bit loads the compiler vectorises), best of 5 passes; the buffer
+ * is far larger than the caches.
+ *
+ *   bench_bandwidth [--mb N] [--threads N] [-m DIR [--int8] [--int8-lm-head] [--reps N]]
+ */
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tolk.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct reader {
+  const uint64_t *p;
+  size_t n;
+  uint64_t sum;
+};
+
+static void *read_share(void *arg) {
+  struct reader *r = arg;
+  /* Four independent sums so the loads are not serialised on one add. */
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (size_t i = 0; i + 4 <= r->n; i += 4) {
+    s0 += r->p[i];
+    s1 += r->p[i + 1];
+    s2 += r->p[i + 2];
+    s3 += r->p[i + 3];
+  }
+  r->sum = s0 ^ s1 ^ s2 ^ s3;
+  return NULL;
+}
+
+/* Best read bandwidth in GB/s over 5 passes with `threads` threads. */
+static double bandwidth(const uint64_t *buf, size_t words, int threads) {
+  pthread_t tid[64];
+  struct reader r[64];
+  double best = 0.0;
+  uint64_t keep = 0;
+  for (int pass = 0; pass < 5; pass++) {
+    double t0 = now_s();
+    for (int t = 0; t < threads; t++) {
+      r[t] = (struct reader){buf + words / (size_t)threads * (size_t)t, words / (size_t)threads, 0};
+      if (pthread_create(&tid[t], NULL, read_share, &r[t])) return 0.0;
+    }
+    for (int t = 0; t < threads; t++) {
+      pthread_join(tid[t], NULL);
+      keep ^= r[t].sum;
+    }
+    double gbs = (double)(words / (size_t)threads * (size_t)threads) * 8.0 / (now_s() - t0) * 1e-9;
+    if (gbs > best) best = gbs;
+  }
+  if (keep == 42) printf("#\n"); /* the sums are used, so the loads stay */
+  return best;
+}
+
+static int config_int(const cJSON *cfg, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(cfg, key);
+  return cJSON_IsNumber(v) ? v->valueint : -1;
+}
+
+/* Decoder weights read per greedy step of one sentence, in bytes. */
+static double step_bytes(const char *dir, int int8, int int8_head, double *head_bytes) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1.0;
+  char *text = calloc(1, 1 << 20);
+  size_t len = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+  fclose(f);
+  cJSON *cfg = len ? cJSON_Parse(text) : NULL;
+  free(text);
+  if (!cfg) return -1.0;
+  double d = config_int(cfg, "d_model"), ffn = config_int(cfg, "decoder_ffn_dim");
+  double layers = config_int(cfg, "decoder_layers"), vocab = config_int(cfg, "vocab_size");
+  cJSON_Delete(cfg);
+  if (d <= 0 || ffn <= 0 || layers <= 0 || vocab <= 0) return -1.0;
+  *head_bytes = vocab * d * (int8_head ? 1.0 : 4.0);
+  return layers * (6.0 * d * d + 2.0 * d * ffn) * (int8 ? 1.0 : 4.0) + *head_bytes;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median seconds of generating exactly `tokens` new tokens for src. */
+static double generate_s(const tolk_translator *tr, const tolk_ids *src, int tokens, int reps) {
+  tolk_generate_params p = tolk_generate_default_params(tr);
+  p.num_beams = 1;
+  p.max_new_tokens = p.min_new_tokens = tokens;
+  double t[64];
+  for (int r = 0; r < reps; r++) {
+    tolk_generation g;
+    tolk_error e;
+    double t0 = now_s();
+    if (tolk_translator_generate(tr, src, 1, &p, &g, &e)) {
+      fprintf(stderr, "bench_bandwidth: %s\n", e.message);
+      exit(1);
+    }
+    t[r] = now_s() - t0;
+    tolk_generation_free(&g, 1);
+  }
+  qsort(t, (size_t)reps, sizeof t[0], cmp_double);
+  return t[reps / 2];
+}
+
+static int roofline(const char *dir, int int8, int int8_head, int threads, int reps, double bw) {
+  double head, bytes = step_bytes(dir, int8, int8_head, &head);
+  if (bytes < 0) {
+    fprintf(stderr, "bench_bandwidth: %s/config.json lacks d_model, decoder_ffn_dim, "
+                    "decoder_layers or vocab_size\n", dir);
+    return 1;
+  }
+  tolk_translator_params tp = tolk_translator_default_params();
+  tp.threads = threads;
+  tp.int8 = int8;
+  tp.int8_lm_head = int8_head;
+  tolk_translator *tr;
+  tolk_error e;
+  if (tolk_translator_create(dir, tp, &tr, &e)) {
+    fprintf(stderr, "bench_bandwidth: %s\n", e.message);
+    return 1;
+  }
+  const char *text = ">>cmn_Hans<< The file cannot be opened because another program is using it.";
+  tolk_ids src;
+  if (tolk_tokenizer_encode_batch(tolk_translator_tokenizer(tr), &text, NULL, 1, 0, &src, &e)) {
+    fprintf(stderr, "bench_bandwidth: %s\n", e.message);
+    return 1;
+  }
+  generate_s(tr, &src, 8, 1); /* warm-up: plans, pages */
+  double t8 = generate_s(tr, &src, 8, reps), t40 = generate_s(tr, &src, 40, reps);
+  double step = (t40 - t8) / 32.0, floor_s = bytes / (bw * 1e9);
+  printf("decoder step, batch 1 greedy (%s%s, %d threads):\n", int8 ? "int8" : "fp32",
+         int8_head ? " + int8 LM head" : "", threads);
+  printf("  weights read per step %.1f MB (LM head %.1f MB)\n", bytes / 1e6, head / 1e6);
+  printf("  roofline at %.1f GB/s   %.2f ms\n", bw, floor_s * 1e3);
+  printf("  measured step           %.2f ms  (%.0f%% of the bandwidth; 8 vs 40 tokens, median of %d)\n",
+         step * 1e3, 100.0 * floor_s / step, reps);
+  tolk_ids_free(&src, 1);
+  tolk_translator_free(tr);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *dir = NULL;
+  int mb = 512, threads = 2, int8 = 0, int8_head = 0, reps = 5;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--int8")) int8 = 1;
+    else if (!strcmp(a, "--int8-lm-head")) int8_head = 1;
+    else if (v && !strcmp(a, "-m")) dir = v, i++;
+    else if (v && !strcmp(a, "--mb")) mb = atoi(v), i++;
+    else if (v && !strcmp(a, "--threads")) threads = atoi(v), i++;
+    else if (v && !strcmp(a, "--reps")) reps = atoi(v), i++;
+    else {
+      fprintf(stderr, "usage: bench_bandwidth [--mb N] [--threads N] "
+                      "[-m DIR [--int8] [--int8-lm-head] [--reps N]]\n");
+      return 2;
+    }
+  }
+  if (mb < 1 || threads < 1 || threads > 64 || reps < 1 || reps > 64) {
+    fprintf(stderr, "bench_bandwidth: --mb >= 1, --threads 1..64, --reps 1..64\n");
+    return 2;
+  }
+  size_t words = (size_t)mb << 17;
+  uint64_t *buf = malloc(words * sizeof *buf);
+  if (!buf) {
+    fprintf(stderr, "bench_bandwidth: no memory for %d MiB\n", mb);
+    return 1;
+  }
+  for (size_t i = 0; i < words; i++) buf[i] = i * 0x9E3779B97F4A7C15u;
+  double bw1 = bandwidth(buf, words, 1), bwt = threads > 1 ? bandwidth(buf, words, threads) : bw1;
+  free(buf);
+  printf("read bandwidth (%d MiB buffer, best of 5): 1 thread %.1f GB/s, %d threads %.1f GB/s\n", mb,
+         bw1, threads, bwt);
+  return dir ? roofline(dir, int8, int8_head, threads, reps, bwt) : 0;
+}
