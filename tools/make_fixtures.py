@@ -943,6 +943,15 @@ def bench_model(out: Path) -> int:
     import torch
     torch.use_deterministic_algorithms(False)
     torch.set_num_threads(os.cpu_count() or 1)
+    rc = bench_convert(hf, out)
+    if rc == 0:
+        log(f"bench: done in {out}")
+    return rc
+
+
+def bench_convert(hf: Path, out: Path) -> int:
+    """The engines' copies of the HF folder hf: OUT/onnx (tools/export.py fp32 + int8) and OUT/ct2-int8,
+    OUT/ct2-float32 (ct2-transformers-converter).  Shared with tools/bench_from_bundled.py."""
     exp = _import_export()
     onnx_dir = out / "onnx"
     rc = exp.main([str(hf), str(onnx_dir), "--quantize", "int8", "--offline"])
@@ -956,7 +965,6 @@ def bench_model(out: Path) -> int:
                "--copy_files", "source.spm", "target.spm", "generation_config.json"]
         log("bench:", " ".join(cmd))
         subprocess.run(cmd, check=True, env=dict(os.environ, HF_HUB_OFFLINE="1"))
-    log(f"bench: done in {out}")
     return 0
 
 # ----------------------------------------------------------------------------------------------------------
