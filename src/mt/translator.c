@@ -196,8 +196,7 @@ tolk_status tolk_translator_translate(const tolk_translator *t, const char *cons
   for (size_t i = 0; i < n && !st; i++) {
     tolk_ids best = {gen[i * R].ids, gen[i * R].n, 0};
     st = tolk_tokenizer_decode_batch(t->tok, &best, 1, TOLK_DECODE_SKIP_SPECIAL, &out[i], err);
-    if (st)
-      for (size_t j = 0; j < i; j++) free(out[j]), out[j] = NULL;
+    if (st) tolk_strings_free(out, i);
   }
   if (gen) tolk_generation_free(gen, n_gen);
   for (size_t i = 0; src && i < n; i++) free(src[i]);
