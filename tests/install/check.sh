@@ -4,7 +4,8 @@
 # four ways — pkg-config shared and static, find_package's tolk::tolk and
 # tolk::tolk_static — and check that each translates a sentence with the
 # installed demo model exactly as `tolk translate` does, and links as it
-# should (the shared ones need libtolk.so.0.1, the static ones no libtolk).
+# should (the shared ones need libtolk.so.0.1, the static ones no libtolk);
+# and that libtolk.so exports tolk.h's functions and nothing else.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,6 +21,14 @@ model=$prefix/share/tolk/models/demo-en-zh
 [ -f "$model/encoder_model_quantized.onnx" ] || fail "the bundled model is not under share/tolk/models"
 [ ! -e "$prefix/include/tolk_serve.h" ] || fail "tolk_serve.h is installed, the service library is not"
 readelf -d "$libdir/libtolk.so" | grep -q 'SONAME.*\[libtolk\.so\.0\.1\]' || fail "libtolk.so has no SONAME libtolk.so.0.1"
+# Exactly the functions tolk.h declares are exported (cmake/exports.cmake).
+exported=$(nm -D --defined-only "$libdir/libtolk.so" | awk '{print $3}' | sort)
+internal=$(grep -v '^tolk_' <<<"$exported" || true)
+[ -z "$internal" ] || fail "libtolk.so exports internal symbols: $(echo $internal | head -c 200)"
+for f in tolk_version tolk_session_run tolk_translator_translate tolk_strings_free tolk_tokens_free; do
+  grep -qx "$f" <<<"$exported" || fail "libtolk.so does not export $f"
+done
+! grep -qx 'tolk_fail' <<<"$exported" || fail "libtolk.so exports the internal tolk_fail"
 
 text="The weather is nice today."
 want=$("$build/tolk" translate -m "$model" "$text")
