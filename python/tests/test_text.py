@@ -86,6 +86,12 @@ def test_int8_and_target_language():
     assert t.translate_batch([SENTENCES[1]])[0].ids[0] == want["ids"]
 
 
+def test_int8_lm_head_matches_cli():
+    t = tolk.Translator(DEMO, threads=1, int8_lm_head=True)
+    want = cli_json("translate", "-m", str(DEMO), "--int8-lm-head", "--json", SENTENCES[2])[0]
+    assert t.translate_batch([SENTENCES[2]])[0].ids[0] == want["ids"]
+
+
 def test_translator_errors():
     with pytest.raises(tolk.NotFound) as e:
         tolk.Translator("/no/such/model")
