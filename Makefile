@@ -49,4 +49,4 @@ demo: build
 	@scripts/demo.sh $(TOLK)
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz python/build

@@ -105,9 +105,8 @@ static int print_encoding(const tolk_tokenizer *tok, const struct tok_opts *o, c
   tolk_ids ids;
   tolk_error err;
   if (tolk_tokenizer_encode_batch(tok, &text, &len, 1, o->flags, &ids, &err)) return cli_fail("tokenize", &err);
-  char **tokens = NULL;
-  size_t n_tokens = 0;
-  if ((o->pieces || o->json) && tolk_tokenizer_tokenize(tok, text, len, o->flags, &tokens, &n_tokens, &err)) {
+  tolk_tokens tokens = {0};
+  if ((o->pieces || o->json) && tolk_tokenizer_tokenize(tok, text, len, o->flags, &tokens, &err)) {
     tolk_ids_free(&ids, 1);
     return cli_fail("tokenize", &err);
   }
@@ -121,21 +120,21 @@ static int print_encoding(const tolk_tokenizer *tok, const struct tok_opts *o, c
     cJSON *arr = cJSON_AddArrayToObject(obj, "ids");
     for (size_t i = 0; i < ids.n; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids.ids[i]));
     cJSON *toks = cJSON_AddArrayToObject(obj, "tokens");
-    for (size_t i = 0; i < n_tokens; i++) cJSON_AddItemToArray(toks, cJSON_CreateString(tokens[i]));
+    for (size_t i = 0; i < tokens.n; i++) cJSON_AddItemToArray(toks, cJSON_CreateString(tokens.tokens[i]));
     cJSON_AddNumberToObject(obj, "dropped", (double)ids.dropped);
     char *s = cJSON_PrintUnformatted(obj);
     puts(s);
     free(s);
     cJSON_Delete(obj);
   } else if (o->pieces) {
-    for (size_t i = 0; i < n_tokens; i++) printf("%s%s", i ? " " : "", tokens[i]);
+    for (size_t i = 0; i < tokens.n; i++) printf("%s%s", i ? " " : "", tokens.tokens[i]);
     putchar('\n');
   } else {
     for (size_t i = 0; i < ids.n; i++) printf("%s%d", i ? " " : "", (int)ids.ids[i]);
     putchar('\n');
   }
   if (ids.dropped && !o->json) fprintf(stderr, "tolk tokenize: truncated: %zu ids dropped\n", ids.dropped);
-  tolk_strings_free(tokens, n_tokens);
+  tolk_tokens_free(&tokens);
   tolk_ids_free(&ids, 1);
   return 0;
 }
@@ -213,7 +212,7 @@ static int print_decoding(const tolk_tokenizer *tok, const struct tok_opts *o, c
   int rc = 0;
   if (tolk_tokenizer_decode_batch(tok, &in, 1, flags, &text, &err)) rc = cli_fail("detokenize", &err);
   else puts(text);
-  tolk_free(text);
+  tolk_strings_free(&text, 1);
   free(ids);
   return rc;
 }

@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *out;
   for (int flags = 0; flags < 2; flags++)
     if (tolk_tokenizer_decode_batch(tok, &in, 1, flags ? TOLK_DECODE_SKIP_SPECIAL : 0, &out, &err) == TOLK_OK)
-      tolk_free(out);
+      tolk_strings_free(&out, 1);
   free(v);
   return 0;
 }

@@ -19,6 +19,10 @@
  *  - Pointers returned by the library are borrowed unless the comment says the
  *    caller owns them; a borrowed pointer lives as long as the handle it came
  *    from.
+ *  - Results are written into memory the caller provides (one struct, or
+ *    out[0..n) for n of them); the library allocates only what they point to,
+ *    and the matching tolk_X_free(out[, n]) frees that and resets the entries
+ *    but never frees `out` itself; on failure nothing needs freeing.
  *  - The library never prints, exits, aborts or longjmps on bad input.
  */
 #ifndef TOLK_H
@@ -101,9 +105,6 @@ typedef enum tolk_dtype {
   TOLK_FLOAT4E2M1 = 23,
   TOLK_FLOAT8E8M0 = 24
 } tolk_dtype;
-
-/* Frees memory the library handed to the caller where a comment says so. */
-void tolk_free(void *p);
 
 /* "float", "int64", …; "undefined" for unknown values. Static storage. */
 const char *tolk_dtype_name(tolk_dtype dtype);
@@ -602,8 +603,8 @@ tolk_status tolk_tokenizer_create(const char *model_dir, tolk_tokenizer_params p
                                   tolk_tokenizer **out, tolk_error *err);
 void tolk_tokenizer_free(tolk_tokenizer *tok);
 
-/* Ids of one encoded text. `ids` is owned by the caller: free the array of
- * results with tolk_ids_free(). */
+/* Ids of one encoded text; tolk_ids_free(ids, n) frees the `ids` of n of
+ * them. */
 typedef struct tolk_ids {
   int32_t *ids;
   size_t n;
@@ -618,10 +619,10 @@ enum {
 };
 
 /* Encodes n texts (texts[i] has lens[i] bytes; lens may be NULL for
- * NUL-terminated texts) into out[0..n). Any bytes are accepted: invalid UTF-8
- * is replaced per byte by U+FFFD, as sentencepiece does. A leading
- * language tag (">>cmn_Hans<<") is mapped straight to its id. On failure no
- * out entry needs freeing. */
+ * NUL-terminated texts) into out[0..n), freed with tolk_ids_free(out, n).
+ * Any bytes are accepted: invalid UTF-8 is replaced per byte by U+FFFD, as
+ * sentencepiece does. A leading language tag (">>cmn_Hans<<") is mapped
+ * straight to its id. */
 tolk_status tolk_tokenizer_encode_batch(const tolk_tokenizer *tok, const char *const *texts,
                                         const size_t *lens, size_t n, int flags,
                                         tolk_ids *out, tolk_error *err);
@@ -631,18 +632,26 @@ enum {
   TOLK_DECODE_SOURCE = 1 << 1        /* decode with source.spm */
 };
 
-/* Decodes n id sequences into out[0..n): NUL-terminated strings the caller
- * frees one by one with tolk_free(). Ids outside the vocabulary decode as
- * <unk>, as MarianTokenizer does. */
+/* Decodes n id sequences into out[0..n): NUL-terminated strings, freed with
+ * tolk_strings_free(out, n). Ids outside the vocabulary decode as <unk>, as
+ * MarianTokenizer does. */
 tolk_status tolk_tokenizer_decode_batch(const tolk_tokenizer *tok, const tolk_ids *in, size_t n,
                                         int flags, char **out, tolk_error *err);
+
+/* Frees strings[0..n) and sets them to NULL; the array stays the caller's. */
 void tolk_strings_free(char **strings, size_t n);
 
 /* The tokens of one text before they become ids — language tag, special
- * tokens and sentencepiece pieces, as MarianTokenizer.tokenize() gives them.
- * *tokens (n strings) is freed with tolk_strings_free(*tokens, *n). */
+ * tokens and sentencepiece pieces, as MarianTokenizer.tokenize() gives them:
+ * tokens[0..n), freed with tolk_tokens_free(). */
+typedef struct tolk_tokens {
+  char **tokens;
+  size_t n;
+} tolk_tokens;
+
 tolk_status tolk_tokenizer_tokenize(const tolk_tokenizer *tok, const char *text, size_t len,
-                                    int flags, char ***tokens, size_t *n, tolk_error *err);
+                                    int flags, tolk_tokens *out, tolk_error *err);
+void tolk_tokens_free(tolk_tokens *t);
 
 /* Vocabulary size, and the piece for `id` (borrowed, NUL-terminated; NULL if
  * out of range). */
@@ -723,7 +732,8 @@ tolk_generate_params tolk_generate_default_params(const tolk_translator *tr);
  * transformers returns it. `score` is the beam's sequence score (length
  * penalty applied), or the sum of token log-probabilities for greedy and
  * sampling. `token_scores` (n - 1 entries) are the processed log-probability
- * of each generated token. Owned by the caller: tolk_generation_free(). */
+ * of each generated token. tolk_generation_free(g, n) frees the `ids` and
+ * `token_scores` of n of them. */
 typedef struct tolk_generation {
   int32_t *ids;
   size_t n;
@@ -735,7 +745,7 @@ void tolk_generation_free(tolk_generation *g, size_t n);
 
 /* Generates for n source id sequences (each ending in </s>, as the tokenizer
  * makes them). out must hold n × num_return_sequences entries, filled in
- * source order. */
+ * source order and freed with tolk_generation_free(out, n × num_return_sequences). */
 tolk_status tolk_translator_generate(const tolk_translator *tr, const tolk_ids *sources,
                                      size_t n, const tolk_generate_params *params,
                                      tolk_generation *out, tolk_error *err);
@@ -756,8 +766,8 @@ tolk_translator_info tolk_translator_describe(const tolk_translator *tr);
 const tolk_tokenizer *tolk_translator_tokenizer(const tolk_translator *tr);
 
 /* Translates n texts: each is tokenized, generated and decoded; out[i] is the
- * translation of texts[i] (the best sequence), a string the caller frees with
- * tolk_free(). A text that does not start with a language tag gets `tag`
+ * translation of texts[i] (the best sequence); free them with
+ * tolk_strings_free(out, n). A text that does not start with a language tag gets `tag`
  * (e.g. ">>cmn_Hans<<") in front when `tag` is not NULL. */
 tolk_status tolk_translator_translate(const tolk_translator *tr, const char *const *texts,
                                       size_t n, const char *tag,
@@ -787,7 +797,8 @@ typedef struct tolk_text_translation {
  * truncated, all sentences are translated in length-sorted batches, and the
  * results are joined in order with the source's line breaks. A tag at the
  * start of the text (">>yue_Hans<<") applies to all its sentences; otherwise
- * `tag` (may be NULL) does. *out is freed with tolk_text_translation_free(). */
+ * `tag` (may be NULL) does. What *out points to is freed with
+ * tolk_text_translation_free(out). */
 tolk_status tolk_translator_translate_text(const tolk_translator *tr, const char *text, size_t len,
                                            const char *tag, const tolk_generate_params *params,
                                            tolk_text_translation *out, tolk_error *err);

@@ -4,6 +4,9 @@
 #                               libretranslatepy, deepl, sseclient-py, schemathesis, pytest)
 #   tests/browser/node_modules  `npm ci` of tests/browser/package-lock.json (playwright-core;
 #                               it drives Debian's /usr/bin/chromium, no browser is downloaded)
+#   build-pyvenv/               a venv with python/requirements-test.txt (scikit-build-core,
+#                               build, numpy, onnxruntime, pytest) for the Python package's
+#                               build and tests (python/test.sh)
 # Called by the Makefile's deps target, after deps.sh has installed python3-venv, Node.js and
 # Chromium. Each part is redone only when its pin file changed (a copy is kept as the stamp),
 # so the tests themselves run offline. Without the registries the service tests are skipped
@@ -15,7 +18,7 @@ req=$root/tests/requirements.txt
 web=$root/tests/browser
 
 fail() {
-  echo "testenv: $1; the service tests (ctest -L serve) will be skipped" >&2
+  echo "testenv: $1; the tests needing it (ctest -L serve, python/test.sh) will be skipped" >&2
   [ -n "${CI:-}" ] && exit 1
   exit 0
 }
@@ -30,6 +33,20 @@ if ! cmp -s "$req" "$venv/requirements.txt" 2>/dev/null; then
   fi
   cp "$req" "$venv/requirements.txt"
   echo "testenv: service test clients in $venv"
+fi
+
+pyvenv=$root/build-pyvenv
+pyreq=$root/python/requirements-test.txt
+if ! cmp -s "$pyreq" "$pyvenv/requirements.txt" 2>/dev/null; then
+  rm -rf "$pyvenv"
+  python3 -m venv "$pyvenv" || fail "python3 -m venv failed (Debian: python3-venv)"
+  if ! "$pyvenv/bin/pip" install -q --disable-pip-version-check -r "$pyreq" >"$pyvenv/pip.log" 2>&1; then
+    cat "$pyvenv/pip.log" >&2
+    rm -rf "$pyvenv"
+    fail "could not install python/requirements-test.txt from PyPI"
+  fi
+  cp "$pyreq" "$pyvenv/requirements.txt"
+  echo "testenv: the Python package's build and test tools in $pyvenv"
 fi
 
 if ! cmp -s "$web/package-lock.json" "$web/node_modules/.tolk-lock.json" 2>/dev/null; then

@@ -207,7 +207,7 @@ static uint64_t marian_decode(void *p, uint64_t i, uint64_t h) {
     tolk_error err;
     if (tolk_tokenizer_decode_batch(c->tok, &ids, 1, flags, &out, &err)) return 0;
     h = hash_text(h, out, strlen(out));
-    tolk_free(out);
+    tolk_strings_free(&out, 1);
   }
   return h;
 }

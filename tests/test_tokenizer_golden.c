@@ -173,7 +173,7 @@ static void check_decode(const tolk_tokenizer *tok, const cJSON *cases, int *ok,
         show(keys[k], expect);
         if (mismatches_shown <= 20) fprintf(stderr, "    got: %s\n", out);
       }
-      tolk_free(out);
+      tolk_strings_free(&out, 1);
     }
     free(v);
   }

@@ -122,7 +122,7 @@ static void bad_folders(const char *fixture) {
     char *out;
     CHECK(tolk_tokenizer_decode_batch(tok, &in, 1, 0, &out, &err) == TOLK_OK);
     CHECK_MSG(strcmp(out, "<unk>  a<unk>") == 0, "got '%s'", out);
-    tolk_free(out);
+    tolk_strings_free(&out, 1);
     tolk_tokenizer_free(tok);
   }
   const char *rm[] = {"source.spm", "target.spm", "vocab.json"};

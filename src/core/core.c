@@ -11,8 +11,6 @@
 
 const char *tolk_version(void) { return "0.1.0"; }
 
-void tolk_free(void *p) { free(p); }
-
 const char *tolk_status_str(tolk_status status) {
   switch (status) {
   case TOLK_OK: return "ok";

@@ -181,6 +181,9 @@ static char *tagged(const char *text, const char *tag) {
 tolk_status tolk_translator_translate(const tolk_translator *t, const char *const *texts, size_t n,
                                       const char *tag, const tolk_generate_params *params, char **out,
                                       tolk_error *err) {
+  if (!t || (n && (!texts || !out))) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "translate: null argument");
+  for (size_t i = 0; i < n; i++)
+    if (!texts[i]) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "translate: text %zu is null", i);
   tolk_generate_params p = params ? *params : tolk_generate_default_params(t);
   size_t R = (size_t)p.num_return_sequences;
   char **src = calloc(n ? n : 1, sizeof *src);
@@ -196,8 +199,7 @@ tolk_status tolk_translator_translate(const tolk_translator *t, const char *cons
   for (size_t i = 0; i < n && !st; i++) {
     tolk_ids best = {gen[i * R].ids, gen[i * R].n, 0};
     st = tolk_tokenizer_decode_batch(t->tok, &best, 1, TOLK_DECODE_SKIP_SPECIAL, &out[i], err);
-    if (st)
-      for (size_t j = 0; j < i; j++) free(out[j]), out[j] = NULL;
+    if (st) tolk_strings_free(out, i);
   }
   if (gen) tolk_generation_free(gen, n_gen);
   for (size_t i = 0; src && i < n; i++) free(src[i]);

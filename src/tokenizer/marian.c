@@ -439,22 +439,28 @@ static bool sink_string(void *ctx, const char *p, size_t len) {
 }
 
 tolk_status tolk_tokenizer_tokenize(const tolk_tokenizer *tok, const char *text, size_t len,
-                                    int flags, char ***tokens, size_t *n, tolk_error *err) {
+                                    int flags, tolk_tokens *out, tolk_error *err) {
   struct str_sink s = {0};
   tolk_status st = tokenize(tok, text, len, flags, sink_string, &s, err);
-  if (st) {
-    tolk_strings_free(s.items, s.n);
-    return st;
-  }
-  *tokens = s.items;
-  *n = s.n;
-  return TOLK_OK;
+  *out = (tolk_tokens){s.items, s.n};
+  if (st) tolk_tokens_free(out);
+  return st;
+}
+
+void tolk_tokens_free(tolk_tokens *t) {
+  if (!t) return;
+  tolk_strings_free(t->tokens, t->n);
+  free(t->tokens);
+  t->tokens = NULL;
+  t->n = 0;
 }
 
 void tolk_strings_free(char **strings, size_t n) {
   if (!strings) return;
-  for (size_t i = 0; i < n; i++) free(strings[i]);
-  free(strings);
+  for (size_t i = 0; i < n; i++) {
+    free(strings[i]);
+    strings[i] = NULL;
+  }
 }
 
 /* ------------------------------------------------------------------ decode */
@@ -585,7 +591,7 @@ tolk_status tolk_tokenizer_decode_batch(const tolk_tokenizer *tok, const tolk_id
     tolk_status st = decode_one(tok, &in[i], flags, &out[i], err);
     if (st) {
       tolk_error_prefix(err, "sequence %zu", i);
-      for (size_t j = 0; j < i; j++) free(out[j]);
+      tolk_strings_free(out, i);
       return st;
     }
   }
