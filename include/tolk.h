@@ -112,6 +112,24 @@ const char *tolk_dtype_name(tolk_dtype dtype);
  * past BFLOAT16 (no tensors of them can be created) and unknown types. */
 size_t tolk_dtype_size(tolk_dtype dtype);
 
+/* ------------------------------------------------------------------ CPU
+ * (src/kern/cpu.c) What the kernel dispatcher picked on this machine, for
+ * tools that report it (`tolk doctor`): detected once, as the kernels do. */
+typedef struct tolk_cpu_info {
+  const char *model;     /* the CPU's brand string; "" when unknown */
+  const char *features;  /* the features the dispatcher looks at that this CPU
+                            has, space-separated ("avx2 fma f16c") */
+  const char *float_isa; /* tier of the float GEMM and vector math:
+                            "avx512", "avx2" or "scalar" */
+  const char *int8_isa;  /* tier of the int8 GEMM: "avx2" or "scalar" */
+  const char *best_isa;  /* the best float tier this CPU and build support */
+  const char *forced;    /* $TOLK_ISA when set (it forces a tier), else NULL */
+  int cores;             /* online processors: the default thread count */
+} tolk_cpu_info;
+
+/* Strings are static storage. */
+tolk_cpu_info tolk_cpu_describe(void);
+
 /* ------------------------------------------------------------------ models */
 
 /* A loaded ONNX model: the file is memory-mapped and initializers point into
@@ -777,6 +795,34 @@ tolk_status tolk_translator_translate_text(const tolk_translator *tr, const char
                                            const char *tag, const tolk_generate_params *params,
                                            tolk_text_translation *out, tolk_error *err);
 void tolk_text_translation_free(tolk_text_translation *t);
+
+/* ------------------------------------------------------------------ checksums
+ * (src/mt/verify.c) Files against recorded checksums, every file listed —
+ * not only those a translator reads — as a release check (`tolk doctor`)
+ * wants. Each file that fails is passed to `report` (may be NULL) as one
+ * line starting with its path: "PATH: missing", "PATH: 1234 bytes, the list
+ * says 1235", "PATH: sha256 X, the list says Y". */
+typedef struct tolk_verify_summary {
+  size_t files;  /* files listed */
+  size_t failed; /* of them: missing, unreadable, of another size or sha256 */
+  int found;     /* 0: tolk_manifest_check found no tolk-manifest.json */
+} tolk_verify_summary;
+
+/* Checks the files model_dir/tolk-manifest.json lists. A folder without a
+ * manifest is not an error: *out says found = 0. Returns TOLK_OK when the
+ * list could be read, whatever the files' verdict (see *out);
+ * TOLK_ERR_MALFORMED for a manifest that is not one (an entry without path
+ * or sha256, a path leaving the folder), TOLK_ERR_NOT_FOUND for a missing
+ * folder. */
+tolk_status tolk_manifest_check(const char *model_dir, tolk_report_fn report, void *user,
+                                tolk_verify_summary *out, tolk_error *err);
+
+/* Checks the files a list in `sha256sum` format names ("HEX  NAME" or
+ * "HEX *NAME" a line; relative names are looked up in the list's folder).
+ * As tolk_manifest_check otherwise; a line of another form is
+ * TOLK_ERR_MALFORMED naming its line number. */
+tolk_status tolk_checksums_check(const char *sums_path, tolk_report_fn report, void *user,
+                                 tolk_verify_summary *out, tolk_error *err);
 
 #ifdef __cplusplus
 }
