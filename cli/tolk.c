@@ -18,6 +18,7 @@ static const struct cli_command commands[] = {
     {"run", "run a model on .npy/.pb inputs; compare, save and time outputs", cmd_run},
     {"translate", "translate English text to Chinese with a Marian model", cmd_translate},
     {"info", "describe a translation model folder: files, sizes, languages", cmd_info},
+    {"quantize", "quantize a model to int8 as ONNX Runtime's quantize_dynamic does", cmd_quantize},
     {"doctor", "check a model folder before a release: integrity, graphs, latency, memory", cmd_doctor},
     {"serve", "serve translation over HTTP (LibreTranslate, DeepL and native APIs)", cmd_serve},
     {NULL, NULL, NULL},

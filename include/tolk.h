@@ -335,6 +335,54 @@ typedef struct tolk_initializer_info {
  * dtype TOLK_UNDEFINED, rank -1, NULL pointers and 0. */
 tolk_initializer_info tolk_value_initializer(const tolk_value *value);
 
+/* ------------------------------------------------------------------ quantization
+ * (src/onnx/quantize.c) Dynamic int8 quantization in the form of ONNX
+ * Runtime's quantize_dynamic (QInt8 weights, MatMulConstBOnly,
+ * EnableSubgraph), node for node and weight for weight:
+ *  - MatMul whose B is a float initializer of rank 2: B becomes B_quantized
+ *    (int8, symmetric: zero point 0, scale max|B|/127, or max|B|/64 with
+ *    reduce_range; one scale per tensor, or per column of B with
+ *    per_channel) and the node DynamicQuantizeLinear(A) (one per activation
+ *    and graph) → MatMulInteger → Cast → Mul by the product of the scales;
+ *  - Gather whose data is a float initializer (embeddings): the data becomes
+ *    uint8 with a scale and zero point from its range, and a
+ *    DequantizeLinear follows the Gather.
+ * Subgraphs (If, Loop, Scan bodies) are quantized too; a weight living in
+ * an enclosing graph gets its quantized form there. Everything else in the
+ * file is copied byte for byte (fields tolk does not know included); an
+ * initializer no reader needs any more is dropped. */
+typedef struct tolk_quantize_params {
+  int per_channel;  /* MatMul weights: a scale per column of B */
+  int reduce_range; /* MatMul weights in [-64, 64] (7 bits), as ORT's reduce_range */
+  /* Op types to quantize, of "MatMul" and "Gather"; NULL: both. */
+  const char *const *op_types;
+  size_t n_op_types;
+  /* Names of nodes left as they are. */
+  const char *const *exclude;
+  size_t n_exclude;
+} tolk_quantize_params;
+
+tolk_quantize_params tolk_quantize_default_params(void);
+
+typedef struct tolk_quantize_summary {
+  size_t quantized;        /* nodes quantized */
+  size_t skipped;          /* nodes of the op types left as they were (reported with why) */
+  uint64_t bytes_before, bytes_after;
+} tolk_quantize_summary;
+
+/* Quantizes the model at `in_path` into `out_path` (which may not be the
+ * same file). Each node of the op types is passed to `report` (may be NULL)
+ * as one line: "quantized MatMul 'NAME' (B 'W' 64x128)" or "skipped MatMul
+ * 'NAME': why". The output is written to a temporary file beside
+ * `out_path`, synced and renamed, so it is complete or absent. Fails with
+ * TOLK_ERR_NOT_FOUND when nothing could be quantized (no output written),
+ * TOLK_ERR_UNSUPPORTED for models with external data or an ai.onnx opset
+ * below 10, the loader's statuses for files that are not models, and
+ * TOLK_ERR_IO when the output cannot be written. */
+tolk_status tolk_model_quantize(const char *in_path, const char *out_path,
+                                tolk_quantize_params params, tolk_report_fn report, void *user,
+                                tolk_quantize_summary *out, tolk_error *err);
+
 /* ------------------------------------------------------------------ tensors and sessions
  * (src/exec/: owned by the execution engine) */
 
