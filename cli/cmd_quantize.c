@@ -21,7 +21,7 @@ enum { OPT_PER_CHANNEL, OPT_REDUCE_RANGE, OPT_OP_TYPES, OPT_EXCLUDE, OPT_QUIET }
 static const struct cli_option options[] = {
     [OPT_PER_CHANNEL] = {"per-channel", 0, NULL, "a scale per column of each MatMul weight (default: per tensor)"},
     [OPT_REDUCE_RANGE] = {"reduce-range", 0, NULL, "MatMul weights in [-64, 64] (7 bits), as ORT's reduce_range"},
-    [OPT_OP_TYPES] = {"op-types", 0, "LIST", "the op types to quantize, of MatMul,Gather (default: both)"},
+    [OPT_OP_TYPES] = {"op-types", 0, "LIST", "the op types to quantize, of MatMul,Gather,Transpose (default: all)"},
     [OPT_EXCLUDE] = {"exclude", 0, "NODE", "leave the node named NODE as it is (repeatable)"},
     [OPT_QUIET] = {"quiet", 'q', NULL, "print only each graph's summary"},
     {NULL, 0, NULL, NULL},
@@ -31,7 +31,8 @@ static const struct cli_verb verb = {
     "quantize", "[options] IN.onnx OUT.onnx | IN_DIR OUT_DIR",
     "Quantizes a model dynamically to int8 in ONNX Runtime's quantize_dynamic form:\n"
     "MatMul weights to int8 with DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul,\n"
-    "Gather data (embeddings) to uint8 with DequantizeLinear; subgraphs included.\n"
+    "Gather data (embeddings) to uint8 with DequantizeLinear, and a Transpose of such\n"
+    "a weight (a tied LM head) moving the quantized tensor; subgraphs included.\n"
     "Everything else is copied byte for byte. Given folders, each X.onnx of IN_DIR\n"
     "(not already *_quantized) becomes OUT_DIR/X_quantized.onnx. Outputs are written\n"
     "to a temporary file and renamed: complete or absent.",
@@ -39,7 +40,7 @@ static const struct cli_verb verb = {
 
 struct q_opts {
   tolk_quantize_params p;
-  const char *op_types[2];
+  const char *op_types[3];
   const char **exclude;
   bool quiet;
 };
@@ -91,18 +92,19 @@ static int quantize_folder(const char *in, const char *out, const struct q_opts 
   return rc;
 }
 
-/* --op-types: a comma-separated list of MatMul and Gather. */
+/* --op-types: a comma-separated list of MatMul, Gather and Transpose. */
 static int parse_op_types(const struct cli_args *a, struct q_opts *o) {
+  static const char *const known[] = {"MatMul", "Gather", "Transpose"};
   const char *s = a->value;
   size_t n = 0;
   while (*s) {
-    size_t len = strcspn(s, ",");
-    const char *known = len == 6 && !strncmp(s, "MatMul", 6) ? "MatMul" : len == 6 && !strncmp(s, "Gather", 6) ? "Gather" : NULL;
-    if (!known || n == 2) return cli_bad_value(a, "a list of MatMul and Gather, such as MatMul,Gather");
-    o->op_types[n++] = known;
+    size_t len = strcspn(s, ","), k = 0;
+    while (k < 3 && (strlen(known[k]) != len || strncmp(s, known[k], len))) k++;
+    if (k == 3 || n == 3) return cli_bad_value(a, "a list of MatMul, Gather and Transpose");
+    o->op_types[n++] = known[k];
     s += len + (s[len] == ',');
   }
-  if (!n) return cli_bad_value(a, "a list of MatMul and Gather, such as MatMul,Gather");
+  if (!n) return cli_bad_value(a, "a list of MatMul, Gather and Transpose");
   o->p.op_types = o->op_types;
   o->p.n_op_types = n;
   return 0;

@@ -346,7 +346,9 @@ tolk_initializer_info tolk_value_initializer(const tolk_value *value);
  *    and graph) → MatMulInteger → Cast → Mul by the product of the scales;
  *  - Gather whose data is a float initializer (embeddings): the data becomes
  *    uint8 with a scale and zero point from its range, and a
- *    DequantizeLinear follows the Gather.
+ *    DequantizeLinear follows the Gather;
+ *  - Transpose of a weight quantized (per tensor) for another node: it moves
+ *    the quantized tensor, a DequantizeLinear follows (a tied LM head).
  * Subgraphs (If, Loop, Scan bodies) are quantized too; a weight living in
  * an enclosing graph gets its quantized form there. Everything else in the
  * file is copied byte for byte (fields tolk does not know included); an
@@ -354,7 +356,7 @@ tolk_initializer_info tolk_value_initializer(const tolk_value *value);
 typedef struct tolk_quantize_params {
   int per_channel;  /* MatMul weights: a scale per column of B */
   int reduce_range; /* MatMul weights in [-64, 64] (7 bits), as ORT's reduce_range */
-  /* Op types to quantize, of "MatMul" and "Gather"; NULL: both. */
+  /* Op types to quantize, of "MatMul", "Gather" and "Transpose"; NULL: all. */
   const char *const *op_types;
   size_t n_op_types;
   /* Names of nodes left as they are. */

@@ -70,10 +70,7 @@ static bool add_graphs(struct qctx *c, const struct ir_graph *g, size_t *k) {
   q->home = tolk_arena_array(a, nv, sizeof *q->home);
   c->uses[*k - 1] = tolk_arena_array(a, nv, sizeof **c->uses);
   if (!q->action || !q->weight || !q->dql || !q->drop || !q->home || !c->uses[*k - 1]) return false;
-  memset(q->action, 0, nn * sizeof *q->action);
-  memset(q->weight, 0, nn * sizeof *q->weight);
-  memset(q->drop, 0, nv * sizeof *q->drop);
-  memset(c->uses[*k - 1], 0, nv * sizeof **c->uses);
+  /* Arena memory comes zeroed: no action, no drops, no uses yet. */
   for (size_t i = 0; i < g->n_nodes; i++)
     for (size_t at = 0; at < g->nodes[i]->n_attrs; at++)
       for (size_t j = 0; j < ir_attr_n_graphs(&g->nodes[i]->attrs[at]); j++) {
@@ -214,7 +211,6 @@ static struct qweight *weight_for(struct qctx *c, const struct ir_value *w, enum
   }
   struct qweight *qw = tolk_arena_alloc(c->plan.arena, sizeof *qw);
   if (!qw) return NULL;
-  memset(qw, 0, sizeof *qw);
   qw->w = w;
   qw->kind = kind;
   if (!quantize_weight(c, qw)) return NULL;
