@@ -368,7 +368,8 @@ tolk_quantize_params tolk_quantize_default_params(void);
 
 typedef struct tolk_quantize_summary {
   size_t quantized;        /* nodes quantized */
-  size_t skipped;          /* nodes of the op types left as they were (reported with why) */
+  size_t skipped;          /* MatMuls, and Gathers of an initializer, left as they were
+                              (each reported with why) */
   uint64_t bytes_before, bytes_after;
 } tolk_quantize_summary;
 

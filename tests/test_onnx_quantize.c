@@ -107,7 +107,10 @@ static void check_initializer(const char *what, const struct ir_graph *g, const 
   for (int i = 0; i < t->rank && i < cJSON_GetArraySize(dims); i++)
     CHECK_MSG(t->dims[i] == (int64_t)cJSON_GetArrayItem(dims, i)->valuedouble, "%s: %s: dim %d", what, name, i);
   for (int i = 0; values && i < cJSON_GetArraySize(values) && i < t->numel; i++) {
-    double got = t->dtype == TOLK_FLOAT ? ((const float *)t->data)[i]
+    /* Initializers may lie misaligned in the mapping (ir_tensor.misaligned). */
+    float fv;
+    if (t->dtype == TOLK_FLOAT) memcpy(&fv, (const uint8_t *)t->data + 4 * i, 4);
+    double got = t->dtype == TOLK_FLOAT ? fv
                  : t->dtype == TOLK_INT8 ? ((const int8_t *)t->data)[i] : ((const uint8_t *)t->data)[i];
     CHECK_MSG(got == cJSON_GetArrayItem(values, i)->valuedouble, "%s: %s[%d] = %.9g, ORT %.9g", what, name, i, got,
               cJSON_GetArrayItem(values, i)->valuedouble);

@@ -152,8 +152,9 @@ static bool quantize_weight(struct qctx *c, struct qweight *qw) {
   int64_t cols = t->rank == 2 ? t->dims[1] : 1, n = t->numel;
   int qmin = matmul ? (c->params->reduce_range ? -64 : -127) : 0;
   int qmax = matmul ? (c->params->reduce_range ? 64 : 127) : 255;
+  qw->per_column = per_col;
   qw->n_scale = per_col ? (size_t)cols : 1;
-  qw->q = tolk_arena_alloc(c->plan.arena, (size_t)n ? (size_t)n : 1);
+  qw->q = tolk_arena_alloc(c->plan.arena, (size_t)n);
   qw->scale = tolk_arena_array(c->plan.arena, qw->n_scale, sizeof *qw->scale);
   qw->zp = tolk_arena_alloc(c->plan.arena, qw->n_scale);
   if (!qw->q || !qw->scale || !qw->zp) return false;
@@ -165,7 +166,7 @@ static bool quantize_weight(struct qctx *c, struct qweight *qw) {
       hi = fmaxf(hi, elem(t, i));
     }
     int zp;
-    scale_zp(n ? lo : 0, n ? hi : 0, qmin, qmax, matmul, &qw->scale[s], &zp);
+    scale_zp(lo, hi, qmin, qmax, matmul, &qw->scale[s], &zp);
     qw->zp[s] = (uint8_t)zp;
     for (int64_t i = per_col ? (int64_t)s : 0; i < n; i += step)
       ((uint8_t *)qw->q)[i] = (uint8_t)quantize_value(elem(t, i), qw->scale[s], zp, qmin, qmax);
@@ -194,7 +195,8 @@ static const char *why_not(const struct qctx *c, const struct ir_node *n, enum q
   if ((*w)->flags & IR_VALUE_GRAPH_INPUT) return "the weight is also a graph input (it may be overridden)";
   if (t->dtype != TOLK_FLOAT) return "the weight is not float";
   if (kind == Q_MATMUL && t->rank != 2) return "B is not a matrix";
-  if (!t->data && t->numel) return "the weight's data is not loaded";
+  if (!t->numel) return "the weight is empty";
+  if (!t->data) return "the weight's data is not loaded";
   return NULL;
 }
 
@@ -279,7 +281,7 @@ static void plan_transposes(struct qctx *c) {
         continue;
       const struct qgraph *home = qplan_graph(&c->plan, n->inputs[0]->graph);
       for (size_t h = 0; home && h < home->n_home; h++) {
-        if (home->home[h]->w != n->inputs[0] || home->home[h]->n_scale != 1) continue;
+        if (home->home[h]->w != n->inputs[0] || home->home[h]->per_column) continue;
         q->action[k] = Q_TRANSPOSE;
         q->weight[k] = home->home[h];
         c->sum->quantized++;

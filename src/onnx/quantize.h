@@ -23,6 +23,7 @@ struct qweight {
   float *scale;             /* n_scale entries */
   uint8_t *zp;              /* n_scale entries (int8 or uint8 bits) */
   size_t n_scale;
+  bool per_column;          /* n_scale is B's column count (a 1-D scale) */
 };
 
 /* What happens to one graph of the model. */

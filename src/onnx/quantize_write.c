@@ -103,7 +103,7 @@ static void weight_initializers(struct pbw *b, const struct qweight *q) {
   bool matmul = q->kind == Q_MATMUL;
   int32_t qtype = matmul ? TOLK_INT8 : TOLK_UINT8;
   int64_t n = (int64_t)q->n_scale;
-  int rank = q->n_scale > 1 ? 1 : 0;
+  int rank = q->per_column ? 1 : 0;
   new_initializer(b, q->w->name, "_quantized", qtype, t->dims, t->rank, q->q, (size_t)t->numel);
   new_initializer(b, q->w->name, "_scale", TOLK_FLOAT, &n, rank, q->scale, q->n_scale * sizeof(float));
   new_initializer(b, q->w->name, "_zero_point", qtype, &n, rank, q->zp, q->n_scale);
