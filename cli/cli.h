@@ -29,6 +29,8 @@ int cmd_detokenize(int argc, char **argv);
 int cmd_translate(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
 
 /* The model folder a verb uses when given no -m: $TOLK_MODEL, else the
  * bundled demo model (models/demo-en-zh of the source tree this binary was
@@ -36,6 +38,12 @@ int cmd_serve(int argc, char **argv);
  * *why to where it came from ("$TOLK_MODEL", "bundled default"). NULL when
  * there is none. */
 const char *cli_default_model(const char **why);
+
+/* The sentences `tolk doctor` times when given no --sentences:
+ * models/doctor-sentences.txt of the source tree this binary was built
+ * from, then the installed copy under <datadir>/tolk/. NULL when neither
+ * is there. */
+const char *cli_default_sentences(void);
 
 /* Parses all of s as a decimal integer in [lo, hi] into *out; false (out
  * untouched) for anything else: empty, trailing text, overflow, out of range. */

@@ -18,6 +18,8 @@ static const struct cli_command commands[] = {
     {"run", "run a model on .npy/.pb inputs; compare, save and time outputs", cmd_run},
     {"translate", "translate English text to Chinese with a Marian model", cmd_translate},
     {"info", "describe a translation model folder: files, sizes, languages", cmd_info},
+    {"quantize", "quantize a model to int8 as ONNX Runtime's quantize_dynamic does", cmd_quantize},
+    {"doctor", "check a model folder before a release: integrity, graphs, latency, memory", cmd_doctor},
     {"serve", "serve translation over HTTP (LibreTranslate, DeepL and native APIs)", cmd_serve},
     {NULL, NULL, NULL},
 };
@@ -47,6 +49,14 @@ const char *cli_default_model(const char **why) {
   *why = "bundled default";
   for (size_t i = 0; i < sizeof bundled / sizeof *bundled; i++)
     if (stat(bundled[i], &st) == 0 && S_ISDIR(st.st_mode)) return bundled[i];
+  return NULL;
+}
+
+const char *cli_default_sentences(void) {
+  static const char *const bundled[] = {TOLK_SOURCE_SENTENCES, TOLK_INSTALLED_SENTENCES};
+  struct stat st;
+  for (size_t i = 0; i < sizeof bundled / sizeof *bundled; i++)
+    if (stat(bundled[i], &st) == 0 && S_ISREG(st.st_mode)) return bundled[i];
   return NULL;
 }
 

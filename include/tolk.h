@@ -113,6 +113,24 @@ const char *tolk_dtype_name(tolk_dtype dtype);
  * past BFLOAT16 (no tensors of them can be created) and unknown types. */
 size_t tolk_dtype_size(tolk_dtype dtype);
 
+/* ------------------------------------------------------------------ CPU
+ * (src/kern/cpu.c) What the kernel dispatcher picked on this machine, for
+ * tools that report it (`tolk doctor`): detected once, as the kernels do. */
+typedef struct tolk_cpu_info {
+  const char *model;     /* the CPU's brand string; "" when unknown */
+  const char *features;  /* the features the dispatcher looks at that this CPU
+                            has, space-separated ("avx2 fma f16c") */
+  const char *float_isa; /* tier of the float GEMM and vector math:
+                            "avx512", "avx2" or "scalar" */
+  const char *int8_isa;  /* tier of the int8 GEMM: "avx2" or "scalar" */
+  const char *best_isa;  /* the best float tier this CPU and build support */
+  const char *forced;    /* $TOLK_ISA when set (it forces a tier), else NULL */
+  int cores;             /* online processors: the default thread count */
+} tolk_cpu_info;
+
+/* Strings are static storage. */
+tolk_cpu_info tolk_cpu_describe(void);
+
 /* ------------------------------------------------------------------ models */
 
 /* A loaded ONNX model: the file is memory-mapped and initializers point into
@@ -317,6 +335,57 @@ typedef struct tolk_initializer_info {
 /* For a value flagged TOLK_VALUE_INITIALIZER; for any other value (or NULL)
  * dtype TOLK_UNDEFINED, rank -1, NULL pointers and 0. */
 tolk_initializer_info tolk_value_initializer(const tolk_value *value);
+
+/* ------------------------------------------------------------------ quantization
+ * (src/onnx/quantize.c) Dynamic int8 quantization in the form of ONNX
+ * Runtime's quantize_dynamic (QInt8 weights, MatMulConstBOnly,
+ * EnableSubgraph), node for node and weight for weight:
+ *  - MatMul whose B is a float initializer of rank 2: B becomes B_quantized
+ *    (int8, symmetric: zero point 0, scale max|B|/127, or max|B|/64 with
+ *    reduce_range; one scale per tensor, or per column of B with
+ *    per_channel) and the node DynamicQuantizeLinear(A) (one per activation
+ *    and graph) → MatMulInteger → Cast → Mul by the product of the scales;
+ *  - Gather whose data is a float initializer (embeddings): the data becomes
+ *    uint8 with a scale and zero point from its range, and a
+ *    DequantizeLinear follows the Gather;
+ *  - Transpose of a weight quantized (per tensor) for another node: it moves
+ *    the quantized tensor, a DequantizeLinear follows (a tied LM head).
+ * Subgraphs (If, Loop, Scan bodies) are quantized too; a weight living in
+ * an enclosing graph gets its quantized form there. Everything else in the
+ * file is copied byte for byte (fields tolk does not know included); an
+ * initializer no reader needs any more is dropped. */
+typedef struct tolk_quantize_params {
+  int per_channel;  /* MatMul weights: a scale per column of B */
+  int reduce_range; /* MatMul weights in [-64, 64] (7 bits), as ORT's reduce_range */
+  /* Op types to quantize, of "MatMul", "Gather" and "Transpose"; NULL: all. */
+  const char *const *op_types;
+  size_t n_op_types;
+  /* Names of nodes left as they are. */
+  const char *const *exclude;
+  size_t n_exclude;
+} tolk_quantize_params;
+
+tolk_quantize_params tolk_quantize_default_params(void);
+
+typedef struct tolk_quantize_summary {
+  size_t quantized;        /* nodes quantized */
+  size_t skipped;          /* MatMuls, and Gathers of an initializer, left as they were
+                              (each reported with why) */
+  uint64_t bytes_before, bytes_after;
+} tolk_quantize_summary;
+
+/* Quantizes the model at `in_path` into `out_path` (which may not be the
+ * same file). Each node of the op types is passed to `report` (may be NULL)
+ * as one line: "quantized MatMul 'NAME' (B 'W' 64x128)" or "skipped MatMul
+ * 'NAME': why". The output is written to a temporary file beside
+ * `out_path`, synced and renamed, so it is complete or absent. Fails with
+ * TOLK_ERR_NOT_FOUND when nothing could be quantized (no output written),
+ * TOLK_ERR_UNSUPPORTED for models with external data or an ai.onnx opset
+ * below 10, the loader's statuses for files that are not models, and
+ * TOLK_ERR_IO when the output cannot be written. */
+tolk_status tolk_model_quantize(const char *in_path, const char *out_path,
+                                tolk_quantize_params params, tolk_report_fn report, void *user,
+                                tolk_quantize_summary *out, tolk_error *err);
 
 /* ------------------------------------------------------------------ tensors and sessions
  * (src/exec/: owned by the execution engine) */
@@ -803,6 +872,34 @@ tolk_status tolk_translator_translate_text(const tolk_translator *tr, const char
                                            const char *tag, const tolk_generate_params *params,
                                            tolk_text_translation *out, tolk_error *err);
 void tolk_text_translation_free(tolk_text_translation *t);
+
+/* ------------------------------------------------------------------ checksums
+ * (src/mt/verify.c) Files against recorded checksums, every file listed —
+ * not only those a translator reads — as a release check (`tolk doctor`)
+ * wants. Each file that fails is passed to `report` (may be NULL) as one
+ * line starting with its path: "PATH: missing", "PATH: 1234 bytes, the list
+ * says 1235", "PATH: sha256 X, the list says Y". */
+typedef struct tolk_verify_summary {
+  size_t files;  /* files listed */
+  size_t failed; /* of them: missing, unreadable, of another size or sha256 */
+  int found;     /* 0: tolk_manifest_check found no tolk-manifest.json */
+} tolk_verify_summary;
+
+/* Checks the files model_dir/tolk-manifest.json lists. A folder without a
+ * manifest is not an error: *out says found = 0. Returns TOLK_OK when the
+ * list could be read, whatever the files' verdict (see *out);
+ * TOLK_ERR_MALFORMED for a manifest that is not one (an entry without path
+ * or sha256, a path leaving the folder), TOLK_ERR_NOT_FOUND for a missing
+ * folder. */
+tolk_status tolk_manifest_check(const char *model_dir, tolk_report_fn report, void *user,
+                                tolk_verify_summary *out, tolk_error *err);
+
+/* Checks the files a list in `sha256sum` format names ("HEX  NAME" or
+ * "HEX *NAME" a line; relative names are looked up in the list's folder).
+ * As tolk_manifest_check otherwise; a line of another form is
+ * TOLK_ERR_MALFORMED naming its line number. */
+tolk_status tolk_checksums_check(const char *sums_path, tolk_report_fn report, void *user,
+                                 tolk_verify_summary *out, tolk_error *err);
 
 #ifdef __cplusplus
 }

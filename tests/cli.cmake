@@ -5,7 +5,7 @@
 # The options are parsed before any model is opened, so no model is needed.
 set(_cnn ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/simple-cnn/model.onnx)
 
-foreach(verb inspect check info tokenize detokenize run translate serve)
+foreach(verb inspect check info tokenize detokenize run translate serve doctor quantize)
   tolk_cli_test(cli_help_${verb} stdout 0 "^usage: tolk ${verb} " "^  -h, --help +this text$" -- ${verb} --help)
   tolk_usage_error_test(cli_usage_${verb}_unknown ${verb} "unknown option '--bogus'" --bogus x)
 endforeach()

@@ -603,8 +603,8 @@ def _import_export():
 
 
 def export_into(model_dir: Path, out_dir: Path):
-    """Run tools/export.py (the user tool itself) into a temporary folder, then move the ONNX files and
-    tolk-manifest.json next to the model's own files."""
+    """Run tools/export.py (the user tool itself) into a temporary folder, then move the ONNX files,
+    special_tokens_map.json and tolk-manifest.json next to the model's own files."""
     import tempfile
     exp = _import_export()
     with tempfile.TemporaryDirectory(prefix="tolk-fixture-export-") as tmp:
@@ -612,7 +612,8 @@ def export_into(model_dir: Path, out_dir: Path):
         if rc != 0:
             raise SystemExit(f"tools/export.py failed with status {rc}")
         for f in sorted(Path(tmp).iterdir()):
-            if f.suffix == ".onnx" or f.name == "tolk-manifest.json":
+            # special_tokens_map.json is written by the export and listed in its manifest.
+            if f.suffix == ".onnx" or f.name in ("tolk-manifest.json", "special_tokens_map.json"):
                 shutil.copyfile(f, out_dir / f.name)
 
 

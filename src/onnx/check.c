@@ -298,6 +298,17 @@ static void check_node(struct checker *k, const struct ir_graph *g, const struct
   }
 }
 
+/* Whether `outer`, a value of a graph enclosing g, is in scope where g is
+ * defined. onnx.checker adds a node's outputs to the scope after checking
+ * the node's subgraphs, so only inputs, initializers and outputs of the
+ * nodes before the one holding g (at that graph's level) are: a branch may
+ * name its outputs as its If names its own, as Optimum's merged decoders do. */
+static bool in_scope_at(const struct ir_graph *g, const struct ir_value *outer) {
+  const struct ir_node *owner = g->owner;
+  while (owner && owner->graph != outer->graph) owner = owner->graph->owner;
+  return !owner || !outer->producer || outer->producer->index < owner->index;
+}
+
 static void check_graph(struct checker *k, const struct ir_graph *g, const char *path,
                         const struct scope *sc, bool is_main) {
   char d1[256], d2[256], w[512];
@@ -314,7 +325,7 @@ static void check_graph(struct checker *k, const struct ir_graph *g, const char 
       continue;
     }
     const struct ir_value *outer = g->parent ? ir_lookup(g->parent, v->name) : NULL;
-    if (outer && !(outer->flags & IR_VALUE_UNDEFINED))
+    if (outer && !(outer->flags & IR_VALUE_UNDEFINED) && in_scope_at(g, outer))
       problem(k, gpath, "name '%s' (%s) shadows a value of an enclosing graph", v->name,
               definer(v, d1, sizeof d1));
   }

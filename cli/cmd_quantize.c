@@ -1,0 +1,141 @@
+/*
+ * cmd_quantize.c — `tolk quantize IN.onnx OUT.onnx` or `tolk quantize
+ * IN_DIR OUT_DIR`: dynamic int8 quantization as ONNX Runtime's
+ * quantize_dynamic does it (tolk_model_quantize in tolk.h), for one graph or
+ * for every graph of a model folder (each X.onnx to OUT_DIR/X_quantized.onnx).
+ * Prints what was quantized and skipped, with why, and the sizes.
+ * Exit status: 0 done, 2 bad usage or a graph that could not be quantized
+ * (no output left behind for it).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+enum { OPT_PER_CHANNEL, OPT_REDUCE_RANGE, OPT_OP_TYPES, OPT_EXCLUDE, OPT_QUIET };
+
+static const struct cli_option options[] = {
+    [OPT_PER_CHANNEL] = {"per-channel", 0, NULL, "a scale per column of each MatMul weight (default: per tensor)"},
+    [OPT_REDUCE_RANGE] = {"reduce-range", 0, NULL, "MatMul weights in [-64, 64] (7 bits), as ORT's reduce_range"},
+    [OPT_OP_TYPES] = {"op-types", 0, "LIST", "the op types to quantize, of MatMul,Gather,Transpose (default: all)"},
+    [OPT_EXCLUDE] = {"exclude", 0, "NODE", "leave the node named NODE as it is (repeatable)"},
+    [OPT_QUIET] = {"quiet", 'q', NULL, "print only each graph's summary"},
+    {NULL, 0, NULL, NULL},
+};
+
+static const struct cli_verb verb = {
+    "quantize", "[options] IN.onnx OUT.onnx | IN_DIR OUT_DIR",
+    "Quantizes a model dynamically to int8 in ONNX Runtime's quantize_dynamic form:\n"
+    "MatMul weights to int8 with DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul,\n"
+    "Gather data (embeddings) to uint8 with DequantizeLinear, and a Transpose of such\n"
+    "a weight (a tied LM head) moving the quantized tensor; subgraphs included.\n"
+    "Everything else is copied byte for byte. Given folders, each X.onnx of IN_DIR\n"
+    "(not already *_quantized) becomes OUT_DIR/X_quantized.onnx. Outputs are written\n"
+    "to a temporary file and renamed: complete or absent.",
+    options, "exit status: 0 done, 2 bad usage or a model that could not be quantized", false};
+
+struct q_opts {
+  tolk_quantize_params p;
+  const char *op_types[3];
+  const char **exclude;
+  bool quiet;
+};
+
+static void print_line(void *user, const char *line) {
+  if (!*(const bool *)user) printf("  %s\n", line);
+}
+
+static int quantize_one(const char *in, const char *out, const struct q_opts *o) {
+  tolk_quantize_summary s;
+  tolk_error err;
+  printf("%s -> %s\n", in, out);
+  bool quiet = o->quiet;
+  if (tolk_model_quantize(in, out, o->p, print_line, &quiet, &s, &err)) return cli_fail("quantize", &err);
+  printf("  %zu quantized, %zu skipped; %.2f MB -> %.2f MB (%.0f %%)\n", s.quantized, s.skipped,
+         (double)s.bytes_before / 1e6, (double)s.bytes_after / 1e6,
+         s.bytes_before ? 100.0 * (double)s.bytes_after / (double)s.bytes_before : 0.0);
+  return 0;
+}
+
+static bool ends_with(const char *s, const char *tail) {
+  size_t n = strlen(s), k = strlen(tail);
+  return n >= k && !strcmp(s + n - k, tail);
+}
+
+static int quantize_folder(const char *in, const char *out, const struct q_opts *o) {
+  if (mkdir(out, 0755) && errno != EEXIST) {
+    fprintf(stderr, "tolk quantize: %s: cannot create the folder: %s\n", out, strerror(errno));
+    return 2;
+  }
+  struct dirent **names;
+  int n = scandir(in, &names, NULL, alphasort), rc = 0, done = 0;
+  for (int i = 0; i < n; i++) {
+    const char *f = names[i]->d_name;
+    if (!rc && ends_with(f, ".onnx") && !ends_with(f, "_quantized.onnx")) {
+      char src[8400], dst[8400];
+      snprintf(src, sizeof src, "%s/%s", in, f);
+      snprintf(dst, sizeof dst, "%s/%.*s_quantized.onnx", out, (int)(strlen(f) - 5), f);
+      rc = quantize_one(src, dst, o);
+      done++;
+    }
+    free(names[i]);
+  }
+  if (n >= 0) free(names);
+  if (n < 0 || (!done && !rc)) {
+    fprintf(stderr, "tolk quantize: %s: no .onnx graphs to quantize\n", in);
+    return 2;
+  }
+  return rc;
+}
+
+/* --op-types: a comma-separated list of MatMul, Gather and Transpose. */
+static int parse_op_types(const struct cli_args *a, struct q_opts *o) {
+  static const char *const known[] = {"MatMul", "Gather", "Transpose"};
+  const char *s = a->value;
+  size_t n = 0;
+  while (*s) {
+    size_t len = strcspn(s, ","), k = 0;
+    while (k < 3 && (strlen(known[k]) != len || strncmp(s, known[k], len))) k++;
+    if (k == 3 || n == 3) return cli_bad_value(a, "a list of MatMul, Gather and Transpose");
+    o->op_types[n++] = known[k];
+    s += len + (s[len] == ',');
+  }
+  if (!n) return cli_bad_value(a, "a list of MatMul, Gather and Transpose");
+  o->p.op_types = o->op_types;
+  o->p.n_op_types = n;
+  return 0;
+}
+
+int cmd_quantize(int argc, char **argv) {
+  struct q_opts o = {.p = tolk_quantize_default_params()};
+  o.exclude = calloc((size_t)argc, sizeof *o.exclude);
+  if (!o.exclude) return 2;
+  o.p.exclude = o.exclude;
+  struct cli_args a;
+  int rc = -1;
+  cli_args_init(&a, &verb, argc, argv);
+  for (int opt; rc < 0 && (opt = cli_next(&a)) != CLI_END;) {
+    switch (opt) {
+    case CLI_EXIT: rc = a.status; break;
+    case OPT_PER_CHANNEL: o.p.per_channel = 1; break;
+    case OPT_REDUCE_RANGE: o.p.reduce_range = 1; break;
+    case OPT_OP_TYPES: if (parse_op_types(&a, &o)) rc = 2; break;
+    case OPT_EXCLUDE: o.exclude[o.p.n_exclude++] = a.value; break;
+    case OPT_QUIET: o.quiet = true; break;
+    }
+  }
+  if (rc < 0 && argc - a.first != 2)
+    rc = cli_usage_error(&verb, argc - a.first < 2 ? "needs IN and OUT" : "unexpected argument '%s'", argv[a.first + 2]);
+  if (rc < 0) {
+    const char *in = argv[a.first], *out = argv[a.first + 1];
+    struct stat st;
+    if (stat(in, &st) == 0 && S_ISDIR(st.st_mode)) rc = quantize_folder(in, out, &o);
+    else rc = quantize_one(in, out, &o);
+  }
+  free(o.exclude);
+  return rc;
+}

@@ -1,0 +1,273 @@
+/*
+ * quantize_write.c — the byte half of tolk_model_quantize: walks the
+ * ModelProto as stored and writes it again with the plan (quantize.h)
+ * applied. Every field is copied as read except the ones the plan changes:
+ * a quantized node is replaced by ORT's node pattern in its place, a
+ * dropped initializer (and the graph input or value_info naming it) is
+ * left out, the new initializers go at the end of the graph that held the
+ * weight, and a node holding subgraphs is rewritten around them. A graph
+ * the plan leaves alone therefore comes out byte for byte, and so do the
+ * fields tolk does not know.
+ *
+ * A DynamicQuantizeLinear goes right after the node producing its
+ * activation, in that node's graph (first in the graph for a graph input),
+ * so an activation of an enclosing graph read in a branch is quantized once
+ * there, as ORT does.
+ *
+ * Names follow ORT's quantize_dynamic, so that tools and people who know
+ * its output recognise this one: for MatMul NAME reading A, writing Y with
+ * weight W —
+ *   DynamicQuantizeLinear  A_QuantizeLinear: A -> A_quantized, A_scale, A_zero_point
+ *   Mul                    NAME_quant_scales_mul: A_scale, W_scale -> NAME_quant_scales_mul:0
+ *   MatMulInteger          NAME_quant: A_quantized, W_quantized, A_zero_point, W_zero_point
+ *                          -> Y_output_quantized
+ *   Cast (to float)        Y_output_quantized_cast -> Y_output_quantized_cast_output
+ *   Mul                    NAME_quant_output_scale_mul -> Y
+ * and for Gather NAME reading data W (and a Transpose of a quantized W): the
+ * node reads W_quantized and writes Y_quantized, then DequantizeLinear
+ * Y_DequantizeLinear(Y_quantized, W_scale, W_zero_point) -> Y.
+ */
+#include "quantize.h"
+
+#include <string.h>
+
+/* ModelProto, GraphProto, NodeProto, AttributeProto, TensorProto fields. */
+enum {
+  MODEL_GRAPH = 7,
+  GRAPH_NODE = 1, GRAPH_INITIALIZER = 5, GRAPH_INPUT = 11, GRAPH_VALUE_INFO = 13,
+  NODE_INPUT = 1, NODE_OUTPUT = 2, NODE_NAME = 3, NODE_OP_TYPE = 4, NODE_ATTRIBUTE = 5,
+  ATTR_NAME = 1, ATTR_I = 3, ATTR_G = 6, ATTR_GRAPHS = 11, ATTR_TYPE = 20,
+  TENSOR_DIMS = 1, TENSOR_DATA_TYPE = 2, TENSOR_NAME = 8, TENSOR_RAW_DATA = 9,
+  ATTR_TYPE_INT = 2
+};
+
+struct wctx {
+  struct pbw *b;
+  const struct qplan *plan;
+};
+
+static void rewrite_graph(struct wctx *w, uint32_t field, const uint8_t *p, size_t len, const struct ir_graph *g);
+
+/* A string field made of a name and a suffix. */
+static void name2(struct pbw *b, uint32_t field, const char *name, const char *suffix) {
+  size_t a = strlen(name), s = strlen(suffix);
+  pbw_key(b, field, PB_LEN);
+  pbw_varint(b, a + s);
+  pbw_raw(b, name, a);
+  pbw_raw(b, suffix, s);
+}
+
+/* The name field (number `field`, a string) of the message [p, p+len);
+ * sets *len_out and returns its bytes, or NULL when absent. */
+static const uint8_t *message_name(const uint8_t *p, size_t len, uint32_t field, size_t *len_out) {
+  struct pb r = pb_init(p, len);
+  struct pb_field f;
+  const char *why;
+  while (!pb_eof(&r) && pb_next(&r, &f, &why))
+    if (f.number == field && f.wire == PB_LEN) {
+      *len_out = f.len;
+      return f.data;
+    }
+  return NULL;
+}
+
+/* Whether the message [p, p+len) is named after an initializer of g the
+ * plan drops. */
+static bool names_dropped(const struct wctx *w, const struct ir_graph *g, const uint8_t *p, size_t len,
+                          uint32_t name_field) {
+  size_t n;
+  const uint8_t *name = message_name(p, len, name_field, &n);
+  const struct qgraph *q = qplan_graph(w->plan, g);
+  if (!name || !q) return false;
+  for (size_t i = 0; i < g->n_initializers; i++) {
+    const struct ir_value *v = g->initializers[i];
+    if (q->drop[v->index] && strlen(v->name) == n && !memcmp(v->name, name, n)) return true;
+  }
+  return false;
+}
+
+/* ------------------------------------------------------------ new messages */
+
+static void new_initializer(struct pbw *b, const char *name, const char *suffix, int32_t dtype,
+                            const int64_t *dims, int rank, const void *data, size_t nbytes) {
+  size_t m = pbw_begin(b, GRAPH_INITIALIZER);
+  for (int i = 0; i < rank; i++) pbw_int(b, TENSOR_DIMS, dims[i]);
+  pbw_int(b, TENSOR_DATA_TYPE, dtype);
+  name2(b, TENSOR_NAME, name, suffix);
+  pbw_bytes(b, TENSOR_RAW_DATA, data, nbytes);
+  pbw_end(b, m);
+}
+
+static void weight_initializers(struct pbw *b, const struct qweight *q) {
+  const struct ir_tensor *t = q->w->init;
+  bool matmul = q->kind == Q_MATMUL;
+  int32_t qtype = matmul ? TOLK_INT8 : TOLK_UINT8;
+  int64_t n = (int64_t)q->n_scale;
+  int rank = q->per_column ? 1 : 0;
+  new_initializer(b, q->w->name, "_quantized", qtype, t->dims, t->rank, q->q, (size_t)t->numel);
+  new_initializer(b, q->w->name, "_scale", TOLK_FLOAT, &n, rank, q->scale, q->n_scale * sizeof(float));
+  new_initializer(b, q->w->name, "_zero_point", qtype, &n, rank, q->zp, q->n_scale);
+}
+
+/* One node: op type, name (name + suffix), inputs and outputs as pairs of
+ * (name, suffix), and a Cast's `to` when cast_to > 0. */
+struct part {
+  const char *name, *suffix;
+};
+
+static void new_node(struct pbw *b, const char *op, struct part name, const struct part *in, size_t n_in,
+                     const struct part *out, size_t n_out, int cast_to) {
+  size_t m = pbw_begin(b, GRAPH_NODE);
+  for (size_t i = 0; i < n_in; i++) name2(b, NODE_INPUT, in[i].name, in[i].suffix);
+  for (size_t i = 0; i < n_out; i++) name2(b, NODE_OUTPUT, out[i].name, out[i].suffix);
+  name2(b, NODE_NAME, name.name, name.suffix);
+  pbw_string(b, NODE_OP_TYPE, op);
+  if (cast_to > 0) {
+    size_t a = pbw_begin(b, NODE_ATTRIBUTE);
+    pbw_string(b, ATTR_NAME, "to");
+    pbw_int(b, ATTR_I, cast_to);
+    pbw_int(b, ATTR_TYPE, ATTR_TYPE_INT);
+    pbw_end(b, a);
+  }
+  pbw_end(b, m);
+}
+
+/* The DynamicQuantizeLinear nodes of graph q placed after node `after`
+ * (-1: before the first node). */
+static void dql_nodes(struct pbw *b, const struct qgraph *q, int after) {
+  for (size_t i = 0; i < q->n_dql; i++) {
+    const struct ir_value *v = q->dql[i];
+    if ((v->producer ? v->producer->index : -1) != after) continue;
+    const char *x = v->name;
+    struct part in[] = {{x, ""}}, out[] = {{x, "_quantized"}, {x, "_scale"}, {x, "_zero_point"}};
+    new_node(b, "DynamicQuantizeLinear", (struct part){x, "_QuantizeLinear"}, in, 1, out, 3, 0);
+  }
+}
+
+static void matmul_pattern(struct pbw *b, const struct ir_node *n, const struct qweight *q) {
+  const char *x = n->inputs[0]->name, *y = n->outputs[0]->name, *w = q->w->name, *nm = n->name;
+  struct part s_in[] = {{x, "_scale"}, {w, "_scale"}}, s_out[] = {{nm, "_quant_scales_mul:0"}};
+  new_node(b, "Mul", (struct part){nm, "_quant_scales_mul"}, s_in, 2, s_out, 1, 0);
+  struct part m_in[] = {{x, "_quantized"}, {w, "_quantized"}, {x, "_zero_point"}, {w, "_zero_point"}};
+  struct part m_out[] = {{y, "_output_quantized"}};
+  new_node(b, "MatMulInteger", (struct part){nm, "_quant"}, m_in, 4, m_out, 1, 0);
+  struct part c_in[] = {{y, "_output_quantized"}}, c_out[] = {{y, "_output_quantized_cast_output"}};
+  new_node(b, "Cast", (struct part){y, "_output_quantized_cast"}, c_in, 1, c_out, 1, TOLK_FLOAT);
+  struct part o_in[] = {{y, "_output_quantized_cast_output"}, {nm, "_quant_scales_mul:0"}}, o_out[] = {{y, ""}};
+  new_node(b, "Mul", (struct part){nm, "_quant_output_scale_mul"}, o_in, 2, o_out, 1, 0);
+}
+
+/* A Gather or Transpose as stored with its data input and its output
+ * renamed to the quantized forms, then the DequantizeLinear back to its
+ * output. */
+static void direct_pattern(struct pbw *b, const uint8_t *p, size_t len, const struct ir_node *n,
+                           const struct qweight *q) {
+  const char *y = n->outputs[0]->name, *w = q->w->name;
+  struct pb r = pb_init(p, len);
+  struct pb_field f;
+  const char *why;
+  int n_in = 0;
+  size_t m = pbw_begin(b, GRAPH_NODE);
+  while (!pb_eof(&r)) {
+    const uint8_t *start = r.p;
+    if (!pb_next(&r, &f, &why)) break; /* the loader read it: cannot happen */
+    if (f.number == NODE_INPUT && f.wire == PB_LEN && n_in++ == 0) name2(b, NODE_INPUT, w, "_quantized");
+    else if (f.number == NODE_OUTPUT && f.wire == PB_LEN) name2(b, NODE_OUTPUT, y, "_quantized");
+    else pbw_copy(b, start, r.p);
+  }
+  pbw_end(b, m);
+  struct part in[] = {{y, "_quantized"}, {w, "_scale"}, {w, "_zero_point"}}, out[] = {{y, ""}};
+  new_node(b, "DequantizeLinear", (struct part){y, "_DequantizeLinear"}, in, 3, out, 1, 0);
+}
+
+/* ------------------------------------------------------------ rewriting */
+
+/* An AttributeProto of node n, its subgraphs rewritten. */
+static void rewrite_attribute(struct wctx *w, const uint8_t *p, size_t len, const struct ir_node *n) {
+  size_t name_len;
+  const uint8_t *name = message_name(p, len, ATTR_NAME, &name_len);
+  const struct ir_attr *a = NULL;
+  for (size_t i = 0; name && i < n->n_attrs; i++)
+    if (strlen(n->attrs[i].name) == name_len && !memcmp(n->attrs[i].name, name, name_len)) a = &n->attrs[i];
+  struct pb r = pb_init(p, len);
+  struct pb_field f;
+  const char *why;
+  size_t j = 0;
+  size_t m = pbw_begin(w->b, NODE_ATTRIBUTE);
+  while (!pb_eof(&r)) {
+    const uint8_t *start = r.p;
+    if (!pb_next(&r, &f, &why)) break;
+    const struct ir_graph *g = NULL;
+    if (a && f.wire == PB_LEN && f.number == ATTR_G) g = ir_attr_graph(a, 0);
+    if (a && f.wire == PB_LEN && f.number == ATTR_GRAPHS) g = ir_attr_graph(a, j++);
+    if (g) rewrite_graph(w, f.number, f.data, f.len, g);
+    else pbw_copy(w->b, start, r.p);
+  }
+  pbw_end(w->b, m);
+}
+
+static bool has_subgraphs(const struct ir_node *n) {
+  for (size_t i = 0; i < n->n_attrs; i++)
+    if (ir_attr_n_graphs(&n->attrs[i])) return true;
+  return false;
+}
+
+static void rewrite_node(struct wctx *w, const uint8_t *p, size_t len, const struct ir_node *n) {
+  struct pb r = pb_init(p, len);
+  struct pb_field f;
+  const char *why;
+  size_t m = pbw_begin(w->b, GRAPH_NODE);
+  while (!pb_eof(&r)) {
+    const uint8_t *start = r.p;
+    if (!pb_next(&r, &f, &why)) break;
+    if (f.number == NODE_ATTRIBUTE && f.wire == PB_LEN) rewrite_attribute(w, f.data, f.len, n);
+    else pbw_copy(w->b, start, r.p);
+  }
+  pbw_end(w->b, m);
+}
+
+static void rewrite_graph(struct wctx *w, uint32_t field, const uint8_t *p, size_t len, const struct ir_graph *g) {
+  const struct qgraph *q = qplan_graph(w->plan, g);
+  struct pb r = pb_init(p, len);
+  struct pb_field f;
+  const char *why;
+  size_t k = 0;
+  size_t m = pbw_begin(w->b, field);
+  while (!pb_eof(&r)) {
+    const uint8_t *start = r.p;
+    if (!pb_next(&r, &f, &why)) break;
+    bool is_len = f.wire == PB_LEN;
+    if (is_len && f.number == GRAPH_NODE && k < g->n_nodes) {
+      size_t i = k++;
+      const struct ir_node *n = g->nodes[i];
+      if (i == 0) dql_nodes(w->b, q, -1);
+      if (q->action[i] == Q_MATMUL) matmul_pattern(w->b, n, q->weight[i]);
+      else if (q->action[i]) direct_pattern(w->b, f.data, f.len, n, q->weight[i]);
+      else if (has_subgraphs(n)) rewrite_node(w, f.data, f.len, n);
+      else pbw_copy(w->b, start, r.p);
+      dql_nodes(w->b, q, (int)i);
+    } else if (is_len && f.number == GRAPH_INITIALIZER && names_dropped(w, g, f.data, f.len, TENSOR_NAME)) {
+      continue;
+    } else if (is_len && (f.number == GRAPH_INPUT || f.number == GRAPH_VALUE_INFO) &&
+               names_dropped(w, g, f.data, f.len, 1)) {
+      continue;
+    } else {
+      pbw_copy(w->b, start, r.p);
+    }
+  }
+  for (size_t i = 0; i < q->n_home; i++) weight_initializers(w->b, q->home[i]);
+  pbw_end(w->b, m);
+}
+
+void quantize_write(struct pbw *b, const tolk_model *m, const struct qplan *p) {
+  struct wctx w = {b, p};
+  struct pb r = pb_init(m->map, m->map_size);
+  struct pb_field f;
+  const char *why;
+  while (!pb_eof(&r)) {
+    const uint8_t *start = r.p;
+    if (!pb_next(&r, &f, &why)) break;
+    if (f.number == MODEL_GRAPH && f.wire == PB_LEN) rewrite_graph(&w, MODEL_GRAPH, f.data, f.len, m->ir.graph);
+    else pbw_copy(b, start, r.p);
+  }
+}
