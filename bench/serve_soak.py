@@ -156,6 +156,14 @@ def main():
     base = icpt + slope * xs[0]
     growth_run = 100 * slope * (xs[-1] - xs[0]) / base
     growth_24h = 100 * slope * 86400 / base
+    # The floor: each minute's lowest RSS. Bursts of load lift RSS for a while and the trims bring it
+    # back; a leak lifts the floor too. Reported beside the plain fit, which decides.
+    minutes = {}
+    for x, y in zip(xs, ys):
+        minutes.setdefault(int(x // 60), []).append((x, y))
+    floor = [min(v, key=lambda p: p[1]) for _, v in sorted(minutes.items()) if len(v) > 1]
+    fslope, ficpt = fit([p[0] for p in floor], [p[1] for p in floor]) if len(floor) > 2 else (0.0, base)
+    fbase = ficpt + fslope * floor[0][0] if floor else base
     anon = [s["anon_mb"] for s in warm]
     aslope, aicpt = fit(xs, anon)
     abase = aicpt + aslope * xs[0]
@@ -177,6 +185,9 @@ def main():
                    anon_growth_run_pct=round(100 * aslope * (xs[-1] - xs[0]) / abase, 3),
                    file_warm_mb=warm[0]["file_mb"], file_end_mb=warm[-1]["file_mb"], file_mapped_mb=round(file_max, 1),
                    rss_bound_24h_pct=round(bound_24h, 2),
+                   rss_floor_slope_mb_per_h=round(fslope * 3600, 3),
+                   rss_floor_growth_run_pct=round(100 * fslope * (xs[-1] - xs[0]) / fbase, 3),
+                   rss_floor_growth_24h_pct=round(100 * fslope * 86400 / fbase, 2),
                    heap_used_warm_end_mb=[warm[0]["heap_used_mb"], warm[-1]["heap_used_mb"]],
                    heap_free_warm_end_mb=[warm[0]["heap_free_mb"], warm[-1]["heap_free_mb"]],
                    fds_min_max=[min(fds), max(fds)], threads_min_max=[min(ths), max(ths)], exit_status=rc)
