@@ -8,7 +8,7 @@
 # MODEL_DIR: what `tools/make_fixtures.py --bench-model DIR` writes (default /tmp/tolk-bench).
 # Environment: WORK (default /tmp/tolk-bench-serve), SERVERS (comma list, default all seven),
 # SECONDS_PER_RUN (10), NEW_TOKENS (32), BEAM (1), USERS (1,8,32,64), LOCUST_SECONDS (15), ROUNDS (2: the
-# open-loop runs of every server, interleaved; the table gives medians; Locust runs in the first),
+# open-loop runs of every server, interleaved; the table gives medians; Locust runs in the first), PORT (8190),
 # TOLK_ARGS (tolk serve flags, default --max-batch-rows 3 --max-queue-wait 0.15: a batch no larger than
 # what keeps a step near a one-row step on 2 cores, and no waits the overload target cannot absorb).
 set -euo pipefail
@@ -27,4 +27,4 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'),
 exec "$py" "$root/bench/serve_bench.py" all --model "$model" --tolk "$build/tolk" --threads "$threads" \
   --work "${WORK:-/tmp/tolk-bench-serve}" --servers "${SERVERS:-tolk-fp32,tolk-int8,transformers-fp32,optimum-fp32,optimum-int8,ct2-fp32,ct2-int8}" \
   --seconds "${SECONDS_PER_RUN:-10}" --new-tokens "${NEW_TOKENS:-32}" --users "${USERS:-1,8,32,64}" --beam "${BEAM:-1}" \
-  --locust-seconds "${LOCUST_SECONDS:-15}" --rounds "${ROUNDS:-2}" --tolk-args "${TOLK_ARGS:---max-batch-rows 3 --max-queue-wait 0.15}"
+  --locust-seconds "${LOCUST_SECONDS:-15}" --rounds "${ROUNDS:-2}" --port "${PORT:-8190}" --tolk-args "${TOLK_ARGS:---max-batch-rows 3 --max-queue-wait 0.15}"
