@@ -158,6 +158,10 @@ final class Native {
       fn(
           "tolk_translator_translate_text",
           status(ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
+  private static final MethodHandle TRANSLATE =
+      fn(
+          "tolk_translator_translate",
+          status(ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
   private static final MethodHandle TEXT_TRANSLATION_FREE =
       fn("tolk_text_translation_free", FunctionDescriptor.ofVoid(ADDRESS));
 
@@ -389,6 +393,16 @@ final class Native {
       MemorySegment out, MemorySegment err) {
     try {
       return (int) TRANSLATE_TEXT.invokeExact(tr, text, len, tag, params, out, err);
+    } catch (Throwable e) {
+      throw broken(e);
+    }
+  }
+
+  static int translate(
+      MemorySegment tr, MemorySegment texts, long n, MemorySegment tag, MemorySegment params,
+      MemorySegment out, MemorySegment err) {
+    try {
+      return (int) TRANSLATE.invokeExact(tr, texts, n, tag, params, out, err);
     } catch (Throwable e) {
       throw broken(e);
     }

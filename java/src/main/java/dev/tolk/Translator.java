@@ -128,6 +128,50 @@ public final class Translator extends Handle {
     return out;
   }
 
+  /** {@link #translateBatch(List, GenerateOptions)} with the model's defaults. */
+  public List<String> translateBatch(List<String> sentences) {
+    return translateBatch(sentences, new GenerateOptions());
+  }
+
+  /**
+   * Translates each string as one model input, all in one batch (as CTranslate2's
+   * translate_batch and the Python package's do), where {@link #translate(List, GenerateOptions)}
+   * runs one text at a time, split into sentences. A string of one sentence gets the same
+   * translation either way (a sentence translates the same in any batch).
+   *
+   * @throws IllegalArgumentException for a string holding a NUL character
+   */
+  public List<String> translateBatch(List<String> sentences, GenerateOptions options) {
+    Objects.requireNonNull(sentences, "sentences");
+    Objects.requireNonNull(options, "options");
+    int n = sentences.size();
+    MemorySegment tr = acquire();
+    try (Arena a = Arena.ofConfined()) {
+      String tag = resolveTarget(options.target());
+      MemorySegment params = Native.generateDefaults(a, tr);
+      options.applyTo(params);
+      MemorySegment texts = a.allocate(ADDRESS, Math.max(1, n));
+      for (int i = 0; i < n; i++) {
+        String s = Objects.requireNonNull(sentences.get(i), "sentence");
+        if (s.indexOf('\0') >= 0) throw new IllegalArgumentException("sentence " + i + " holds a NUL");
+        texts.setAtIndex(ADDRESS, i, a.allocateFrom(s));
+      }
+      MemorySegment out = a.allocate(ADDRESS, Math.max(1, n));
+      MemorySegment err = Native.newError(a);
+      MemorySegment tagz = tag == null ? MemorySegment.NULL : a.allocateFrom(tag);
+      Native.check(Native.translate(tr, texts, n, tagz, params, out, err), err);
+      try {
+        List<String> result = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) result.add(Native.string(out.getAtIndex(ADDRESS, i)));
+        return result;
+      } finally {
+        Native.stringsFree(out, n);
+      }
+    } finally {
+      release();
+    }
+  }
+
   /**
    * Translates a text of any length, with its sentences: split into lines and sentences, a
    * sentence longer than the model's positions split again at word boundaries (never

@@ -76,6 +76,20 @@ class TranslatorTest {
       Pattern.compile("\"line\":(\\d+),\"source\":\"(.*?)\",\"translation\":\"(.*?)\",\"ids\":\\[([0-9,]*)\\],\"score\":([-0-9.e+]+)");
 
   @Test
+  void batchOfSentencesEqualsTheCli() {
+    // One sentence each: the batched path must give what tolk translate gives for each alone.
+    List<String> sentences = List.of(TEXTS.get(1), TEXTS.get(2), "Save it.", "Open the file.", "Cancel");
+    List<String> args = new ArrayList<>(List.of("translate", "-m", Fixtures.MARIAN_TINY.toString(), "--threads", "1"));
+    args.addAll(sentences);
+    assertEquals(Fixtures.cli(args.toArray(String[]::new)), tiny.translateBatch(sentences));
+    args.addAll(5, List.of("--beam", "2"));
+    assertEquals(
+        Fixtures.cli(args.toArray(String[]::new)), tiny.translateBatch(sentences, new GenerateOptions().beam(2)));
+    assertEquals(List.of(), tiny.translateBatch(List.of()));
+    assertThrows(IllegalArgumentException.class, () -> tiny.translateBatch(List.of("a\0b")));
+  }
+
+  @Test
   void sentencesEqualTheCliJson() {
     String text = TEXTS.get(0) + "\n" + TEXTS.get(2);
     List<String> lines = Fixtures.cli("translate", "-m", Fixtures.MARIAN_TINY.toString(), "--threads", "1", "--json", text);
