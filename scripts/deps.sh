@@ -7,9 +7,10 @@ set -euo pipefail
 # pinned client libraries (scripts/testenv.sh), curl, and Debian's Chromium
 # for the page with a CJK font for its screenshot; the browser is never
 # downloaded by a test tool. The Python package (python/) adds python3-dev:
-# its extension module is compiled against Python.h.
+# its extension module is compiled against Python.h. The Java module (java/) builds with Maven;
+# its JDK 22+ is not a Debian 12 package (see scripts/java_test.sh).
 pkgs=(cmake make gcc g++ pkg-config clang libclang-rt-14-dev libfuzzer-14-dev libcjson-dev libmicrohttpd-dev
-      libonnx-testdata python3 python3-venv python3-dev curl chromium fonts-wqy-microhei)
+      libonnx-testdata python3 python3-venv python3-dev curl chromium fonts-wqy-microhei maven)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -7,6 +7,8 @@
 #   build-pyvenv/               a venv with python/requirements-test.txt (scikit-build-core,
 #                               build, numpy, onnxruntime, pytest) for the Python package's
 #                               build and tests (python/test.sh)
+#   build-m2/                   the Maven artifacts of java/pom.xml (JUnit 5, Surefire, the
+#                               plugins), from Maven Central, for scripts/java_test.sh
 # Called by the Makefile's deps target, after deps.sh has installed python3-venv, Node.js and
 # Chromium. Each part is redone only when its pin file changed (a copy is kept as the stamp),
 # so the tests themselves run offline. Without the registries the service tests are skipped
@@ -16,9 +18,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 venv=$root/build-venv
 req=$root/tests/requirements.txt
 web=$root/tests/browser
+m2=$root/build-m2
+pom=$root/java/pom.xml
 
 fail() {
-  echo "testenv: $1; the tests needing it (ctest -L serve, python/test.sh) will be skipped" >&2
+  echo "testenv: $1; ${2:-the tests needing it (ctest -L serve, python/test.sh)} will be skipped" >&2
   [ -n "${CI:-}" ] && exit 1
   exit 0
 }
@@ -57,4 +61,20 @@ if ! cmp -s "$web/package-lock.json" "$web/node_modules/.tolk-lock.json" 2>/dev/
   fi
   cp "$web/package-lock.json" "$web/node_modules/.tolk-lock.json"
   echo "testenv: playwright-core in $web/node_modules"
+fi
+
+# Maven's lifecycle up to `test` with compiling and testing skipped loads every plugin the tests
+# run with (and Surefire's JUnit provider, named in the pom), which dependency:go-offline misses;
+# any JDK Maven runs on will do for that.
+if ! cmp -s "$pom" "$m2/pom.xml" 2>/dev/null; then
+  command -v mvn >/dev/null || fail "mvn not found (Debian: maven)" "the Java tests (ctest -R java)"
+  rm -rf "$m2"
+  if ! mvn -B -q -ntp -f "$pom" -Dmaven.repo.local="$m2" -Dmaven.main.skip -Dmaven.test.skip=true \
+       -Dtolk.java.build="$root/build-m2/target" test >&2; then
+    rm -rf "$m2"
+    fail "could not fetch java/pom.xml's artifacts from Maven Central" "the Java tests (ctest -R java)"
+  fi
+  rm -rf "$m2/target"
+  cp "$pom" "$m2/pom.xml"
+  echo "testenv: java/ test artifacts in $m2"
 fi
