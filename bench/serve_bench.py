@@ -389,6 +389,9 @@ def main():
     ap.add_argument("--ref-capacity", type=float, default=0,
                     help="with --append: the tolk capacity whose 1x/3x/10x the load runs offer (default: the server's own)")
     a = ap.parse_args()
+    # A run stopped with SIGTERM unwinds, so each server's `finally` stops it: otherwise the server (a
+    # LibreTranslate from its own venv, say) outlives the run and holds the port.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     (cmd_all if a.cmd == "all" else cmd_table)(a)
 
 
