@@ -10,6 +10,11 @@ Per server (each its own process, started here and stopped after):
   closed     Locust, headless, closed loop: 1, 8, 32, 64 users, the table its users publish;
   rss        the server's RSS every 0.5 s through all of it (the plot).
 
+LibreTranslate (libretranslate-fp32/-int8, not in the default list) runs from its own venv (--lt-python)
+through bench/serve_lt.py and gets its own request (bench/serve_load.py --api libretranslate); its API
+fixes no output length, so it runs only in the natural-length mode (--new-tokens 0), where every server
+stops at its own </s> (at most 256 tokens), and its beam is set at start (ARGOS_BEAM_SIZE = --beam).
+
 Results go to WORK/results.jsonl (one line per run); `table` prints the table and the ratios from it
 and draws WORK/latency.png and WORK/rss.png.
 
@@ -31,12 +36,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from serve_load import rss_mb  # noqa: E402
+import serve_lt  # noqa: E402
+from serve_load import NATURAL_MAX, rss_mb  # noqa: E402
 from translate_peers import pick_sentences  # noqa: E402
 
 SERVERS = ["tolk-fp32", "tolk-int8", "transformers-fp32", "optimum-fp32", "optimum-int8", "ct2-fp32", "ct2-int8"]
 LABEL = {"tolk": "tolk serve", "transformers": "FastAPI+PyTorch", "optimum": "FastAPI+Optimum ORT",
-         "ct2": "FastAPI+CTranslate2"}
+         "ct2": "FastAPI+CTranslate2", "libretranslate": "LibreTranslate (Argos)"}
 
 
 def log(*a):
@@ -62,7 +68,11 @@ class Server:
     def __init__(self, a, name, port):
         engine, prec = name.split("-")[:2]  # a third part only labels a variant (tolk-fp32-latency)
         self.name, self.engine, self.prec, self.url = name, engine, prec, f"http://127.0.0.1:{port}"
-        if engine == "tolk":
+        self.api = "libretranslate" if engine == "libretranslate" else "native"
+        env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+        if engine == "libretranslate":
+            cmd, env = serve_lt.command(a.model, Path(a.work) / f"lt-{prec}", port, a.threads, a.beam, prec, a.lt_python)
+        elif engine == "tolk":
             cmd = [a.tolk, "serve", "-m", str(Path(a.model) / "onnx"), "--port", str(port), "--threads", str(a.threads)]
             if prec == "int8":
                 cmd.append("--int8")
@@ -70,7 +80,7 @@ class Server:
         else:
             cmd = [sys.executable, str(HERE / "serve_peer.py"), "--engine", engine, "--precision", prec,
                    "--model", a.model, "--threads", str(a.threads), "--port", str(port)]
-        env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+        env["OMP_NUM_THREADS"] = str(a.threads)
         self.log = open(Path(a.work) / f"{name}.log", "w")
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env=env)
@@ -94,39 +104,50 @@ class Server:
         self.log.close()
 
 
+# The natural-length mode's sentences: every open-loop run sends the same ones in turn (serve_load.py
+# --cycle), so the runs at different rates ask for the same work.
+CYCLE = 24
+
+
 def open_loop(a, srv, rate, seconds, per_request=1):
     cmd = [sys.executable, str(HERE / "serve_load.py"), "--url", srv.url, "--pid", str(srv.proc.pid),
            "--rate", f"{rate:.4f}", "--seconds", str(seconds), "--sentences", str(Path(a.work) / "sentences.txt"),
            "--per-request", str(per_request), "--new-tokens", str(a.new_tokens), "--beam", str(a.beam),
-           "--timeout", str(a.timeout)]
+           "--timeout", str(a.timeout), "--api", srv.api, "--cycle", str(0 if a.new_tokens else CYCLE)]
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
-def meets_objective(r, base_p50):
+def meets_objective(r, base, natural):
     """Every request answered 200, P99 <= 1.5 x P50, and P50 within 2x of the lowest rate's: a run whose
-    answers are all uniformly late (a queue that grew the whole run) does not pass on the ratio alone."""
+    answers are all uniformly late (a queue that grew the whole run) does not pass on the ratio alone.
+    In the natural-length mode the sentences' own lengths spread the latencies (unloaded, tolk's P99 is
+    ~5x its P50 on these sentences), so the tail is held to the lowest rate's instead: P99 <= 1.5 x its
+    P99, every probe sending the same cycle of sentences at least once."""
     ok = r["status"].get("200", 0)
-    return (ok == r["sent"] and r["p50_ms"] and r["p99_ms"] <= 1.5 * r["p50_ms"]
-            and r["p50_ms"] <= 2 * base_p50)
+    tail = base["p99_ms"] if natural else r["p50_ms"]
+    return bool(ok == r["sent"] and r["p50_ms"] and r["p99_ms"] <= 1.5 * tail
+                and r["p50_ms"] <= 2 * base["p50_ms"])
 
 
 def capacity(a, srv, emit):
     """Rates rise by 1.5x until the objective fails, then one step between the last two."""
+    natural = a.new_tokens == 0
+    seconds = lambda rate: max(a.seconds, CYCLE / rate) if natural else a.seconds  # noqa: E731
     rate, good, bad, base = a.start_rate, 0.0, None, None
     while rate <= a.max_rate:
-        r = open_loop(a, srv, rate, a.seconds)
+        r = open_loop(a, srv, rate, seconds(rate))
         emit(dict(kind="capacity_probe", **r))
-        base = base or r["p50_ms"] or 1e9
-        if not meets_objective(r, base):
+        base = base or (r if r["p50_ms"] else dict(p50_ms=1e9, p99_ms=1e9))
+        if not meets_objective(r, base, natural):
             bad = rate
             break
         good, rate = rate, rate * 1.5
     if good and bad:
         mid = (good + bad) / 2
-        r = open_loop(a, srv, mid, a.seconds)
+        r = open_loop(a, srv, mid, seconds(mid))
         emit(dict(kind="capacity_probe", **r))
-        if meets_objective(r, base):
+        if meets_objective(r, base, natural):
             good = mid
     return good
 
@@ -134,7 +155,7 @@ def capacity(a, srv, emit):
 def locust(a, srv, users, per_request):
     prefix = Path(a.work) / f"locust-{srv.name}-{users}x{per_request}"
     env = dict(os.environ, SENTENCES=str(Path(a.work) / "sentences.txt"), NEW_TOKENS=str(a.new_tokens), BEAM=str(a.beam),
-               PER_REQUEST=str(per_request))
+               PER_REQUEST=str(per_request), API=srv.api)
     cmd = [str(Path(sys.executable).parent / "locust"), "-f", str(HERE / "serve_locust.py"), "--headless",
            "-u", str(users), "-r", str(users), "-t", f"{a.locust_seconds}s", "--host", srv.url,
            "--csv", str(prefix), "--only-summary", "--stop-timeout", str(a.timeout)]
@@ -156,7 +177,8 @@ def one_round(a, rnd, emit_to, tolk_cap):
             if d["kind"] != "rss":
                 log(name, json.dumps(d))
         try:
-            emit(dict(kind="start", ready_s=round(srv.ready_s, 2), rss_mb=rss_mb(srv.proc.pid)))
+            emit(dict(kind="start", ready_s=round(srv.ready_s, 2), rss_mb=rss_mb(srv.proc.pid),
+                      new_tokens=a.new_tokens, beam=a.beam))
             open_loop(a, srv, 1.0, 3)  # warm-up
             cap = capacity(a, srv, emit)
             emit(dict(kind="capacity", capacity=cap))
@@ -186,6 +208,9 @@ def one_round(a, rnd, emit_to, tolk_cap):
 
 
 def cmd_all(a):
+    if a.new_tokens and any(n.startswith("libretranslate") for n in a.servers.split(",")):
+        raise SystemExit("serve_bench: LibreTranslate's API fixes no output length; "
+                         "run its rows in the natural-length mode (--new-tokens 0, NEW_TOKENS=0 in serve.sh)")
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     (work / "sentences.txt").write_text("".join(s + "\n" for s in pick_sentences(1000)), encoding="utf-8")
@@ -244,9 +269,18 @@ def fmt(v, nd=0):
     return "—" if v is None else f"{v:.{nd}f}"
 
 
+def mode(by):
+    """What every request asked for, from the start records (older results did not record it)."""
+    got = {(r["new_tokens"], r["beam"]) for rs in by.values() for r in rs if r["kind"] == "start" and "new_tokens" in r}
+    say = lambda n, b: (f"natural length (no min_new_tokens, max_new_tokens {NATURAL_MAX}: each server stops at its "  # noqa: E731
+                        f"own </s>)" if n == 0 else f"exactly {n} new tokens") + f", beam {b}"
+    return "; ".join(say(n, b) for n, b in sorted(got)) or "not recorded"
+
+
 def cmd_table(a):
     by = load_results(a.work)
     print(f"\nServing table ({a.work}/results.jsonl). Latencies in ms from the scheduled send; capacity in req/s")
+    print(f"Requests: {mode(by)}")
     print("| server | capacity | unloaded P99 | 1x P50/P95/P99 | 3x P99 | 10x P99 (accepted) | 10x statuses | "
           "10x 503 P99 | peak / end RSS MB |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -340,8 +374,10 @@ def main():
     ap.add_argument("--tolk-args", default="--max-batch-rows 3 --max-queue-wait 0.15",
                     help="tolk serve's flags beyond model and threads")
     ap.add_argument("--port", type=int, default=8190)
-    ap.add_argument("--new-tokens", type=int, default=32, help="every answer has exactly this many tokens")
+    ap.add_argument("--new-tokens", type=int, default=32,
+                    help=f"every answer has exactly this many tokens; 0: natural length (each stops at </s>, <= {NATURAL_MAX})")
     ap.add_argument("--beam", type=int, default=1, help="1: greedy, in every request to every server")
+    ap.add_argument("--lt-python", default="/tmp/lt-venv/bin/python", help="LibreTranslate's venv (bench/lt_venv.sh)")
     ap.add_argument("--seconds", type=float, default=10, help="per open-loop run")
     ap.add_argument("--start-rate", type=float, default=0.5)
     ap.add_argument("--max-rate", type=float, default=500)
@@ -353,6 +389,9 @@ def main():
     ap.add_argument("--ref-capacity", type=float, default=0,
                     help="with --append: the tolk capacity whose 1x/3x/10x the load runs offer (default: the server's own)")
     a = ap.parse_args()
+    # A run stopped with SIGTERM unwinds, so each server's `finally` stops it: otherwise the server (a
+    # LibreTranslate from its own venv, say) outlives the run and holds the port.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     (cmd_all if a.cmd == "all" else cmd_table)(a)
 
 

@@ -12,8 +12,15 @@ then waits for the answers still out (each bounded by --timeout) and prints one 
     python bench/serve_load.py --url http://127.0.0.1:8080 --pid PID --rate 20 --seconds 15 \
         --sentences sentences.txt --per-request 1 --new-tokens 32
 
-Every server gets the same body: POST /v1/translate {"texts": [...], "max_new_tokens": N,
-"min_new_tokens": N, "beam": B} (tolk's native API; bench/serve_peer.py serves the same for the peers).
+Every server but LibreTranslate gets the same body: POST /v1/translate {"texts": [...],
+"max_new_tokens": N, "min_new_tokens": N, "beam": B} (tolk's native API; bench/serve_peer.py serves the
+same for the peers); --new-tokens 0 (natural length) sends max_new_tokens 256 and no min_new_tokens,
+so each server stops at its own </s>. --api libretranslate sends LibreTranslate's own request instead,
+POST /translate {"q": text or [texts], "source": "en", "target": "zh", "format": "text"}: its API sets
+neither length nor beam (bench/serve_lt.py starts it with the beam). An answer counts as 200 only with
+its translations in it ("translations", "translatedText"); a 200 without them is "bad_answer".
+--cycle K sends K sentences (a seeded sample) in turn instead of random draws, so that runs at
+different rates ask for the same work (bench/serve_bench.py's natural-length mode).
 """
 import argparse
 import asyncio
@@ -23,6 +30,29 @@ import random
 import time
 
 import aiohttp
+
+# CTranslate2's max_decoding_length default, which Argos (LibreTranslate) leaves as it is: the bound
+# of every server in the natural-length mode.
+NATURAL_MAX = 256
+ANSWER = {"native": "translations", "libretranslate": "translatedText"}
+
+
+def request(api, texts, new_tokens, beam):
+    """The path and JSON body of one request of these texts."""
+    if api == "libretranslate":
+        return "/translate", {"q": texts[0] if len(texts) == 1 else texts, "source": "en", "target": "zh", "format": "text"}
+    body = {"texts": texts, "max_new_tokens": new_tokens or NATURAL_MAX, "beam": beam}
+    if new_tokens:
+        body["min_new_tokens"] = new_tokens
+    return "/v1/translate", body
+
+
+def answered(api, raw):
+    """Whether a 200's body holds the translations."""
+    try:
+        return ANSWER[api] in json.loads(raw)
+    except ValueError:
+        return False
 
 
 def rss_mb(pid):
@@ -52,11 +82,12 @@ def pct(v, q):
     return v[min(len(v) - 1, int(round(q / 100 * (len(v) - 1))))]
 
 
-async def one(session, url, body, t_sched, timeout, rec):
+async def one(session, api, url, body, t_sched, timeout, rec):
     try:
         async with session.post(url, json=body, timeout=aiohttp.ClientTimeout(total=timeout)) as r:
-            await r.read()
-            rec.append((str(r.status), time.monotonic() - t_sched, "Retry-After" in r.headers, time.monotonic()))
+            raw = await r.read()
+            st = "bad_answer" if r.status == 200 and not answered(api, raw) else str(r.status)
+            rec.append((st, time.monotonic() - t_sched, "Retry-After" in r.headers, time.monotonic()))
     except asyncio.TimeoutError:
         rec.append(("timeout", time.monotonic() - t_sched, False, time.monotonic()))
     except aiohttp.ClientError as e:
@@ -74,10 +105,10 @@ async def sample_rss(pid, out, stop):
 
 async def run(a, sentences):
     rng = random.Random(a.seed)
-    url = a.url.rstrip("/") + "/v1/translate"
     rec, rss, tasks = [], [], []
     stop = asyncio.Event()
     conn = aiohttp.TCPConnector(limit=0, force_close=False)
+    pool = rng.sample(sentences, a.cycle) if a.cycle else None
     cpu0 = cpu_s(a.pid)
     async with aiohttp.ClientSession(connector=conn) as session:
         sampler = asyncio.create_task(sample_rss(a.pid, rss, stop))
@@ -88,9 +119,10 @@ async def run(a, sentences):
             delay = t_sched - time.monotonic()
             if delay > 0:
                 await asyncio.sleep(delay)
-            body = {"texts": [rng.choice(sentences) for _ in range(a.per_request)],
-                    "max_new_tokens": a.new_tokens, "min_new_tokens": a.new_tokens, "beam": a.beam}
-            tasks.append(asyncio.create_task(one(session, url, body, t_sched, a.timeout, rec)))
+            texts = ([pool[(i * a.per_request + j) % a.cycle] for j in range(a.per_request)] if pool
+                     else [rng.choice(sentences) for _ in range(a.per_request)])
+            path, body = request(a.api, texts, a.new_tokens, a.beam)
+            tasks.append(asyncio.create_task(one(session, a.api, a.url.rstrip("/") + path, body, t_sched, a.timeout, rec)))
         send_end = time.monotonic()
         await asyncio.gather(*tasks)
         stop.set()
@@ -120,10 +152,12 @@ def main():
     ap.add_argument("--seconds", type=float, default=15)
     ap.add_argument("--sentences", required=True, help="one sentence a line")
     ap.add_argument("--per-request", type=int, default=1)
-    ap.add_argument("--new-tokens", type=int, default=32)
+    ap.add_argument("--new-tokens", type=int, default=32, help="exactly this many; 0: natural length")
     ap.add_argument("--beam", type=int, default=1, help="sent explicitly: tolk's default is the model's num_beams")
+    ap.add_argument("--api", choices=list(ANSWER), default="native")
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cycle", type=int, default=0, help="K sentences in turn (0: random draws)")
     a = ap.parse_args()
     sentences = [s for s in open(a.sentences, encoding="utf-8").read().splitlines() if s.strip()]
     print(json.dumps(asyncio.run(run(a, sentences))), flush=True)
