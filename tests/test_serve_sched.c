@@ -245,6 +245,35 @@ static void wait_budget(const tolk_translator *tr) {
   free(text);
 }
 
+/* A beam wider than --max-batch-rows: such a sentence only ever runs
+ * alone, and an idle scheduler takes it however long the last one took
+ * (it was refused with 503 once any had run: no row of the bound was free). */
+static void beam_wider_than_rows(const tolk_translator *tr) {
+  struct sched_params sp = sched_default_params();
+  sp.max_batch_rows = 3;
+  sp.max_queue_wait_ms = 1; /* any expected wait is over the budget */
+  struct sched *s;
+  tolk_error err;
+  CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_OK);
+  struct probe p;
+  probe_init(&p);
+  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 4, .max_new_tokens = 30, .min_new_tokens = 30};
+  for (int i = 0; i < 3; i++) {
+    struct sched_job *j;
+    CHECK_MSG(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK,
+              "beam 4 over a 3-row bound, text %d on an idle scheduler: %s", i, err.message);
+    if (!j) break;
+    probe_wait(&p, i + 1);
+    sched_job_release(j);
+    while (sched_live_rows(s)) sched_yield();
+    struct timespec settle = {0, 100 * 1000000L}; /* the scheduler publishes its estimate after the turn */
+    nanosleep(&settle, NULL);
+  }
+  CHECK(p.r && p.r->status == TOLK_OK);
+  probe_free(&p);
+  sched_free(s);
+}
+
 /* --max-batch-rows: however many texts wait, the batch never holds more
  * rows than the bound, and it does fill up to it. */
 static void row_bound(const tolk_translator *tr) {
@@ -304,6 +333,7 @@ int main(void) {
   cancel_deadline_shutdown(tr);
   wait_budget(tr);
   row_bound(tr);
+  beam_wider_than_rows(tr);
   char *text = metrics_render(root, NULL);
   CHECK(text && strstr(text, "tolk_sentences_total{slot=\"0\",model=\"tiny\"} 4\n"));
   CHECK(text && strstr(text, "tolk_queue_rejected_texts_total{slot=\"0\",model=\"tiny\"} 1\n"));

@@ -96,8 +96,11 @@ struct sched {
    * in how many seconds they are expected to leave, soonest first (the
    * first n_leave of them); how long a sentence stays (stay_s); and the
    * rate sentences leave at (the last busy batch's when idle; 0: no batch
-   * has run yet), for an empty batch. */
+   * has run yet), for an empty batch; whether the batch is empty (idle):
+   * an empty batch takes any one sentence, even one whose beams alone
+   * exceed the row bound. */
   size_t free_rows, n_slots, n_leave;
+  bool idle;
   double leave_s[SCHED_LEAVE_TABLE];
   double stay_s, drain_per_s;
   _Atomic size_t live_rows, queued_now;
@@ -293,6 +296,7 @@ static tolk_status check_tag(const struct sched *s, const char *tag, tolk_error 
  * replaced, the place of its replacement a stay later: the k-th waits for
  * departure k mod slots of round k / slots. */
 static double expected_wait(const struct sched *s, const struct sched_job *j) {
+  if (s->idle && !s->queued) return 0;
   size_t free_now = s->free_rows / (size_t)j->gp.num_beams, ahead = s->queued + 1;
   if (ahead <= free_now) return 0;
   size_t k = ahead - free_now - 1;
@@ -500,6 +504,7 @@ static size_t pop_admissions(struct sched *s, struct sentence **out, size_t max)
   if (n) {
     size_t c = batch_cap(s, len);
     s->free_rows = c > rows ? c - rows : 0;
+    s->idle = false;
   }
   return n;
 }
@@ -656,6 +661,7 @@ static void estimate_drain(struct sched *s, int64_t turn_ns) {
   size_t sentences = mt_batcher_sentences(s->batch), rows = mt_batcher_rows(s->batch);
   size_t cap = batch_cap(s, mt_batcher_source_len(s->batch));
   s->free_rows = cap > rows ? cap - rows : 0;
+  s->idle = sentences == 0;
   s->n_leave = s->n_slots = 0;
   if (!sentences || turn_ns <= 0) return;
   double t = (double)turn_ns * 1e-9, mean = 0;
