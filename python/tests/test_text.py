@@ -156,7 +156,15 @@ def test_gil_released_and_close_refused_while_translating():
     """While one thread translates a long text, the main thread runs (the GIL
     is released) and close() is refused rather than freeing the model under it."""
     t = tolk.Translator(MARIAN_TINY, threads=1)
+    # Long enough to take a second here, on whatever machine: 100 sentences
+    # took 0.2 s on a loaded one and under it on an idle one.
     text = " ".join(["Open the file and save your work before you close the window."] * 100)
+    while True:
+        t0 = time.monotonic()
+        t.translate(text)
+        if time.monotonic() - t0 >= 1.0:
+            break
+        text = text + " " + text
     done = threading.Event()
     worker = threading.Thread(target=lambda: (t.translate(text), done.set()))
     worker.start()
