@@ -2,7 +2,10 @@
  * cmd_quantize.c — `tolk quantize IN.onnx OUT.onnx` or `tolk quantize
  * IN_DIR OUT_DIR`: dynamic int8 quantization as ONNX Runtime's
  * quantize_dynamic does it (tolk_model_quantize in tolk.h), for one graph or
- * for every graph of a model folder (each X.onnx to OUT_DIR/X_quantized.onnx).
+ * for every graph of a model folder (each X.onnx to OUT_DIR/X_quantized.onnx);
+ * with --calibrate DATA, static quantization as its quantize_static does in
+ * the QDQ format, the ranges observed on the samples under DATA (calib.c;
+ * for a folder, DATA/X for each graph X.onnx).
  * Prints what was quantized and skipped, with why, and the sizes.
  * Exit status: 0 done, 2 bad usage or a graph that could not be quantized
  * (no output left behind for it).
@@ -14,11 +17,14 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "calib.h"
 #include "cli.h"
 
-enum { OPT_PER_CHANNEL, OPT_REDUCE_RANGE, OPT_OP_TYPES, OPT_EXCLUDE, OPT_QUIET };
+enum { OPT_CALIBRATE, OPT_FORMAT, OPT_PER_CHANNEL, OPT_REDUCE_RANGE, OPT_OP_TYPES, OPT_EXCLUDE, OPT_QUIET };
 
 static const struct cli_option options[] = {
+    [OPT_CALIBRATE] = {"calibrate", 0, "DATA", "static: activation ranges from the samples under DATA (see below)"},
+    [OPT_FORMAT] = {"format", 0, "FORMAT", "dynamic, or qdq (static; the default with --calibrate)"},
     [OPT_PER_CHANNEL] = {"per-channel", 0, NULL, "a scale per column of each MatMul weight (default: per tensor)"},
     [OPT_REDUCE_RANGE] = {"reduce-range", 0, NULL, "MatMul weights in [-64, 64] (7 bits), as ORT's reduce_range"},
     [OPT_OP_TYPES] = {"op-types", 0, "LIST", "the op types to quantize, of MatMul,Gather,Transpose (default: all)"},
@@ -35,11 +41,22 @@ static const struct cli_verb verb = {
     "a weight (a tied LM head) moving the quantized tensor; subgraphs included.\n"
     "Everything else is copied byte for byte. Given folders, each X.onnx of IN_DIR\n"
     "(not already *_quantized) becomes OUT_DIR/X_quantized.onnx. Outputs are written\n"
-    "to a temporary file and renamed: complete or absent.",
+    "to a temporary file and renamed: complete or absent.\n"
+    "\n"
+    "With --calibrate DATA, static instead, as quantize_static's QDQ format: each\n"
+    "MatMul's activations and output go through QuantizeLinear/DequantizeLinear with\n"
+    "the int8 scale of the range they took on the samples, its weight is stored int8.\n"
+    "DATA holds one folder per sample (or is the only sample), each with input_K.pb or\n"
+    "input_K.npy (the K-th graph input, the ONNX test data layout) or NAME.npy/NAME.pb\n"
+    "(the input named NAME); for IN_DIR, DATA/X holds the samples of X.onnx (a graph\n"
+    "without is skipped). Samples must match the graph's inputs; empty or\n"
+    "random-looking data is refused.",
     options, "exit status: 0 done, 2 bad usage or a model that could not be quantized", false};
 
 struct q_opts {
   tolk_quantize_params p;
+  const char *calibrate; /* DATA, or NULL */
+  int format;            /* --format, or -1 */
   const char *op_types[3];
   const char **exclude;
   bool quiet;
@@ -49,12 +66,20 @@ static void print_line(void *user, const char *line) {
   if (!*(const bool *)user) printf("  %s\n", line);
 }
 
-static int quantize_one(const char *in, const char *out, const struct q_opts *o) {
+/* `data`: the calibration samples of this graph (static), or NULL. */
+static int quantize_one(const char *in, const char *out, const struct q_opts *o, const char *data) {
   tolk_quantize_summary s;
   tolk_error err;
+  tolk_quantize_params p = o->p;
+  tolk_calibration *cal = NULL;
   printf("%s -> %s\n", in, out);
+  if (data && cli_calibrate(in, data, &cal, &err)) return cli_fail("quantize", &err);
+  if (cal) printf("  calibrated on %zu samples of %s\n", tolk_calibration_samples(cal), data);
+  p.calibration = cal;
   bool quiet = o->quiet;
-  if (tolk_model_quantize(in, out, o->p, print_line, &quiet, &s, &err)) return cli_fail("quantize", &err);
+  tolk_status st = tolk_model_quantize(in, out, p, print_line, &quiet, &s, &err);
+  tolk_calibration_free(cal);
+  if (st) return cli_fail("quantize", &err);
   printf("  %zu quantized, %zu skipped; %.2f MB -> %.2f MB (%.0f %%)\n", s.quantized, s.skipped,
          (double)s.bytes_before / 1e6, (double)s.bytes_after / 1e6,
          s.bytes_before ? 100.0 * (double)s.bytes_after / (double)s.bytes_before : 0.0);
@@ -76,17 +101,24 @@ static int quantize_folder(const char *in, const char *out, const struct q_opts 
   for (int i = 0; i < n; i++) {
     const char *f = names[i]->d_name;
     if (!rc && ends_with(f, ".onnx") && !ends_with(f, "_quantized.onnx")) {
-      char src[8400], dst[8400];
+      char src[8400], dst[8400], data[8400];
       snprintf(src, sizeof src, "%s/%s", in, f);
       snprintf(dst, sizeof dst, "%s/%.*s_quantized.onnx", out, (int)(strlen(f) - 5), f);
-      rc = quantize_one(src, dst, o);
-      done++;
+      snprintf(data, sizeof data, "%s/%.*s", o->calibrate ? o->calibrate : "", (int)(strlen(f) - 5), f);
+      struct stat st;
+      if (o->calibrate && (stat(data, &st) || !S_ISDIR(st.st_mode))) {
+        printf("%s: skipped, no calibration data in %s\n", src, data);
+      } else {
+        rc = quantize_one(src, dst, o, o->calibrate ? data : NULL);
+        done++;
+      }
     }
     free(names[i]);
   }
   if (n >= 0) free(names);
   if (n < 0 || (!done && !rc)) {
-    fprintf(stderr, "tolk quantize: %s: no .onnx graphs to quantize\n", in);
+    if (o->calibrate) fprintf(stderr, "tolk quantize: %s: no .onnx graph with calibration data in %s\n", in, o->calibrate);
+    else fprintf(stderr, "tolk quantize: %s: no .onnx graphs to quantize\n", in);
     return 2;
   }
   return rc;
@@ -111,7 +143,7 @@ static int parse_op_types(const struct cli_args *a, struct q_opts *o) {
 }
 
 int cmd_quantize(int argc, char **argv) {
-  struct q_opts o = {.p = tolk_quantize_default_params()};
+  struct q_opts o = {.p = tolk_quantize_default_params(), .format = -1};
   o.exclude = calloc((size_t)argc, sizeof *o.exclude);
   if (!o.exclude) return 2;
   o.p.exclude = o.exclude;
@@ -121,6 +153,12 @@ int cmd_quantize(int argc, char **argv) {
   for (int opt; rc < 0 && (opt = cli_next(&a)) != CLI_END;) {
     switch (opt) {
     case CLI_EXIT: rc = a.status; break;
+    case OPT_CALIBRATE: o.calibrate = a.value; break;
+    case OPT_FORMAT:
+      if (!strcmp(a.value, "dynamic")) o.format = TOLK_QUANTIZE_DYNAMIC;
+      else if (!strcmp(a.value, "qdq")) o.format = TOLK_QUANTIZE_QDQ;
+      else rc = cli_bad_value(&a, "dynamic or qdq");
+      break;
     case OPT_PER_CHANNEL: o.p.per_channel = 1; break;
     case OPT_REDUCE_RANGE: o.p.reduce_range = 1; break;
     case OPT_OP_TYPES: if (parse_op_types(&a, &o)) rc = 2; break;
@@ -128,13 +166,18 @@ int cmd_quantize(int argc, char **argv) {
     case OPT_QUIET: o.quiet = true; break;
     }
   }
+  if (rc < 0 && o.calibrate && o.format == TOLK_QUANTIZE_DYNAMIC)
+    rc = cli_usage_error(&verb, "--calibrate is for static quantization, not --format dynamic");
+  if (rc < 0 && !o.calibrate && o.format == TOLK_QUANTIZE_QDQ)
+    rc = cli_usage_error(&verb, "--format qdq needs --calibrate DATA");
+  if (o.calibrate) o.p.format = TOLK_QUANTIZE_QDQ;
   if (rc < 0 && argc - a.first != 2)
     rc = cli_usage_error(&verb, argc - a.first < 2 ? "needs IN and OUT" : "unexpected argument '%s'", argv[a.first + 2]);
   if (rc < 0) {
     const char *in = argv[a.first], *out = argv[a.first + 1];
     struct stat st;
     if (stat(in, &st) == 0 && S_ISDIR(st.st_mode)) rc = quantize_folder(in, out, &o);
-    else rc = quantize_one(in, out, &o);
+    else rc = quantize_one(in, out, &o, o.calibrate);
   }
   free(o.exclude);
   return rc;

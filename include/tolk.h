@@ -354,7 +354,31 @@ tolk_initializer_info tolk_value_initializer(const tolk_value *value);
  * an enclosing graph gets its quantized form there. Everything else in the
  * file is copied byte for byte (fields tolk does not know included); an
  * initializer no reader needs any more is dropped. */
+/* How quantized nodes are written. DYNAMIC is the form above. QDQ is ONNX
+ * Runtime's quantize_static in its QDQ format (QInt8 activations and
+ * weights, MinMax calibration, op types MatMul): each MatMul's float
+ * activation inputs and its output X pass through QuantizeLinear
+ * X_QuantizeLinear → DequantizeLinear X_DequantizeLinear with the scale and
+ * zero point of the range `calibration` observed (int8, asymmetric in
+ * [-128, 127]), every reader of X then reading X_DequantizeLinear_Output;
+ * a weight becomes W_quantized (int8, symmetric as above) read through
+ * DequantizeLinear W_DequantizeLinear (axis 1 when per channel). A MatMul
+ * with a tensor the calibration did not observe (in a subgraph, or a graph
+ * output) is skipped and reported. */
+typedef enum tolk_quantize_format {
+  TOLK_QUANTIZE_DYNAMIC = 0,
+  TOLK_QUANTIZE_QDQ = 1
+} tolk_quantize_format;
+
+/* Activation ranges observed by running a float model on calibration inputs
+ * (src/exec/calibrate.c), for static quantization. */
+typedef struct tolk_calibration tolk_calibration;
+
 typedef struct tolk_quantize_params {
+  tolk_quantize_format format; /* TOLK_QUANTIZE_DYNAMIC by default */
+  /* QDQ: the ranges of the model's activations (borrowed; made from the
+   * same model file). Required for QDQ, ignored for DYNAMIC. */
+  const tolk_calibration *calibration;
   int per_channel;  /* MatMul weights: a scale per column of B */
   int reduce_range; /* MatMul weights in [-64, 64] (7 bits), as ORT's reduce_range */
   /* Op types to quantize, of "MatMul", "Gather" and "Transpose"; NULL: all. */
@@ -562,6 +586,53 @@ tolk_status tolk_session_run(tolk_session *session, size_t n_inputs,
                              const tolk_tensor *const *inputs, size_t n_outputs,
                              const char *const *output_names, tolk_tensor **outputs,
                              tolk_run_stats *stats, tolk_error *err);
+
+/* ------------------------------------------------------------------ calibration
+ * (src/exec/calibrate.c) for static quantization (tolk_quantize_params). */
+
+/* Creates a calibration for the model at `path`: it observes, in the main
+ * graph, every float input and output of a MatMul that is not an
+ * initializer (ONNX Runtime's calibrator for op types MatMul). On success
+ * *out receives a calibration the caller frees with tolk_calibration_free();
+ * on failure *out is NULL and the loader's or session's status is
+ * returned. */
+tolk_status tolk_calibration_create(const char *path, tolk_calibration **out, tolk_error *err);
+
+/* Runs the float model once on one calibration sample — inputs[i] bound to
+ * the graph input names[i], every input the graph needs given, with its
+ * declared dtype and a shape matching the declared one — and widens each
+ * observed tensor's [min, max] by what it held. Fails with
+ * TOLK_ERR_INVALID_ARGUMENT naming the input when a name is not an input of
+ * the graph, is given twice or is missing, TOLK_ERR_TYPE or TOLK_ERR_SHAPE
+ * naming it when its dtype or shape does not match the declaration, and
+ * TOLK_ERR_INVALID_ARGUMENT when every tensor is empty (an empty sample
+ * calibrates nothing; one empty input is a placeholder, as a first decoding
+ * step's past). A failed sample leaves the ranges as they were. */
+tolk_status tolk_calibration_add(tolk_calibration *cal, size_t n_inputs, const char *const *names,
+                                 const tolk_tensor *const *inputs, tolk_error *err);
+
+/* Samples added so far. */
+size_t tolk_calibration_samples(const tolk_calibration *cal);
+
+/* The graph inputs a sample gives, as tolk_session_input_count and
+ * tolk_session_input (borrowed from the calibration). */
+size_t tolk_calibration_input_count(const tolk_calibration *cal);
+const tolk_value_info *tolk_calibration_input(const tolk_calibration *cal, size_t i);
+
+/* Whether the samples can calibrate: TOLK_OK, or TOLK_ERR_INVALID_ARGUMENT
+ * with why when there are none, or when they look random — ranges from
+ * random data destroy quality. The rule, for token ids and other integer
+ * inputs: an input that took at least 64 values in all, 90 % or more of them
+ * distinct, is random-looking (text repeats its tokens: end-of-sentence,
+ * punctuation, common words; ids drawn uniformly from a vocabulary of
+ * thousands hardly ever repeat). tolk_model_quantize calls it. */
+tolk_status tolk_calibration_check(const tolk_calibration *cal, tolk_error *err);
+
+/* The observed range of the tensor named `name` into *lo and *hi; 0 when it
+ * was not observed (not one the calibration watches, or no sample yet). */
+int tolk_calibration_range(const tolk_calibration *cal, const char *name, float *lo, float *hi);
+
+void tolk_calibration_free(tolk_calibration *cal);
 
 /* ------------------------------------------------------------------ key/value cache
  * Decoders exported with a cache (Optimum's decoder_with_past_model.onnx)

@@ -68,8 +68,11 @@ static bool add_graphs(struct qctx *c, const struct ir_graph *g, size_t *k) {
   q->dql = tolk_arena_array(a, nv, sizeof *q->dql);
   q->drop = tolk_arena_array(a, nv, sizeof *q->drop);
   q->home = tolk_arena_array(a, nv, sizeof *q->home);
+  q->act = tolk_arena_array(a, nv, sizeof *q->act);
+  q->acts = tolk_arena_array(a, nv, sizeof *q->acts);
   c->uses[*k - 1] = tolk_arena_array(a, nv, sizeof **c->uses);
-  if (!q->action || !q->weight || !q->dql || !q->drop || !q->home || !c->uses[*k - 1]) return false;
+  if (!q->action || !q->weight || !q->dql || !q->drop || !q->home || !q->act || !q->acts || !c->uses[*k - 1])
+    return false;
   /* Arena memory comes zeroed: no action, no drops, no uses yet. */
   for (size_t i = 0; i < g->n_nodes; i++)
     for (size_t at = 0; at < g->nodes[i]->n_attrs; at++)
@@ -148,7 +151,7 @@ static float elem(const struct ir_tensor *t, int64_t i) {
  * uint8 in [0, 255] from the tensor's range. */
 static bool quantize_weight(struct qctx *c, struct qweight *qw) {
   const struct ir_tensor *t = qw->w->init;
-  bool matmul = qw->kind == Q_MATMUL, per_col = matmul && c->params->per_channel;
+  bool matmul = qw->kind == Q_MATMUL || qw->kind == Q_QDQ, per_col = matmul && c->params->per_channel;
   int64_t cols = t->rank == 2 ? t->dims[1] : 1, n = t->numel;
   int qmin = matmul ? (c->params->reduce_range ? -64 : -127) : 0;
   int qmax = matmul ? (c->params->reduce_range ? 64 : 127) : 255;
@@ -266,6 +269,101 @@ static bool plan_graph(struct qctx *c, struct qgraph *q) {
   return true;
 }
 
+/* ------------------------------------------------------------ static */
+
+/* ORT's QDQ activations: int8, asymmetric over the whole [-128, 127]. */
+enum { ACT_QMIN = -128, ACT_QMAX = 127 };
+
+/* Why activation v of a MatMul cannot get a Q/DQ pair, or NULL. */
+static const char *why_not_act(const struct qctx *c, const struct ir_value *v, const char *role, char *why,
+                               size_t size) {
+  float lo, hi;
+  if (v->flags & IR_VALUE_INITIALIZER) {
+    snprintf(why, size, "%s '%s' is an initializer", role, v->name);
+    return why;
+  }
+  if (v->flags & IR_VALUE_GRAPH_OUTPUT && !v->producer) {
+    snprintf(why, size, "%s '%s' is a graph input passed through as an output", role, v->name);
+    return why;
+  }
+  if (!tolk_calibration_range(c->params->calibration, v->name, &lo, &hi)) {
+    snprintf(why, size, "the calibration has no range for %s '%s'%s", role, v->name,
+             v->graph->parent ? " (in a subgraph)" : "");
+    return why;
+  }
+  return NULL;
+}
+
+/* The Q/DQ pair of activation v, made on first use. */
+static bool need_act(struct qctx *c, const struct ir_value *v) {
+  struct qgraph *home = qplan_graph(&c->plan, v->graph);
+  if (home->act[v->index]) return true;
+  struct qact *a = tolk_arena_alloc(c->plan.arena, sizeof *a);
+  if (!a) return false;
+  float lo = 0, hi = 0;
+  int zp;
+  tolk_calibration_range(c->params->calibration, v->name, &lo, &hi);
+  a->v = v;
+  scale_zp(lo, hi, ACT_QMIN, ACT_QMAX, false, &a->scale, &zp);
+  a->zp = (int8_t)zp;
+  home->act[v->index] = a;
+  home->acts[home->n_acts++] = a;
+  return true;
+}
+
+/* Why MatMul n stays float in a static graph, or NULL when it can be
+ * quantized; *w is its weight (B as a float matrix initializer) or NULL
+ * when B is an activation too. */
+static const char *why_not_static(const struct qctx *c, const struct ir_node *n, const struct ir_value **w,
+                                  char *buf, size_t size) {
+  *w = NULL;
+  if (n->n_inputs != 2 || !n->inputs[0] || !n->inputs[1] || n->n_outputs != 1 || !n->outputs[0])
+    return "not two inputs and one output";
+  if (listed(n->name, c->params->exclude, c->params->n_exclude)) return "excluded (--exclude)";
+  const struct ir_value *b = n->inputs[1];
+  const char *why = why_not_act(c, n->inputs[0], "A", buf, size);
+  if (!why && b->flags & IR_VALUE_INITIALIZER) {
+    why = why_not(c, n, Q_MATMUL, w);
+    if (why) *w = NULL;
+  } else if (!why) {
+    why = why_not_act(c, b, "B", buf, size);
+  }
+  return why ? why : why_not_act(c, n->outputs[0], "the output", buf, size);
+}
+
+/* Decides one graph's MatMuls for static quantization; false on out of
+ * memory. */
+static bool plan_graph_static(struct qctx *c, struct qgraph *q) {
+  const struct ir_graph *g = q->g;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const struct ir_node *n = g->nodes[i];
+    if (strcmp(n->op_type, "MatMul") || *n->domain) continue;
+    const struct ir_value *w;
+    char buf[TOLK_ERROR_MESSAGE_MAX];
+    const char *why = why_not_static(c, n, &w, buf, sizeof buf);
+    struct qweight *qw = NULL;
+    if (!why && w && !(qw = weight_for(c, w, Q_QDQ, &why)) && !why) return false;
+    if (why) {
+      c->sum->skipped++;
+      say(c, "skipped MatMul '%s': %s", n->name, why);
+      continue;
+    }
+    if (!need_act(c, n->inputs[0]) || (!w && !need_act(c, n->inputs[1])) || !need_act(c, n->outputs[0]))
+      return false;
+    q->action[i] = Q_QDQ;
+    q->weight[i] = qw;
+    c->sum->quantized++;
+    if (w) {
+      char dims[64];
+      shape_text(w->init, dims, sizeof dims);
+      say(c, "quantized MatMul '%s' (B '%s' %s)", n->name, w->name, dims);
+    } else {
+      say(c, "quantized MatMul '%s' (activations '%s' and '%s')", n->name, n->inputs[0]->name, n->inputs[1]->name);
+    }
+  }
+  return true;
+}
+
 /* ORT's Direct8BitOp for Transpose: a Transpose of a weight quantized (per
  * tensor) for another node reads the quantized form; found after every
  * MatMul and Gather has been decided, wherever they are. */
@@ -297,7 +395,7 @@ static void plan_drops(struct qctx *c) {
   for (size_t i = 0; i < c->plan.n_graphs; i++) {
     const struct qgraph *q = &c->plan.graphs[i];
     for (size_t k = 0; k < q->g->n_nodes; k++) {
-      if (!q->action[k]) continue;
+      if (!q->action[k] || !q->weight[k]) continue;
       const struct ir_value *w = q->weight[k]->w;
       uint32_t *u = uses_of(c, w);
       if (u && --*u == 0) qplan_graph(&c->plan, w->graph)->drop[w->index] = true;
@@ -313,18 +411,47 @@ static tolk_status make_plan(struct qctx *c, const tolk_model *m, tolk_error *er
   size_t k = 0;
   bool ok = c->plan.graphs && c->uses && add_graphs(c, main_graph, &k);
   if (ok) count_uses(c);
-  for (size_t i = 0; ok && i < c->plan.n_graphs; i++) ok = plan_graph(c, &c->plan.graphs[i]);
+  bool qdq = c->params->format == TOLK_QUANTIZE_QDQ;
+  for (size_t i = 0; ok && i < c->plan.n_graphs; i++)
+    ok = qdq ? plan_graph_static(c, &c->plan.graphs[i]) : plan_graph(c, &c->plan.graphs[i]);
   if (!ok) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory while planning the quantization");
-  plan_transposes(c);
+  if (!qdq) plan_transposes(c);
   plan_drops(c);
   return TOLK_OK;
 }
 
 /* ------------------------------------------------------------ entry */
 
-static tolk_status check_input(const tolk_model *m, const char *path, tolk_error *err) {
+/* The static form's own requirements. */
+static tolk_status check_static(const tolk_model *m, const tolk_quantize_params *p, const char *path,
+                                tolk_error *err) {
+  if (!p->calibration)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "%s: static quantization needs a calibration", path);
+  tolk_status st = tolk_calibration_check(p->calibration, err);
+  if (st) {
+    tolk_error_prefix(err, "%s: ", path);
+    return st;
+  }
+  for (size_t i = 0; p->op_types && i < p->n_op_types; i++)
+    if (strcmp(p->op_types[i], "MatMul"))
+      return tolk_fail(err, TOLK_ERR_UNSUPPORTED, "%s: static quantization quantizes MatMul only, not %s", path,
+                       p->op_types[i]);
+  int64_t opset = ir_model_opset(&m->ir, "");
+  int64_t need = p->per_channel ? 13 : 10;
+  if (opset < need)
+    return tolk_fail(err, TOLK_ERR_UNSUPPORTED,
+                     "%s: imports ai.onnx opset %lld; %s needs %lld or later", path, (long long)opset,
+                     p->per_channel ? "DequantizeLinear per channel" : "QuantizeLinear", (long long)need);
+  return TOLK_OK;
+}
+
+static tolk_status check_input(const tolk_model *m, const tolk_quantize_params *p, const char *path,
+                               tolk_error *err) {
   if (m->ir.n_ext_files)
     return tolk_fail(err, TOLK_ERR_UNSUPPORTED, "%s: models with external data are not quantized (yet)", path);
+  if (p->format == TOLK_QUANTIZE_QDQ) return check_static(m, p, path, err);
+  if (p->format != TOLK_QUANTIZE_DYNAMIC)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "%s: unknown quantization format %d", path, (int)p->format);
   int64_t opset = ir_model_opset(&m->ir, "");
   if (opset < 11)
     return tolk_fail(err, TOLK_ERR_UNSUPPORTED,
@@ -360,12 +487,15 @@ tolk_status tolk_model_quantize(const char *in_path, const char *out_path, tolk_
   struct pbw b;
   pbw_init(&b, QUANTIZE_MAX_BYTES);
   tolk_status st = tolk_model_load(in_path, mp, &m, err);
-  if (!st) st = check_input(m, in_path, err);
+  if (!st) st = check_input(m, &params, in_path, err);
   if (!st) st = make_plan(&c, m, err);
   if (!st && !sum.quantized)
     st = tolk_fail(err, TOLK_ERR_NOT_FOUND,
-                   "%s: nothing to quantize (no MatMul or Gather with a float initializer as its weight); "
-                   "nothing written", in_path);
+                   params.format == TOLK_QUANTIZE_QDQ
+                       ? "%s: nothing to quantize (no MatMul with calibrated activations); nothing written"
+                       : "%s: nothing to quantize (no MatMul or Gather with a float initializer as its weight); "
+                         "nothing written",
+                   in_path);
   if (!st) {
     quantize_write(&b, m, &c.plan);
     st = pbw_status(&b, out_path, err);

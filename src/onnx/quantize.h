@@ -13,12 +13,22 @@
 /* Q_TRANSPOSE: a Transpose of a weight another node's quantization already
  * made int8 or uint8 (ORT's Direct8BitOp) moves the quantized tensor and
  * dequantizes after, so the float weight can go. */
-enum q_kind { Q_NONE = 0, Q_MATMUL, Q_GATHER, Q_TRANSPOSE };
+/* Q_QDQ: a MatMul of a statically quantized graph (TOLK_QUANTIZE_QDQ): the
+ * node stays, reading its activations and weight through DequantizeLinear. */
+enum q_kind { Q_NONE = 0, Q_MATMUL, Q_GATHER, Q_TRANSPOSE, Q_QDQ };
+
+/* An activation of a statically quantized graph: QuantizeLinear and
+ * DequantizeLinear follow its producer, every reader reads the latter. */
+struct qact {
+  const struct ir_value *v;
+  float scale;
+  int8_t zp;
+};
 
 /* A quantized initializer: W_quantized, W_scale, W_zero_point. */
 struct qweight {
   const struct ir_value *w; /* the float initializer it replaces */
-  enum q_kind kind;         /* MatMul: int8 symmetric; Gather: uint8 from the range */
+  enum q_kind kind;         /* MatMul, QDQ: int8 symmetric; Gather: uint8 from the range */
   void *q;                  /* numel bytes, w's dims */
   float *scale;             /* n_scale entries */
   uint8_t *zp;              /* n_scale entries (int8 or uint8 bits) */
@@ -39,6 +49,11 @@ struct qgraph {
    * graph inputs) wherever their MatMuls are, as ORT places them. */
   const struct ir_value **dql;
   size_t n_dql;
+  /* Static: per value index, its Q/DQ pair when quantized; the pairs in the
+   * order they were planned. */
+  struct qact **act;
+  struct qact **acts;
+  size_t n_acts;
 };
 
 struct qplan {

@@ -26,6 +26,20 @@
  * and for Gather NAME reading data W (and a Transpose of a quantized W): the
  * node reads W_quantized and writes Y_quantized, then DequantizeLinear
  * Y_DequantizeLinear(Y_quantized, W_scale, W_zero_point) -> Y.
+ *
+ * The static QDQ form follows ORT's quantize_static (QuantFormat.QDQ): for
+ * an activation X,
+ *   QuantizeLinear    X_QuantizeLinear: X, X_scale, X_zero_point -> X_QuantizeLinear_Output
+ *   DequantizeLinear  X_DequantizeLinear: X_QuantizeLinear_Output, X_scale, X_zero_point
+ *                     -> X_DequantizeLinear_Output
+ * right after X's producer, every reader of X then reading the last — but
+ * when X is a graph output, its producer writes X_QuantizeLinear_Input, the
+ * QuantizeLinear reads that and the DequantizeLinear writes X itself, which
+ * its readers go on reading (ORT's form: the graph's outputs keep their
+ * names). For a weight W, at the top of its graph,
+ *   DequantizeLinear  W_DequantizeLinear: W_quantized, W_scale, W_zero_point
+ *                     -> W_DequantizeLinear_Output   (axis 1 when per channel)
+ * which the quantized MatMul reads instead of W.
  */
 #include "quantize.h"
 
@@ -100,7 +114,7 @@ static void new_initializer(struct pbw *b, const char *name, const char *suffix,
 
 static void weight_initializers(struct pbw *b, const struct qweight *q) {
   const struct ir_tensor *t = q->w->init;
-  bool matmul = q->kind == Q_MATMUL;
+  bool matmul = q->kind == Q_MATMUL || q->kind == Q_QDQ;
   int32_t qtype = matmul ? TOLK_INT8 : TOLK_UINT8;
   int64_t n = (int64_t)q->n_scale;
   int rank = q->per_column ? 1 : 0;
@@ -110,22 +124,23 @@ static void weight_initializers(struct pbw *b, const struct qweight *q) {
 }
 
 /* One node: op type, name (name + suffix), inputs and outputs as pairs of
- * (name, suffix), and a Cast's `to` when cast_to > 0. */
+ * (name, suffix), and one int attribute `attr` (a Cast's `to`, a
+ * DequantizeLinear's `axis`) unless it is NULL. */
 struct part {
   const char *name, *suffix;
 };
 
 static void new_node(struct pbw *b, const char *op, struct part name, const struct part *in, size_t n_in,
-                     const struct part *out, size_t n_out, int cast_to) {
+                     const struct part *out, size_t n_out, const char *attr, int64_t value) {
   size_t m = pbw_begin(b, GRAPH_NODE);
   for (size_t i = 0; i < n_in; i++) name2(b, NODE_INPUT, in[i].name, in[i].suffix);
   for (size_t i = 0; i < n_out; i++) name2(b, NODE_OUTPUT, out[i].name, out[i].suffix);
   name2(b, NODE_NAME, name.name, name.suffix);
   pbw_string(b, NODE_OP_TYPE, op);
-  if (cast_to > 0) {
+  if (attr) {
     size_t a = pbw_begin(b, NODE_ATTRIBUTE);
-    pbw_string(b, ATTR_NAME, "to");
-    pbw_int(b, ATTR_I, cast_to);
+    pbw_string(b, ATTR_NAME, attr);
+    pbw_int(b, ATTR_I, value);
     pbw_int(b, ATTR_TYPE, ATTR_TYPE_INT);
     pbw_end(b, a);
   }
@@ -140,21 +155,21 @@ static void dql_nodes(struct pbw *b, const struct qgraph *q, int after) {
     if ((v->producer ? v->producer->index : -1) != after) continue;
     const char *x = v->name;
     struct part in[] = {{x, ""}}, out[] = {{x, "_quantized"}, {x, "_scale"}, {x, "_zero_point"}};
-    new_node(b, "DynamicQuantizeLinear", (struct part){x, "_QuantizeLinear"}, in, 1, out, 3, 0);
+    new_node(b, "DynamicQuantizeLinear", (struct part){x, "_QuantizeLinear"}, in, 1, out, 3, NULL, 0);
   }
 }
 
 static void matmul_pattern(struct pbw *b, const struct ir_node *n, const struct qweight *q) {
   const char *x = n->inputs[0]->name, *y = n->outputs[0]->name, *w = q->w->name, *nm = n->name;
   struct part s_in[] = {{x, "_scale"}, {w, "_scale"}}, s_out[] = {{nm, "_quant_scales_mul:0"}};
-  new_node(b, "Mul", (struct part){nm, "_quant_scales_mul"}, s_in, 2, s_out, 1, 0);
+  new_node(b, "Mul", (struct part){nm, "_quant_scales_mul"}, s_in, 2, s_out, 1, NULL, 0);
   struct part m_in[] = {{x, "_quantized"}, {w, "_quantized"}, {x, "_zero_point"}, {w, "_zero_point"}};
   struct part m_out[] = {{y, "_output_quantized"}};
-  new_node(b, "MatMulInteger", (struct part){nm, "_quant"}, m_in, 4, m_out, 1, 0);
+  new_node(b, "MatMulInteger", (struct part){nm, "_quant"}, m_in, 4, m_out, 1, NULL, 0);
   struct part c_in[] = {{y, "_output_quantized"}}, c_out[] = {{y, "_output_quantized_cast_output"}};
-  new_node(b, "Cast", (struct part){y, "_output_quantized_cast"}, c_in, 1, c_out, 1, TOLK_FLOAT);
+  new_node(b, "Cast", (struct part){y, "_output_quantized_cast"}, c_in, 1, c_out, 1, "to", TOLK_FLOAT);
   struct part o_in[] = {{y, "_output_quantized_cast_output"}, {nm, "_quant_scales_mul:0"}}, o_out[] = {{y, ""}};
-  new_node(b, "Mul", (struct part){nm, "_quant_output_scale_mul"}, o_in, 2, o_out, 1, 0);
+  new_node(b, "Mul", (struct part){nm, "_quant_output_scale_mul"}, o_in, 2, o_out, 1, NULL, 0);
 }
 
 /* A Gather or Transpose as stored with its data input and its output
@@ -177,10 +192,72 @@ static void direct_pattern(struct pbw *b, const uint8_t *p, size_t len, const st
   }
   pbw_end(b, m);
   struct part in[] = {{y, "_quantized"}, {w, "_scale"}, {w, "_zero_point"}}, out[] = {{y, ""}};
-  new_node(b, "DequantizeLinear", (struct part){y, "_DequantizeLinear"}, in, 3, out, 1, 0);
+  new_node(b, "DequantizeLinear", (struct part){y, "_DequantizeLinear"}, in, 3, out, 1, NULL, 0);
+}
+
+/* The Q/DQ pairs of graph q's activations produced by node `after` (-1:
+ * the graph's inputs, before the first node). */
+static void qdq_nodes(struct pbw *b, const struct qgraph *q, int after) {
+  for (size_t i = 0; i < q->n_acts; i++) {
+    const struct ir_value *v = q->acts[i]->v;
+    if ((v->producer ? v->producer->index : -1) != after) continue;
+    const char *x = v->name;
+    bool out = v->flags & IR_VALUE_GRAPH_OUTPUT;
+    struct part q_in[] = {{x, out ? "_QuantizeLinear_Input" : ""}, {x, "_scale"}, {x, "_zero_point"}};
+    struct part q_out[] = {{x, "_QuantizeLinear_Output"}};
+    new_node(b, "QuantizeLinear", (struct part){x, "_QuantizeLinear"}, q_in, 3, q_out, 1, NULL, 0);
+    struct part d_in[] = {{x, "_QuantizeLinear_Output"}, {x, "_scale"}, {x, "_zero_point"}};
+    struct part d_out[] = {{x, out ? "" : "_DequantizeLinear_Output"}};
+    new_node(b, "DequantizeLinear", (struct part){x, "_DequantizeLinear"}, d_in, 3, d_out, 1, NULL, 0);
+  }
+}
+
+/* The DequantizeLinear of each statically quantized weight of graph q. */
+static void weight_dq_nodes(struct pbw *b, const struct qgraph *q) {
+  for (size_t i = 0; i < q->n_home; i++) {
+    const struct qweight *qw = q->home[i];
+    if (qw->kind != Q_QDQ) continue;
+    const char *w = qw->w->name;
+    struct part in[] = {{w, "_quantized"}, {w, "_scale"}, {w, "_zero_point"}}, out[] = {{w, "_DequantizeLinear_Output"}};
+    new_node(b, "DequantizeLinear", (struct part){w, "_DequantizeLinear"}, in, 3, out, 1,
+             qw->per_column ? "axis" : NULL, 1);
+  }
+}
+
+static void act_initializers(struct pbw *b, const struct qact *a) {
+  int8_t zp = a->zp;
+  new_initializer(b, a->v->name, "_scale", TOLK_FLOAT, NULL, 0, &a->scale, sizeof a->scale);
+  new_initializer(b, a->v->name, "_zero_point", TOLK_INT8, NULL, 0, &zp, 1);
 }
 
 /* ------------------------------------------------------------ rewriting */
+
+static bool has_act(const struct wctx *w, const struct ir_value *v) {
+  const struct qgraph *home = v && v->graph ? qplan_graph(w->plan, v->graph) : NULL;
+  return home && home->act[v->index];
+}
+
+/* The suffix node n's input v is read with instead of v itself: a Q/DQ'd
+ * activation's or its own quantized weight's DequantizeLinear output; NULL
+ * when v is read as it is (a graph output's DequantizeLinear writes v). */
+static const char *renamed(const struct wctx *w, const struct ir_value *v, const struct qweight *own) {
+  if (own && own->w == v) return "_DequantizeLinear_Output";
+  return has_act(w, v) && !(v->flags & IR_VALUE_GRAPH_OUTPUT) ? "_DequantizeLinear_Output" : NULL;
+}
+
+/* The suffix node n's output v is written with: a Q/DQ'd graph output's
+ * QuantizeLinear input; NULL for v itself. */
+static const char *renamed_output(const struct wctx *w, const struct ir_value *v) {
+  return has_act(w, v) && v->flags & IR_VALUE_GRAPH_OUTPUT ? "_QuantizeLinear_Input" : NULL;
+}
+
+static bool renames(const struct wctx *w, const struct ir_node *n, const struct qweight *own) {
+  for (size_t i = 0; i < n->n_inputs; i++)
+    if (renamed(w, n->inputs[i], own)) return true;
+  for (size_t i = 0; i < n->n_outputs; i++)
+    if (renamed_output(w, n->outputs[i])) return true;
+  return false;
+}
 
 /* An AttributeProto of node n, its subgraphs rewritten. */
 static void rewrite_attribute(struct wctx *w, const uint8_t *p, size_t len, const struct ir_node *n) {
@@ -212,15 +289,25 @@ static bool has_subgraphs(const struct ir_node *n) {
   return false;
 }
 
-static void rewrite_node(struct wctx *w, const uint8_t *p, size_t len, const struct ir_node *n) {
+/* Node n as stored, its subgraphs rewritten and the inputs and outputs
+ * `renamed` and `renamed_output` say under their new names (`own`: its
+ * quantized weight, or NULL). */
+static void rewrite_node(struct wctx *w, const uint8_t *p, size_t len, const struct ir_node *n,
+                         const struct qweight *own) {
   struct pb r = pb_init(p, len);
   struct pb_field f;
-  const char *why;
-  size_t m = pbw_begin(w->b, GRAPH_NODE);
+  const char *why, *suffix;
+  size_t m = pbw_begin(w->b, GRAPH_NODE), j = 0, k = 0;
   while (!pb_eof(&r)) {
     const uint8_t *start = r.p;
     if (!pb_next(&r, &f, &why)) break;
-    if (f.number == NODE_ATTRIBUTE && f.wire == PB_LEN) rewrite_attribute(w, f.data, f.len, n);
+    bool is_len = f.wire == PB_LEN;
+    if (is_len && f.number == NODE_ATTRIBUTE) rewrite_attribute(w, f.data, f.len, n);
+    else if (is_len && f.number == NODE_INPUT && j < n->n_inputs && (suffix = renamed(w, n->inputs[j++], own)))
+      name2(w->b, NODE_INPUT, n->inputs[j - 1]->name, suffix);
+    else if (is_len && f.number == NODE_OUTPUT && k < n->n_outputs &&
+             (suffix = renamed_output(w, n->outputs[k++])))
+      name2(w->b, NODE_OUTPUT, n->outputs[k - 1]->name, suffix);
     else pbw_copy(w->b, start, r.p);
   }
   pbw_end(w->b, m);
@@ -240,12 +327,18 @@ static void rewrite_graph(struct wctx *w, uint32_t field, const uint8_t *p, size
     if (is_len && f.number == GRAPH_NODE && k < g->n_nodes) {
       size_t i = k++;
       const struct ir_node *n = g->nodes[i];
-      if (i == 0) dql_nodes(w->b, q, -1);
+      const struct qweight *own = q->action[i] == Q_QDQ ? q->weight[i] : NULL;
+      if (i == 0) {
+        weight_dq_nodes(w->b, q);
+        dql_nodes(w->b, q, -1);
+        qdq_nodes(w->b, q, -1);
+      }
       if (q->action[i] == Q_MATMUL) matmul_pattern(w->b, n, q->weight[i]);
-      else if (q->action[i]) direct_pattern(w->b, f.data, f.len, n, q->weight[i]);
-      else if (has_subgraphs(n)) rewrite_node(w, f.data, f.len, n);
+      else if (q->action[i] && q->action[i] != Q_QDQ) direct_pattern(w->b, f.data, f.len, n, q->weight[i]);
+      else if (has_subgraphs(n) || renames(w, n, own)) rewrite_node(w, f.data, f.len, n, own);
       else pbw_copy(w->b, start, r.p);
       dql_nodes(w->b, q, (int)i);
+      qdq_nodes(w->b, q, (int)i);
     } else if (is_len && f.number == GRAPH_INITIALIZER && names_dropped(w, g, f.data, f.len, TENSOR_NAME)) {
       continue;
     } else if (is_len && (f.number == GRAPH_INPUT || f.number == GRAPH_VALUE_INFO) &&
@@ -256,6 +349,7 @@ static void rewrite_graph(struct wctx *w, uint32_t field, const uint8_t *p, size
     }
   }
   for (size_t i = 0; i < q->n_home; i++) weight_initializers(w->b, q->home[i]);
+  for (size_t i = 0; i < q->n_acts; i++) act_initializers(w->b, q->acts[i]);
   pbw_end(w->b, m);
 }
 

@@ -1,0 +1,291 @@
+/*
+ * calibrate.c — tolk_calibration (tolk.h): the activation ranges static
+ * quantization needs, observed by running the float model in a tolk
+ * session on calibration samples. As ONNX Runtime's MinMax calibrator for
+ * op types MatMul, it watches every float input and output of a MatMul of
+ * the main graph that is not an initializer, and keeps, per tensor, the
+ * least and greatest value any sample produced. The session returns those
+ * intermediate values by name (tolk_session_run), so no augmented copy of
+ * the graph is built; it runs without optimizations, so that no fusion hides
+ * a MatMul's output. Checks each sample against the graph's declared inputs
+ * first, so that a mismatch is reported as the caller's, naming the input.
+ *
+ * It also keeps the values of the integer inputs (token ids), up to a cap,
+ * for tolk_calibration_check's rule against random data.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx/onnx.h"
+
+/* Integer input values kept for the randomness rule: enough to judge, a
+ * bounded cost for any calibration set. */
+#define KEEP_MAX ((size_t)1 << 20)
+#define RANDOM_MIN_VALUES 64
+#define RANDOM_DISTINCT_PERCENT 90
+
+struct ints {
+  int64_t *v;
+  size_t n, cap;
+};
+
+struct tolk_calibration {
+  tolk_model *model;
+  tolk_session *session;
+  const char **names; /* watched tensors, borrowed from the model's IR */
+  float *lo, *hi;     /* n_names each */
+  size_t n_names;
+  size_t samples;
+  struct ints *ints; /* per session input: its values when integer */
+};
+
+void tolk_calibration_free(tolk_calibration *cal) {
+  if (!cal) return;
+  tolk_session_free(cal->session);
+  tolk_model_free(cal->model);
+  free(cal->names);
+  free(cal->lo);
+  free(cal->hi);
+  for (size_t i = 0; cal->ints && i < tolk_session_input_count(cal->session); i++) free(cal->ints[i].v);
+  free(cal->ints);
+  free(cal);
+}
+
+static bool watched(const tolk_calibration *cal, const char *name) {
+  for (size_t i = 0; i < cal->n_names; i++)
+    if (!strcmp(cal->names[i], name)) return true;
+  return false;
+}
+
+/* Whether v is an activation a static MatMul quantizes: computed or fed at
+ * run time, and float (declared or inferred; an undeclared type is run and
+ * checked on the tensor). */
+static bool activation(const struct ir_value *v) {
+  if (!v || v->flags & (IR_VALUE_INITIALIZER | IR_VALUE_UNDEFINED)) return false;
+  return v->type.kind == IR_TYPE_NONE ||
+         (v->type.kind == IR_TYPE_TENSOR && (v->type.dtype == TOLK_FLOAT || v->type.dtype == TOLK_UNDEFINED));
+}
+
+static tolk_status pick_tensors(tolk_calibration *cal, tolk_error *err) {
+  const struct ir_graph *g = cal->model->ir.graph;
+  cal->names = calloc(2 * g->n_nodes + 1, sizeof *cal->names);
+  if (!cal->names) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the calibration");
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const struct ir_node *n = g->nodes[i];
+    if (strcmp(n->op_type, "MatMul") || *n->domain || n->n_inputs != 2 || n->n_outputs != 1) continue;
+    const struct ir_value *vs[] = {n->inputs[0], n->inputs[1], n->outputs[0]};
+    for (size_t k = 0; k < 3; k++)
+      if (activation(vs[k]) && !watched(cal, vs[k]->name)) cal->names[cal->n_names++] = vs[k]->name;
+  }
+  size_t n = cal->n_names ? cal->n_names : 1;
+  cal->lo = malloc(n * sizeof *cal->lo);
+  cal->hi = malloc(n * sizeof *cal->hi);
+  if (!cal->lo || !cal->hi) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the calibration");
+  for (size_t i = 0; i < cal->n_names; i++) {
+    cal->lo[i] = INFINITY;
+    cal->hi[i] = -INFINITY;
+  }
+  return TOLK_OK;
+}
+
+tolk_status tolk_calibration_create(const char *path, tolk_calibration **out, tolk_error *err) {
+  if (out) *out = NULL;
+  if (!path || !out) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "tolk_calibration_create: NULL argument");
+  tolk_calibration *cal = calloc(1, sizeof *cal);
+  if (!cal) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the calibration");
+  tolk_session_params sp = tolk_session_default_params();
+  sp.opt_level = TOLK_OPT_NONE;
+  tolk_status st = tolk_model_load(path, tolk_model_default_params(), &cal->model, err);
+  if (!st) st = pick_tensors(cal, err);
+  if (!st) st = tolk_session_create(cal->model, sp, &cal->session, err);
+  if (!st && !(cal->ints = calloc(tolk_session_input_count(cal->session) + 1, sizeof *cal->ints)))
+    st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the calibration");
+  if (st) {
+    tolk_calibration_free(cal);
+    return st;
+  }
+  *out = cal;
+  return TOLK_OK;
+}
+
+static void dims_text(int rank, const int64_t *dims, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  if (rank == 0) snprintf(buf, size, "a scalar");
+  for (int i = 0; i < rank && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, dims[i] < 0 ? "%s?" : "%s%lld", i ? "x" : "",
+                             (long long)dims[i]);
+}
+
+/* Checks one given input against the graph's declaration of it. */
+static tolk_status check_one(const tolk_value_info *d, const tolk_tensor *t, tolk_error *err) {
+  char want[160], got[160];
+  int rank = tolk_tensor_rank(t);
+  const int64_t *dims = tolk_tensor_dims(t);
+  if (d->dtype != TOLK_UNDEFINED && tolk_tensor_dtype(t) != d->dtype)
+    return tolk_fail(err, TOLK_ERR_TYPE, "input '%s' is %s; the graph declares %s", d->name,
+                     tolk_dtype_name(tolk_tensor_dtype(t)), tolk_dtype_name(d->dtype));
+  bool bad = d->rank >= 0 && rank != d->rank;
+  for (int i = 0; !bad && d->rank >= 0 && i < rank; i++) bad = d->dims[i] >= 0 && d->dims[i] != dims[i];
+  if (bad) {
+    dims_text(rank, dims, got, sizeof got);
+    dims_text(d->rank, d->dims, want, sizeof want);
+    return tolk_fail(err, TOLK_ERR_SHAPE, "input '%s' has shape %s; the graph declares %s", d->name, got, want);
+  }
+  return TOLK_OK;
+}
+
+/* Every given name is an input, once, and every input is given. */
+static tolk_status check_sample(const tolk_calibration *cal, size_t n, const char *const *names,
+                                const tolk_tensor *const *inputs, tolk_error *err) {
+  size_t n_decl = tolk_session_input_count(cal->session);
+  for (size_t i = 0; i < n; i++) {
+    const tolk_value_info *d = NULL;
+    for (size_t k = 0; k < n_decl && !d; k++)
+      if (!strcmp(tolk_session_input(cal->session, k)->name, names[i])) d = tolk_session_input(cal->session, k);
+    if (!d) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "'%s' is not an input of the graph", names[i]);
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(names[j], names[i]))
+        return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "input '%s' is given twice", names[i]);
+    tolk_status st = check_one(d, inputs[i], err);
+    if (st) return st;
+  }
+  bool empty = true;
+  for (size_t i = 0; i < n; i++) empty &= !tolk_tensor_numel(inputs[i]);
+  if (empty) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "every input is empty: an empty sample calibrates nothing");
+  for (size_t k = 0; k < n_decl; k++) {
+    const char *want = tolk_session_input(cal->session, k)->name;
+    bool given = false;
+    for (size_t i = 0; i < n && !given; i++) given = !strcmp(names[i], want);
+    if (!given) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "input '%s' is missing", want);
+  }
+  return TOLK_OK;
+}
+
+static void widen(tolk_calibration *cal, size_t i, const tolk_tensor *t) {
+  if (tolk_tensor_dtype(t) != TOLK_FLOAT) return;
+  const float *x = tolk_tensor_data(t);
+  int64_t n = tolk_tensor_numel(t);
+  float lo = cal->lo[i], hi = cal->hi[i];
+  for (int64_t k = 0; k < n; k++) {
+    lo = fminf(lo, x[k]);
+    hi = fmaxf(hi, x[k]);
+  }
+  cal->lo[i] = lo;
+  cal->hi[i] = hi;
+}
+
+static int64_t int_at(const tolk_tensor *t, int64_t i) {
+  const void *p = tolk_tensor_data(t);
+  switch (tolk_tensor_dtype(t)) {
+  case TOLK_INT64: return ((const int64_t *)p)[i];
+  case TOLK_INT32: return ((const int32_t *)p)[i];
+  case TOLK_INT16: return ((const int16_t *)p)[i];
+  case TOLK_INT8: return ((const int8_t *)p)[i];
+  case TOLK_UINT8: return ((const uint8_t *)p)[i];
+  case TOLK_UINT16: return ((const uint16_t *)p)[i];
+  case TOLK_UINT32: return ((const uint32_t *)p)[i];
+  default: return 0;
+  }
+}
+
+static bool is_int(tolk_dtype t) {
+  return t == TOLK_INT64 || t == TOLK_INT32 || t == TOLK_INT16 || t == TOLK_INT8 || t == TOLK_UINT8 ||
+         t == TOLK_UINT16 || t == TOLK_UINT32;
+}
+
+/* Keeps the integer inputs' values of a sample (up to KEEP_MAX each). */
+static tolk_status keep_ints(tolk_calibration *cal, size_t n, const char *const *names,
+                             const tolk_tensor *const *inputs, tolk_error *err) {
+  for (size_t k = 0; k < tolk_session_input_count(cal->session); k++) {
+    const char *want = tolk_session_input(cal->session, k)->name;
+    for (size_t i = 0; i < n; i++) {
+      if (strcmp(names[i], want) || !is_int(tolk_tensor_dtype(inputs[i]))) continue;
+      struct ints *s = &cal->ints[k];
+      size_t add = (size_t)tolk_tensor_numel(inputs[i]);
+      if (add > KEEP_MAX - s->n) add = KEEP_MAX - s->n;
+      if (s->n + add > s->cap) {
+        size_t cap = s->n + add > 2 * s->cap ? s->n + add : 2 * s->cap;
+        int64_t *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the calibration");
+        s->v = v;
+        s->cap = cap;
+      }
+      for (size_t j = 0; j < add; j++) s->v[s->n++] = int_at(inputs[i], (int64_t)j);
+    }
+  }
+  return TOLK_OK;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+tolk_status tolk_calibration_check(const tolk_calibration *cal, tolk_error *err) {
+  if (!cal || !cal->samples)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
+                     "the calibration has no samples: ranges from no data would quantize blindly");
+  for (size_t k = 0; k < tolk_session_input_count(cal->session); k++) {
+    const struct ints *s = &cal->ints[k];
+    if (s->n < RANDOM_MIN_VALUES) continue;
+    int64_t *v = malloc(s->n * sizeof *v);
+    if (!v) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the calibration check");
+    memcpy(v, s->v, s->n * sizeof *v);
+    qsort(v, s->n, sizeof *v, cmp_i64);
+    size_t distinct = 1;
+    for (size_t i = 1; i < s->n; i++) distinct += v[i] != v[i - 1];
+    free(v);
+    if (distinct * 100 >= s->n * RANDOM_DISTINCT_PERCENT)
+      return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
+                       "the calibration data looks random: input '%s' took %zu values, %zu of them distinct "
+                       "(real token ids repeat); ranges from random data destroy quality",
+                       tolk_session_input(cal->session, k)->name, s->n, distinct);
+  }
+  return TOLK_OK;
+}
+
+size_t tolk_calibration_input_count(const tolk_calibration *cal) {
+  return cal ? tolk_session_input_count(cal->session) : 0;
+}
+
+const tolk_value_info *tolk_calibration_input(const tolk_calibration *cal, size_t i) {
+  return cal ? tolk_session_input(cal->session, i) : NULL;
+}
+
+tolk_status tolk_calibration_add(tolk_calibration *cal, size_t n_inputs, const char *const *names,
+                                 const tolk_tensor *const *inputs, tolk_error *err) {
+  if (!cal || (n_inputs && (!names || !inputs)))
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "tolk_calibration_add: NULL argument");
+  tolk_status st = check_sample(cal, n_inputs, names, inputs, err);
+  if (st) return st;
+  if (!cal->n_names) {
+    st = keep_ints(cal, n_inputs, names, inputs, err);
+    cal->samples += !st;
+    return st;
+  }
+  tolk_tensor **outs = calloc(cal->n_names, sizeof *outs);
+  if (!outs) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for a calibration run");
+  st = tolk_session_run(cal->session, n_inputs, names, inputs, cal->n_names, cal->names, outs, NULL, err);
+  if (!st) st = keep_ints(cal, n_inputs, names, inputs, err);
+  for (size_t i = 0; !st && i < cal->n_names; i++) widen(cal, i, outs[i]);
+  for (size_t i = 0; i < cal->n_names; i++) tolk_tensor_free(outs[i]);
+  free(outs);
+  if (!st) cal->samples++;
+  return st;
+}
+
+size_t tolk_calibration_samples(const tolk_calibration *cal) {
+  return cal ? cal->samples : 0;
+}
+
+int tolk_calibration_range(const tolk_calibration *cal, const char *name, float *lo, float *hi) {
+  for (size_t i = 0; cal && name && i < cal->n_names; i++)
+    if (!strcmp(cal->names[i], name) && cal->lo[i] <= cal->hi[i]) {
+      *lo = cal->lo[i];
+      *hi = cal->hi[i];
+      return 1;
+    }
+  return 0;
+}

@@ -1,0 +1,305 @@
+/*
+ * test_onnx_quantize_static.c — static quantization (tolk_calibration and
+ * tolk_model_quantize with TOLK_QUANTIZE_QDQ) against ONNX Runtime's
+ * quantize_static (QDQ, MinMax, MatMul, QInt8), recorded by
+ * tools/ort_quantize_static_reference.py in
+ * tests/data/quantize/static/<graph>.<mode>.json, on marian-tiny's encoder,
+ * decoder and decoder with past, per tensor and per channel, calibrated on
+ * the same golden input sets ORT was:
+ *  - every node ORT added or rewired is in tolk's output (op, name, inputs,
+ *    outputs; a DequantizeLinear's axis), and the op counts are ORT's;
+ *  - every weight's int8 bytes, scale and zero point are ORT's exactly;
+ *    every activation's zero point is ORT's and its scale within 1e-5 of it
+ *    (relative): tolk's float graph computes the ranges, ORT's its own, and
+ *    the two differ in the last bits of some intermediate values;
+ *  - tolk's quantized graph, run in tolk, is as far from the fp32 golden
+ *    outputs as ORT's quantized graph run in ORT (within 2 %), and for the
+ *    encoder within 0.02 of ORT's int8 hidden states themselves.
+ * Then the refusals: mismatched samples (a name that is no input, twice, one
+ * missing, another dtype or shape, nothing but empty tensors), no samples, random
+ * token ids, QDQ without a calibration — each with its status, a message
+ * naming what, and no output file.
+ */
+#include <math.h>
+#include <unistd.h>
+
+#include "quantize_ref.h"
+
+static const char *graphs[] = {"encoder_model", "decoder_model", "decoder_with_past_model"};
+static const char *modes[] = {"default", "per_channel"};
+static char fixtures[1024], golden[1100], data_dir[1100], tmp_dir[64];
+
+static tolk_tensor *load_pb(const char *path) {
+  tolk_tensor *t = NULL;
+  tolk_error err;
+  CHECK_MSG(!tolk_tensor_load_pb(path, &t, &err), "%s", err.message);
+  return t;
+}
+
+/* Adds the golden set `set` of a graph (input_K.pb: the K-th input). */
+static tolk_status add_set(tolk_calibration *cal, const char *set, tolk_error *err) {
+  tolk_tensor *in[16] = {0};
+  const char *names[16];
+  size_t n = 0;
+  for (; n < tolk_calibration_input_count(cal) && n < 16; n++) {
+    char p[2600];
+    snprintf(p, sizeof p, "%s/input_%zu.pb", set, n);
+    in[n] = load_pb(p);
+    names[n] = tolk_calibration_input(cal, n)->name;
+  }
+  tolk_status st = tolk_calibration_add(cal, n, names, (const tolk_tensor *const *)in, err);
+  for (size_t i = 0; i < n; i++) tolk_tensor_free(in[i]);
+  return st;
+}
+
+static tolk_calibration *calibrate(const char *graph) {
+  char model[2048], set[2400];
+  snprintf(model, sizeof model, "%s/marian-tiny/%s.onnx", fixtures, graph);
+  tolk_calibration *cal = NULL;
+  tolk_error err;
+  CHECK_MSG(!tolk_calibration_create(model, &cal, &err), "%s: %s", graph, err.message);
+  for (int s = 0; cal; s++) {
+    snprintf(set, sizeof set, "%s/%s/test_data_set_%d", golden, graph, s);
+    if (access(set, R_OK)) break;
+    CHECK_MSG(!add_set(cal, set, &err), "%s: %s", set, err.message);
+  }
+  CHECK(tolk_calibration_samples(cal) == 2);
+  return cal;
+}
+
+/* A DequantizeLinear's axis is ORT's (per-channel weights: 1). */
+static void check_axes(const char *what, const struct ir_graph *g, const cJSON *nodes) {
+  const cJSON *want;
+  cJSON_ArrayForEach(want, nodes) {
+    const cJSON *axis = cJSON_GetObjectItem(want, "axis");
+    for (size_t i = 0; i < g->n_nodes; i++) {
+      if (!node_matches(g->nodes[i], want)) continue;
+      const struct ir_attr *a = ir_node_attr(g->nodes[i], "axis");
+      CHECK_MSG(axis ? a && a->i == (int64_t)axis->valuedouble : !a, "%s: %s's axis", what, g->nodes[i]->name);
+    }
+  }
+}
+
+/* An activation's scale and zero point, from tolk's own range. */
+static void check_activation(const char *what, const struct ir_graph *g, const char *name, const cJSON *want) {
+  const struct ir_value *v = ir_name_map_get(g->names, name);
+  const struct ir_tensor *t = v ? v->init : NULL;
+  CHECK_MSG(t && t->numel == 1, "%s: no scalar initializer %s", what, name);
+  if (!t || t->numel != 1) return;
+  double ort = cJSON_GetArrayItem(cJSON_GetObjectItem(want, "values"), 0)->valuedouble, got;
+  if (t->dtype == TOLK_FLOAT) {
+    float f;
+    memcpy(&f, t->data, 4);
+    got = f;
+    CHECK_MSG(fabs(got - ort) <= 1e-5 * ort, "%s: %s = %.9g, ORT %.9g", what, name, got, ort);
+  } else {
+    got = ((const int8_t *)t->data)[0];
+    CHECK_MSG(t->dtype == TOLK_INT8 && got == ort, "%s: %s = %g, ORT %g", what, name, got, ort);
+  }
+}
+
+static bool is_weight_part(const cJSON *inits, const char *name) {
+  char base[512];
+  const char *end = strstr(name, "_scale") ? strstr(name, "_scale") : strstr(name, "_zero_point");
+  if (!end) return true; /* W_quantized */
+  snprintf(base, sizeof base, "%.*s_quantized", (int)(end - name), name);
+  return cJSON_GetObjectItem(inits, base) != NULL;
+}
+
+/* tolk's quantized graph on each golden set, in tolk, against the golden
+ * fp32 output and ORT's quantized graph's. */
+static void check_runs(const char *what, const char *path, const char *graph, const cJSON *runs) {
+  tolk_session *s = NULL;
+  tolk_error err;
+  tolk_session_params sp = tolk_session_default_params();
+  sp.threads = 1;
+  CHECK_MSG(!tolk_session_create_from_file(path, sp, &s, &err), "%s: %s", what, err.message);
+  for (int k = 0; s && k < cJSON_GetArraySize(runs); k++) {
+    const cJSON *r = cJSON_GetArrayItem(runs, k), *values = cJSON_GetObjectItem(r, "values");
+    char set[2400], p[2500];
+    snprintf(set, sizeof set, "%s/%s/test_data_set_%d", golden, graph, k);
+    tolk_tensor *in[16] = {0}, *out = NULL;
+    const char *names[16], *out_name = cJSON_GetObjectItem(r, "output")->valuestring;
+    size_t n = 0;
+    for (; n < tolk_session_input_count(s) && n < 16; n++) {
+      snprintf(p, sizeof p, "%s/input_%zu.pb", set, n);
+      in[n] = load_pb(p);
+      names[n] = tolk_session_input(s, n)->name;
+    }
+    snprintf(p, sizeof p, "%s/output_0.pb", set);
+    tolk_tensor *want = load_pb(p);
+    if (!tolk_session_run(s, n, names, (const tolk_tensor *const *)in, 1, &out_name, &out, NULL, &err) && want) {
+      const float *x = tolk_tensor_data(out), *y = tolk_tensor_data(want);
+      double vs_fp32 = 0, vs_ort = 0, ort_err = cJSON_GetObjectItem(r, "max_abs_vs_fp32")->valuedouble;
+      CHECK(tolk_tensor_numel(out) == tolk_tensor_numel(want));
+      for (int64_t i = 0; i < tolk_tensor_numel(out) && i < tolk_tensor_numel(want); i++) {
+        vs_fp32 = fmax(vs_fp32, fabs((double)x[i] - y[i]));
+        if (values) vs_ort = fmax(vs_ort, fabs((double)x[i] - cJSON_GetArrayItem(values, (int)i)->valuedouble));
+      }
+      CHECK_MSG(vs_fp32 <= 1.02 * ort_err, "%s set %d: max |int8 - fp32| %.4g, ORT's %.4g", what, k, vs_fp32, ort_err);
+      CHECK_MSG(vs_ort <= 0.02, "%s set %d: max |tolk int8 - ORT int8| %.4g", what, k, vs_ort);
+    } else {
+      CHECK_MSG(0, "%s set %d: %s", what, k, err.message);
+    }
+    for (size_t i = 0; i < n; i++) tolk_tensor_free(in[i]);
+    tolk_tensor_free(out);
+    tolk_tensor_free(want);
+  }
+  tolk_session_free(s);
+}
+
+static void compare_with_ort(const char *graph, const char *mode, const tolk_calibration *cal) {
+  char in[2048], out[256], ref[2048], what[128];
+  snprintf(in, sizeof in, "%s/marian-tiny/%s.onnx", fixtures, graph);
+  snprintf(out, sizeof out, "%s/%s.%s.onnx", tmp_dir, graph, mode);
+  snprintf(ref, sizeof ref, "%s/%s.%s.json", data_dir, graph, mode);
+  snprintf(what, sizeof what, "%s %s", graph, mode);
+  tolk_quantize_params p = tolk_quantize_default_params();
+  p.format = TOLK_QUANTIZE_QDQ;
+  p.calibration = cal;
+  p.per_channel = !strcmp(mode, "per_channel");
+  tolk_quantize_summary s;
+  tolk_error err;
+  CHECK_MSG(tolk_model_quantize(in, out, p, NULL, NULL, &s, &err) == TOLK_OK, "%s: %s", what, err.message);
+  CHECK_MSG(s.quantized > 0 && !s.skipped, "%s: %zu quantized, %zu skipped", what, s.quantized, s.skipped);
+  tolk_model *m = NULL;
+  cJSON *j = read_json(ref);
+  if (tolk_model_load(out, tolk_model_default_params(), &m, &err) || !j) {
+    CHECK_MSG(0, "%s: %s", what, err.message);
+    cJSON_Delete(j);
+    return;
+  }
+  const struct ir_graph *g = tolk_model_ir(m)->graph;
+  const cJSON *pattern = cJSON_GetObjectItem(j, "pattern"), *inits = cJSON_GetObjectItem(j, "initializers"), *init;
+  check_pattern(what, g, pattern, cJSON_GetObjectItem(j, "op_counts_after"));
+  check_axes(what, g, pattern);
+  size_t n_ours = 0;
+  for (size_t i = 0; i < g->n_initializers; i++) {
+    const char *nm = g->initializers[i]->name;
+    size_t len = strlen(nm);
+    n_ours += (len > 10 && !strcmp(nm + len - 10, "_quantized")) || (len > 6 && !strcmp(nm + len - 6, "_scale")) ||
+              (len > 11 && !strcmp(nm + len - 11, "_zero_point"));
+  }
+  CHECK_MSG(n_ours == (size_t)cJSON_GetArraySize(inits), "%s: %zu quantization initializers, ORT has %d", what, n_ours,
+            cJSON_GetArraySize(inits));
+  cJSON_ArrayForEach(init, inits) {
+    if (is_weight_part(inits, init->string)) check_initializer(what, g, init->string, init);
+    else check_activation(what, g, init->string, init);
+  }
+  tolk_model_free(m);
+  check_runs(what, out, graph, cJSON_GetObjectItem(j, "runs"));
+  cJSON_Delete(j);
+  unlink(out);
+}
+
+/* ------------------------------------------------------------ refusals */
+
+static void expect_fail(tolk_status st, tolk_status want, const tolk_error *err, const char *needle) {
+  CHECK_MSG(st == want, "status %d, wanted %d (%s)", st, want, err->message);
+  CHECK_MSG(strstr(err->message, needle) != NULL, "message '%s' lacks '%s'", err->message, needle);
+}
+
+static void check_refusals(void) {
+  char model[2048], set[2400], p[2500];
+  snprintf(model, sizeof model, "%s/marian-tiny/encoder_model.onnx", fixtures);
+  snprintf(set, sizeof set, "%s/encoder_model/test_data_set_0", golden);
+  tolk_calibration *cal = NULL;
+  tolk_error err;
+  CHECK_MSG(!tolk_calibration_create(model, &cal, &err), "%s", err.message);
+  if (!cal) return;
+  snprintf(p, sizeof p, "%s/input_0.pb", set);
+  tolk_tensor *ids = load_pb(p), *mask;
+  snprintf(p, sizeof p, "%s/input_1.pb", set);
+  mask = load_pb(p);
+  int64_t dims[2] = {1, 10}, dims3[3] = {1, 1, 10}, empty[2] = {1, 0};
+  int32_t ids32[10] = {0};
+  int64_t none = 0;
+  tolk_tensor *as32 = NULL, *rank3 = NULL, *zero = NULL;
+  tolk_tensor_create(TOLK_INT32, 2, dims, ids32, sizeof ids32, &as32, &err);
+  tolk_tensor_create(TOLK_INT64, 3, dims3, tolk_tensor_data(ids), 80, &rank3, &err);
+  tolk_tensor_create(TOLK_INT64, 2, empty, &none, 0, &zero, &err);
+
+  /* Nothing added yet: quantizing is refused and writes nothing. */
+  expect_fail(tolk_calibration_check(cal, &err), TOLK_ERR_INVALID_ARGUMENT, &err, "no samples");
+  char out[256];
+  snprintf(out, sizeof out, "%s/refused.onnx", tmp_dir);
+  tolk_quantize_params qp = tolk_quantize_default_params();
+  qp.format = TOLK_QUANTIZE_QDQ;
+  expect_fail(tolk_model_quantize(model, out, qp, NULL, NULL, NULL, &err), TOLK_ERR_INVALID_ARGUMENT, &err,
+              "needs a calibration");
+  qp.calibration = cal;
+  expect_fail(tolk_model_quantize(model, out, qp, NULL, NULL, NULL, &err), TOLK_ERR_INVALID_ARGUMENT, &err,
+              "no samples");
+  CHECK(access(out, F_OK) != 0);
+
+  const char *good[] = {"input_ids", "attention_mask"}, *typo[] = {"input_idz", "attention_mask"},
+             *twice[] = {"input_ids", "input_ids"};
+  const tolk_tensor *pair[] = {ids, mask}, *one[] = {ids}, *t32[] = {as32, mask}, *t3[] = {rank3, mask},
+                    *t0[] = {zero, zero};
+  expect_fail(tolk_calibration_add(cal, 2, typo, pair, &err), TOLK_ERR_INVALID_ARGUMENT, &err,
+              "'input_idz' is not an input of the graph");
+  expect_fail(tolk_calibration_add(cal, 2, twice, pair, &err), TOLK_ERR_INVALID_ARGUMENT, &err,
+              "input 'input_ids' is given twice");
+  expect_fail(tolk_calibration_add(cal, 1, good, one, &err), TOLK_ERR_INVALID_ARGUMENT, &err,
+              "input 'attention_mask' is missing");
+  expect_fail(tolk_calibration_add(cal, 2, good, t32, &err), TOLK_ERR_TYPE, &err,
+              "input 'input_ids' is int32; the graph declares int64");
+  expect_fail(tolk_calibration_add(cal, 2, good, t3, &err), TOLK_ERR_SHAPE, &err, "input 'input_ids' has shape 1x1x10");
+  expect_fail(tolk_calibration_add(cal, 2, good, t0, &err), TOLK_ERR_INVALID_ARGUMENT, &err, "every input is empty");
+  CHECK(tolk_calibration_samples(cal) == 0);
+  float lo, hi;
+  CHECK(!tolk_calibration_range(cal, "/Add_output_0", &lo, &hi));
+
+  /* Real ids pass the rule however often they are repeated; random ids over
+   * the vocabulary do not. */
+  for (int i = 0; i < 8; i++) CHECK_MSG(!tolk_calibration_add(cal, 2, good, pair, &err), "%s", err.message);
+  CHECK_MSG(!tolk_calibration_check(cal, &err), "%s", err.message);
+  CHECK(tolk_calibration_range(cal, "/Add_output_0", &lo, &hi) && lo < 0 && hi > 0);
+  tolk_calibration_free(cal);
+  CHECK_MSG(!tolk_calibration_create(model, &cal, &err), "%s", err.message);
+  int64_t rdims[2] = {1, 32}, rids[32], ones[32];
+  uint64_t x = 88172645463325252ull;
+  for (int s = 0; cal && s < 4; s++) {
+    for (int i = 0; i < 32; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64: uniform over the vocabulary */
+      rids[i] = (int64_t)(x % 4269);
+      ones[i] = 1;
+    }
+    tolk_tensor *r = NULL, *o = NULL;
+    tolk_tensor_create(TOLK_INT64, 2, rdims, rids, sizeof rids, &r, &err);
+    tolk_tensor_create(TOLK_INT64, 2, rdims, ones, sizeof ones, &o, &err);
+    const tolk_tensor *rp[] = {r, o};
+    CHECK_MSG(!tolk_calibration_add(cal, 2, good, rp, &err), "%s", err.message);
+    tolk_tensor_free(r);
+    tolk_tensor_free(o);
+  }
+  expect_fail(tolk_calibration_check(cal, &err), TOLK_ERR_INVALID_ARGUMENT, &err,
+              "looks random: input 'input_ids' took 128 values");
+  qp.calibration = cal;
+  expect_fail(tolk_model_quantize(model, out, qp, NULL, NULL, NULL, &err), TOLK_ERR_INVALID_ARGUMENT, &err,
+              "looks random");
+  CHECK(access(out, F_OK) != 0);
+  tolk_calibration_free(cal);
+  tolk_tensor_free(ids);
+  tolk_tensor_free(mask);
+  tolk_tensor_free(as32);
+  tolk_tensor_free(rank3);
+  tolk_tensor_free(zero);
+}
+
+int main(void) {
+  const char *fix = getenv("TOLK_FIXTURES");
+  snprintf(fixtures, sizeof fixtures, "%s", fix ? fix : "tests/fixtures");
+  snprintf(golden, sizeof golden, "%s/golden/marian-tiny", fixtures);
+  snprintf(data_dir, sizeof data_dir, "%s/../data/quantize/static", fixtures);
+  snprintf(tmp_dir, sizeof tmp_dir, "/tmp/tolk-qstatic-XXXXXX");
+  CHECK(mkdtemp(tmp_dir) != NULL);
+  for (size_t g = 0; g < 3; g++) {
+    tolk_calibration *cal = calibrate(graphs[g]);
+    for (size_t m = 0; cal && m < 2; m++) compare_with_ort(graphs[g], modes[m], cal);
+    tolk_calibration_free(cal);
+  }
+  check_refusals();
+  rmdir(tmp_dir);
+  return tu_finish("test_onnx_quantize_static");
+}
