@@ -1,8 +1,10 @@
 # `tolk quantize` (cli/cmd_quantize.c; the library side is tested by test_onnx_quantize*.c against ONNX
 # Runtime's references): a model folder quantized and translated next to ORT's quantized graphs, --exclude
-# and --op-types, and the refusals — not a model, nothing to quantize, an output folder that does not
-# exist — each with exit status 2, its message and no file left (tests/quantize.sh).
-foreach(case folder not-onnx nothing unwritable excluded)
+# and --op-types, static quantization of the folder with --calibrate, and the refusals — not a model,
+# nothing to quantize, an output folder that does not exist, calibration data naming no input, of another
+# shape, empty or random — each with exit status 2, its message and no file left (tests/quantize.sh).
+foreach(case folder not-onnx nothing unwritable excluded static-folder static-mismatch static-shape static-empty
+             static-random)
   add_test(NAME quantize_${case} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/quantize.sh $<TARGET_FILE:tolk> ${case})
   set_tests_properties(quantize_${case} PROPERTIES LABELS unit)
 endforeach()
@@ -11,3 +13,7 @@ tolk_usage_error_test(quantize_usage_op_types quantize "--op-types wants a list 
   --op-types Conv a.onnx b.onnx)
 tolk_usage_error_test(quantize_usage_operands quantize "needs IN and OUT" a.onnx)
 tolk_usage_error_test(quantize_usage_extra quantize "unexpected argument 'c.onnx'" a.onnx b.onnx c.onnx)
+tolk_usage_error_test(quantize_usage_format quantize "--format wants dynamic or qdq, not 'int4'" --format int4 a.onnx b.onnx)
+tolk_usage_error_test(quantize_usage_qdq quantize "--format qdq needs --calibrate DATA" --format qdq a.onnx b.onnx)
+tolk_usage_error_test(quantize_usage_calibrate_dynamic quantize "--calibrate is for static quantization, not --format dynamic"
+  --calibrate d --format dynamic a.onnx b.onnx)

@@ -2,7 +2,9 @@
 # tests/quantize.sh TOLK CASE: `tolk quantize` as a user runs it (tests/quantize.cmake registers one ctest
 # per CASE). folder: marian-tiny's folder quantized into a new one, the graphs valid, and a model folder made
 # of them translates exactly as the one with ONNX Runtime's quantized graphs (same options as
-# tools/export.py); the failures: each exits 2 with its message and leaves no file in the output folder.
+# tools/export.py); static-folder: the same folder calibrated (--calibrate) checks and translates; the
+# failures (static-* included: calibration data that does not match, is empty or looks random): each exits 2
+# with its message and leaves no file in the output folder.
 set -u
 tolk=$1 case=$2
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -59,6 +61,58 @@ excluded)
     fail "exit $?"
   grep -q "^  1 quantized, 15 skipped; " "$tmp/log" || fail "$(cat "$tmp/log")"
   grep -q "^  skipped MatMul '.*': excluded (--exclude)$" "$tmp/log" || fail "exclusions are not explained" ;;
+static-folder)
+  # Calibrated on the golden input sets (the ONNX test-data layout), one folder per graph; the merged
+  # decoder has none and is skipped. The static graphs pass the checker and translate.
+  mkdir "$tmp/data"
+  for g in encoder_model decoder_model decoder_with_past_model; do
+    ln -s "$src/tests/fixtures/golden/marian-tiny/$g" "$tmp/data/$g"
+  done
+  "$tolk" quantize --calibrate "$tmp/data" "$tiny" "$tmp/q" >"$tmp/log" || fail "exit $?: $(cat "$tmp/log")"
+  grep -q "decoder_model_merged.onnx: skipped, no calibration data in $tmp/data/decoder_model_merged$" "$tmp/log" ||
+    fail "the graph without data is not reported: $(cat "$tmp/log")"
+  grep -q "^  calibrated on 2 samples of $tmp/data/encoder_model$" "$tmp/log" || fail "$(cat "$tmp/log")"
+  grep -q "^  16 quantized, 0 skipped; " "$tmp/log" || fail "no summary for the encoder: $(cat "$tmp/log")"
+  [ "$(ls "$tmp/q" | grep -c '_quantized\.onnx$')" -eq 3 ] || fail "wanted 3 graphs: $(ls "$tmp/q")"
+  "$tolk" check -q "$tmp"/q/*.onnx || fail "a static graph does not pass tolk check"
+  mkdir "$tmp/ours"
+  for f in "$tiny"/*.json "$tiny"/*.spm; do cp "$f" "$tmp/ours/"; done
+  rm "$tmp/ours/tolk-manifest.json"
+  cp "$tmp"/q/*_quantized.onnx "$tmp/ours/"
+  out=$("$tolk" translate -m "$tmp/ours" --beam 1 "The file cannot be opened.") || fail "the static folder does not translate"
+  [ -n "$out" ] || fail "empty translation" ;;
+static-mismatch)
+  # A file naming no input: the error names the file, the graph's inputs and the sample; nothing written.
+  mkdir -p "$tmp/data/s0"
+  cp "$src/tests/fixtures/golden/marian-tiny/encoder_model/test_data_set_0/input_0.pb" "$tmp/data/s0/input_ids.pb"
+  cp "$src/tests/fixtures/golden/marian-tiny/encoder_model/test_data_set_0/input_1.pb" "$tmp/data/s0/mask.pb"
+  expect_refusal "^tolk quantize: invalid argument: calibration sample $tmp/data/s0: mask.pb names no input of the graph \(its inputs: input_ids, attention_mask\)$" \
+    --calibrate "$tmp/data" "$tiny/encoder_model.onnx" "$tmp/out/x.onnx" ;;
+static-shape)
+  # The decoder's input 0 given to the encoder as its input_ids: another shape, named with the declared one.
+  mkdir -p "$tmp/data/s0"
+  cp "$src/tests/fixtures/golden/marian-tiny/encoder_model/test_data_set_0/input_1.pb" "$tmp/data/s0/input_1.pb"
+  cp "$src/tests/fixtures/golden/marian-tiny/decoder_model/test_data_set_1/input_2.pb" "$tmp/data/s0/input_0.pb"
+  expect_refusal "^tolk quantize: .*calibration sample $tmp/data/s0: input 'input_ids' (is|has shape) " \
+    --calibrate "$tmp/data" "$tiny/encoder_model.onnx" "$tmp/out/x.onnx" ;;
+static-empty)
+  mkdir -p "$tmp/data"
+  expect_refusal "^tolk quantize: invalid argument: calibration sample $tmp/data: no input files " \
+    --calibrate "$tmp/data" "$tiny/encoder_model.onnx" "$tmp/out/x.onnx" ;;
+static-random)
+  # Token ids drawn uniformly from the vocabulary (4 samples of 32), as .npy: refused as random.
+  for s in 0 1 2 3; do
+    mkdir -p "$tmp/data/$s"
+    perl -e 'srand(7 + $ARGV[0]); my $h = "{'"'"'descr'"'"': '"'"'<i8'"'"', '"'"'fortran_order'"'"': False, '"'"'shape'"'"': (1, 32), }";
+             $h .= " " x (63 - (10 + length($h)) % 64) . "\n";
+             for my $f ("ids", "mask") { open(my $o, ">", "$ARGV[1]/$f.npy") or die; binmode $o;
+               print $o "\x93NUMPY\x01\x00", pack("v", length($h)), $h;
+               print $o pack("q<", $f eq "ids" ? int(rand(4269)) : 1) for 1..32; close $o }' "$s" "$tmp/data/$s"
+    mv "$tmp/data/$s/ids.npy" "$tmp/data/$s/input_ids.npy"
+    mv "$tmp/data/$s/mask.npy" "$tmp/data/$s/attention_mask.npy"
+  done
+  expect_refusal "^tolk quantize: invalid argument: .*encoder_model.onnx: the calibration data looks random: input 'input_ids' took 128 values, 1[0-9][0-9] of them distinct" \
+    --calibrate "$tmp/data" "$tiny/encoder_model.onnx" "$tmp/out/x.onnx" ;;
 *)
   fail "unknown case $case" ;;
 esac

@@ -429,7 +429,7 @@ static tolk_status check_static(const tolk_model *m, const tolk_quantize_params 
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "%s: static quantization needs a calibration", path);
   tolk_status st = tolk_calibration_check(p->calibration, err);
   if (st) {
-    tolk_error_prefix(err, "%s: ", path);
+    tolk_error_prefix(err, "%s", path);
     return st;
   }
   for (size_t i = 0; p->op_types && i < p->n_op_types; i++)
