@@ -24,7 +24,7 @@ enum { OPT_CALIBRATE, OPT_FORMAT, OPT_PER_CHANNEL, OPT_REDUCE_RANGE, OPT_OP_TYPE
 
 static const struct cli_option options[] = {
     [OPT_CALIBRATE] = {"calibrate", 0, "DATA", "static: activation ranges from the samples under DATA (see below)"},
-    [OPT_FORMAT] = {"format", 0, "FORMAT", "dynamic, or qdq (static; the default with --calibrate)"},
+    [OPT_FORMAT] = {"format", 0, "FORMAT", "dynamic, or static qdq (the default with --calibrate) or qoperator"},
     [OPT_PER_CHANNEL] = {"per-channel", 0, NULL, "a scale per column of each MatMul weight (default: per tensor)"},
     [OPT_REDUCE_RANGE] = {"reduce-range", 0, NULL, "MatMul weights in [-64, 64] (7 bits), as ORT's reduce_range"},
     [OPT_OP_TYPES] = {"op-types", 0, "LIST", "the op types to quantize, of MatMul,Gather,Transpose (default: all)"},
@@ -45,7 +45,8 @@ static const struct cli_verb verb = {
     "\n"
     "With --calibrate DATA, static instead, as quantize_static's QDQ format: each\n"
     "MatMul's activations and output go through QuantizeLinear/DequantizeLinear with\n"
-    "the int8 scale of the range they took on the samples, its weight is stored int8.\n"
+    "the int8 scale of the range they took on the samples, its weight is stored int8;\n"
+    "--format qoperator writes QLinearMatMul instead, as its QOperator format.\n"
     "DATA holds one folder per sample (or is the only sample), each with input_K.pb or\n"
     "input_K.npy (the K-th graph input, the ONNX test data layout) or NAME.npy/NAME.pb\n"
     "(the input named NAME); for IN_DIR, DATA/X holds the samples of X.onnx (a graph\n"
@@ -157,7 +158,8 @@ int cmd_quantize(int argc, char **argv) {
     case OPT_FORMAT:
       if (!strcmp(a.value, "dynamic")) o.format = TOLK_QUANTIZE_DYNAMIC;
       else if (!strcmp(a.value, "qdq")) o.format = TOLK_QUANTIZE_QDQ;
-      else rc = cli_bad_value(&a, "dynamic or qdq");
+      else if (!strcmp(a.value, "qoperator")) o.format = TOLK_QUANTIZE_QOPERATOR;
+      else rc = cli_bad_value(&a, "dynamic, qdq or qoperator");
       break;
     case OPT_PER_CHANNEL: o.p.per_channel = 1; break;
     case OPT_REDUCE_RANGE: o.p.reduce_range = 1; break;
@@ -168,9 +170,9 @@ int cmd_quantize(int argc, char **argv) {
   }
   if (rc < 0 && o.calibrate && o.format == TOLK_QUANTIZE_DYNAMIC)
     rc = cli_usage_error(&verb, "--calibrate is for static quantization, not --format dynamic");
-  if (rc < 0 && !o.calibrate && o.format == TOLK_QUANTIZE_QDQ)
-    rc = cli_usage_error(&verb, "--format qdq needs --calibrate DATA");
-  if (o.calibrate) o.p.format = TOLK_QUANTIZE_QDQ;
+  if (rc < 0 && !o.calibrate && o.format > TOLK_QUANTIZE_DYNAMIC)
+    rc = cli_usage_error(&verb, "--format %s needs --calibrate DATA", o.format == TOLK_QUANTIZE_QDQ ? "qdq" : "qoperator");
+  if (o.calibrate) o.p.format = o.format > TOLK_QUANTIZE_DYNAMIC ? (tolk_quantize_format)o.format : TOLK_QUANTIZE_QDQ;
   if (rc < 0 && argc - a.first != 2)
     rc = cli_usage_error(&verb, argc - a.first < 2 ? "needs IN and OUT" : "unexpected argument '%s'", argv[a.first + 2]);
   if (rc < 0) {

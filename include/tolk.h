@@ -362,12 +362,20 @@ tolk_initializer_info tolk_value_initializer(const tolk_value *value);
  * zero point of the range `calibration` observed (int8, asymmetric in
  * [-128, 127]), every reader of X then reading X_DequantizeLinear_Output;
  * a weight becomes W_quantized (int8, symmetric as above) read through
- * DequantizeLinear W_DequantizeLinear (axis 1 when per channel). A MatMul
- * with a tensor the calibration did not observe (in a subgraph, or a graph
- * output) is skipped and reported. */
+ * DequantizeLinear W_DequantizeLinear (axis 1 when per channel); a graph
+ * output X keeps its name, written by its DequantizeLinear. QOPERATOR is
+ * its QOperator format, from the same ranges: the MatMul becomes
+ * QLinearMatMul NAME_quant (X_quantized, X_scale, X_zero_point for A and B
+ * — W_quantized, W_scale, W_zero_point for a weight — and the output's
+ * scale and zero point) → Y_quantized; QuantizeLinear X_QuantizeLinear
+ * makes X_quantized of an activation no quantized MatMul produced, and
+ * DequantizeLinear Y_DequantizeLinear gives Y back wherever something else
+ * reads it. A MatMul with a tensor the calibration did not observe (in a
+ * subgraph) is skipped and reported. */
 typedef enum tolk_quantize_format {
   TOLK_QUANTIZE_DYNAMIC = 0,
-  TOLK_QUANTIZE_QDQ = 1
+  TOLK_QUANTIZE_QDQ = 1,
+  TOLK_QUANTIZE_QOPERATOR = 2
 } tolk_quantize_format;
 
 /* Activation ranges observed by running a float model on calibration inputs
@@ -376,8 +384,8 @@ typedef struct tolk_calibration tolk_calibration;
 
 typedef struct tolk_quantize_params {
   tolk_quantize_format format; /* TOLK_QUANTIZE_DYNAMIC by default */
-  /* QDQ: the ranges of the model's activations (borrowed; made from the
-   * same model file). Required for QDQ, ignored for DYNAMIC. */
+  /* QDQ, QOPERATOR: the ranges of the model's activations (borrowed; made
+   * from the same model file). Required for those, ignored for DYNAMIC. */
   const tolk_calibration *calibration;
   int per_channel;  /* MatMul weights: a scale per column of B */
   int reduce_range; /* MatMul weights in [-64, 64] (7 bits), as ORT's reduce_range */

@@ -13,7 +13,8 @@ tolk_usage_error_test(quantize_usage_op_types quantize "--op-types wants a list 
   --op-types Conv a.onnx b.onnx)
 tolk_usage_error_test(quantize_usage_operands quantize "needs IN and OUT" a.onnx)
 tolk_usage_error_test(quantize_usage_extra quantize "unexpected argument 'c.onnx'" a.onnx b.onnx c.onnx)
-tolk_usage_error_test(quantize_usage_format quantize "--format wants dynamic or qdq, not 'int4'" --format int4 a.onnx b.onnx)
+tolk_usage_error_test(quantize_usage_format quantize "--format wants dynamic, qdq or qoperator, not 'int4'"
+  --format int4 a.onnx b.onnx)
 tolk_usage_error_test(quantize_usage_qdq quantize "--format qdq needs --calibrate DATA" --format qdq a.onnx b.onnx)
 tolk_usage_error_test(quantize_usage_calibrate_dynamic quantize "--calibrate is for static quantization, not --format dynamic"
   --calibrate d --format dynamic a.onnx b.onnx)

@@ -80,6 +80,12 @@ static-folder)
   rm "$tmp/ours/tolk-manifest.json"
   cp "$tmp"/q/*_quantized.onnx "$tmp/ours/"
   out=$("$tolk" translate -m "$tmp/ours" --beam 1 "The file cannot be opened.") || fail "the static folder does not translate"
+  [ -n "$out" ] || fail "empty translation"
+  # The QOperator form of the same: QLinearMatMul in place of each MatMul.
+  "$tolk" quantize -q --format qoperator --calibrate "$tmp/data" "$tiny" "$tmp/qop" >"$tmp/log" || fail "exit $?: $(cat "$tmp/log")"
+  "$tolk" inspect "$tmp/qop/encoder_model_quantized.onnx" | grep -q "QLinearMatMul" || fail "no QLinearMatMul in the encoder"
+  cp "$tmp"/qop/*_quantized.onnx "$tmp/ours/"
+  out=$("$tolk" translate -m "$tmp/ours" --beam 1 "The file cannot be opened.") || fail "the QOperator folder does not translate"
   [ -n "$out" ] || fail "empty translation" ;;
 static-mismatch)
   # A file naming no input: the error names the file, the graph's inputs and the sample; nothing written.

@@ -1,20 +1,21 @@
 /*
  * test_onnx_quantize_static.c — static quantization (tolk_calibration and
- * tolk_model_quantize with TOLK_QUANTIZE_QDQ) against ONNX Runtime's
- * quantize_static (QDQ, MinMax, MatMul, QInt8), recorded by
- * tools/ort_quantize_static_reference.py in
- * tests/data/quantize/static/<graph>.<mode>.json, on marian-tiny's encoder,
- * decoder and decoder with past, per tensor and per channel, calibrated on
- * the same golden input sets ORT was:
+ * tolk_model_quantize with TOLK_QUANTIZE_QDQ and TOLK_QUANTIZE_QOPERATOR)
+ * against ONNX Runtime's quantize_static (QDQ and QOperator, MinMax,
+ * MatMul, QInt8), recorded by tools/ort_quantize_static_reference.py in
+ * tests/data/quantize/static/<graph>.<format>.<mode>.json, on marian-tiny's
+ * encoder, decoder and decoder with past, per tensor and per channel,
+ * calibrated on the same golden input sets ORT was:
  *  - every node ORT added or rewired is in tolk's output (op, name, inputs,
  *    outputs; a DequantizeLinear's axis), and the op counts are ORT's;
  *  - every weight's int8 bytes, scale and zero point are ORT's exactly;
  *    every activation's zero point is ORT's and its scale within 1e-5 of it
  *    (relative): tolk's float graph computes the ranges, ORT's its own, and
  *    the two differ in the last bits of some intermediate values;
- *  - tolk's quantized graph, run in tolk, is as far from the fp32 golden
- *    outputs as ORT's quantized graph run in ORT (within 2 %), and for the
- *    encoder within 0.02 of ORT's int8 hidden states themselves.
+ *  - tolk's quantized graph, run in tolk (its QuantizeLinear,
+ *    DequantizeLinear and QLinearMatMul kernels), is as far from the fp32
+ *    golden outputs as ORT's quantized graph run in ORT (within 2 %), and for
+ *    the encoder within 0.02 of ORT's int8 hidden states themselves.
  * Then the refusals: mismatched samples (a name that is no input, twice, one
  * missing, another dtype or shape, nothing but empty tensors), no samples, random
  * token ids, QDQ without a calibration — each with its status, a message
@@ -27,6 +28,7 @@
 
 static const char *graphs[] = {"encoder_model", "decoder_model", "decoder_with_past_model"};
 static const char *modes[] = {"default", "per_channel"};
+static const char *formats[] = {"qdq", "qoperator"};
 static char fixtures[1024], golden[1100], data_dir[1100], tmp_dir[64];
 
 static tolk_tensor *load_pb(const char *path) {
@@ -148,14 +150,14 @@ static void check_runs(const char *what, const char *path, const char *graph, co
   tolk_session_free(s);
 }
 
-static void compare_with_ort(const char *graph, const char *mode, const tolk_calibration *cal) {
+static void compare_with_ort(const char *graph, const char *fmt, const char *mode, const tolk_calibration *cal) {
   char in[2048], out[256], ref[2048], what[128];
   snprintf(in, sizeof in, "%s/marian-tiny/%s.onnx", fixtures, graph);
-  snprintf(out, sizeof out, "%s/%s.%s.onnx", tmp_dir, graph, mode);
-  snprintf(ref, sizeof ref, "%s/%s.%s.json", data_dir, graph, mode);
-  snprintf(what, sizeof what, "%s %s", graph, mode);
+  snprintf(out, sizeof out, "%s/%s.%s.%s.onnx", tmp_dir, graph, fmt, mode);
+  snprintf(ref, sizeof ref, "%s/%s.%s.%s.json", data_dir, graph, fmt, mode);
+  snprintf(what, sizeof what, "%s %s %s", graph, fmt, mode);
   tolk_quantize_params p = tolk_quantize_default_params();
-  p.format = TOLK_QUANTIZE_QDQ;
+  p.format = !strcmp(fmt, "qdq") ? TOLK_QUANTIZE_QDQ : TOLK_QUANTIZE_QOPERATOR;
   p.calibration = cal;
   p.per_channel = !strcmp(mode, "per_channel");
   tolk_quantize_summary s;
@@ -296,7 +298,8 @@ int main(void) {
   CHECK(mkdtemp(tmp_dir) != NULL);
   for (size_t g = 0; g < 3; g++) {
     tolk_calibration *cal = calibrate(graphs[g]);
-    for (size_t m = 0; cal && m < 2; m++) compare_with_ort(graphs[g], modes[m], cal);
+    for (size_t f = 0; cal && f < 2; f++)
+      for (size_t m = 0; m < 2; m++) compare_with_ort(graphs[g], formats[f], modes[m], cal);
     tolk_calibration_free(cal);
   }
   check_refusals();

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Records what ONNX Runtime's quantize_static makes of marian-tiny's fp32 graphs, as small JSON files under
-tests/data/quantize/static/, so that the C tests can hold `tolk quantize --calibrate` to it without ONNX Runtime.
+tests/data/quantize/static/<graph>.<format>.<mode>.json, so that the C tests can hold `tolk quantize --calibrate` to it without ONNX Runtime.
 
 Calibration data: the golden input sets of each graph (tests/fixtures/golden/marian-tiny/<graph>/test_data_set_N,
 real tokenized sentences), fed to a CalibrationDataReader in set order — the same folders tolk reads with
-`--calibrate`. Options: QuantFormat.QDQ, CalibrationMethod.MinMax, op_types_to_quantize ["MatMul"],
+`--calibrate`. Options: QuantFormat.QDQ ("qdq") or QOperator ("qoperator"), CalibrationMethod.MinMax, op_types_to_quantize ["MatMul"],
 activation and weight type QInt8 (quantize_static's defaults), per tensor ("default") or per channel.
 
 For each graph and mode the file lists, as tools/ort_quantize_reference.py does for quantize_dynamic:
@@ -42,6 +42,7 @@ GOLDEN = ROOT / "tests" / "fixtures" / "golden" / "marian-tiny"
 OUT = ROOT / "tests" / "data" / "quantize" / "static"
 GRAPHS = ["encoder_model", "decoder_model", "decoder_with_past_model"]
 MODES = {"default": dict(per_channel=False), "per_channel": dict(per_channel=True)}
+FORMATS = {"qdq": QuantFormat.QDQ, "qoperator": QuantFormat.QOperator}
 VALUES_MAX = 4096  # outputs up to this size are recorded in full (the encoder's); logits only by their error
 
 
@@ -85,13 +86,13 @@ def run(path: Path, feed: dict) -> np.ndarray:
     return s.run([s.get_outputs()[0].name], feed)[0]
 
 
-def record(graph: str, mode: str, opts: dict) -> dict:
+def record(graph: str, fmt: str, mode: str, opts: dict) -> dict:
     src = TINY / f"{graph}.onnx"
     fp32 = onnx.load(str(src))
     sets = load_sets(graph)
     with tempfile.TemporaryDirectory() as tmp:
         dst = Path(tmp) / "q.onnx"
-        quantize_static(str(src), str(dst), Reader(sets), quant_format=QuantFormat.QDQ,
+        quantize_static(str(src), str(dst), Reader(sets), quant_format=FORMATS[fmt],
                         op_types_to_quantize=["MatMul"], activation_type=QuantType.QInt8,
                         weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax, **opts)
         q = onnx.load(str(dst))
@@ -120,9 +121,9 @@ def record(graph: str, mode: str, opts: dict) -> dict:
                                for v in numpy_helper.to_array(t).reshape(-1)]
             inits[t.name] = s
     count = lambda g: dict(sorted(collections.Counter(n.op_type for n in g.node).items()))  # noqa: E731
-    return {"format": "tolk-quantize-static-reference/1", "graph": src.name, "mode": mode,
+    return {"format": "tolk-quantize-static-reference/1", "graph": src.name, "quant_format": fmt, "mode": mode,
             "calibration": f"tests/fixtures/golden/marian-tiny/{graph}", "samples": len(sets),
-            "options": {"quant_format": "QDQ", "calibrate_method": "MinMax", "op_types_to_quantize": ["MatMul"],
+            "options": {"quant_format": FORMATS[fmt].name, "calibrate_method": "MinMax", "op_types_to_quantize": ["MatMul"],
                         "activation_type": "QInt8", "weight_type": "QInt8", **opts},
             "versions": {"onnx": onnx.__version__, "onnxruntime": onnxruntime.__version__, "numpy": np.__version__},
             "op_counts_before": count(fp32.graph), "op_counts_after": count(q.graph),
@@ -132,9 +133,9 @@ def record(graph: str, mode: str, opts: dict) -> dict:
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     for g in GRAPHS:
-        for mode, opts in MODES.items():
-            ref = record(g, mode, opts)
-            path = OUT / f"{g}.{mode}.json"
+        for fmt, mode in ((f, m) for f in FORMATS for m in MODES):
+            ref = record(g, fmt, mode, MODES[mode])
+            path = OUT / f"{g}.{fmt}.{mode}.json"
             path.write_text(json.dumps(ref, indent=1) + "\n", encoding="utf-8")
             print(f"{path.relative_to(ROOT)}: {len(ref['pattern'])} nodes added, {len(ref['initializers'])} "
                   f"initializers, max |ORT int8 - fp32| {max(r['max_abs_vs_fp32'] for r in ref['runs']):.3g}")

@@ -151,7 +151,7 @@ static float elem(const struct ir_tensor *t, int64_t i) {
  * uint8 in [0, 255] from the tensor's range. */
 static bool quantize_weight(struct qctx *c, struct qweight *qw) {
   const struct ir_tensor *t = qw->w->init;
-  bool matmul = qw->kind == Q_MATMUL || qw->kind == Q_QDQ, per_col = matmul && c->params->per_channel;
+  bool matmul = qw->kind != Q_GATHER, per_col = matmul && c->params->per_channel;
   int64_t cols = t->rank == 2 ? t->dims[1] : 1, n = t->numel;
   int qmin = matmul ? (c->params->reduce_range ? -64 : -127) : 0;
   int qmax = matmul ? (c->params->reduce_range ? 64 : 127) : 255;
@@ -304,6 +304,10 @@ static bool need_act(struct qctx *c, const struct ir_value *v) {
   int zp;
   tolk_calibration_range(c->params->calibration, v->name, &lo, &hi);
   a->v = v;
+  /* In QOperator form a QLinearMatMul's output is already quantized. */
+  const struct ir_node *p = v->producer;
+  a->need_q = !p || qplan_graph(&c->plan, p->graph)->action[p->index] != Q_QOP;
+  a->need_dq = !c->plan.qoperator; /* QOperator: plan_dequantize decides */
   scale_zp(lo, hi, ACT_QMIN, ACT_QMAX, false, &a->scale, &zp);
   a->zp = (int8_t)zp;
   home->act[v->index] = a;
@@ -332,9 +336,11 @@ static const char *why_not_static(const struct qctx *c, const struct ir_node *n,
 }
 
 /* Decides one graph's MatMuls for static quantization; false on out of
- * memory. */
+ * memory. Nodes come in topological order, so a QLinearMatMul producing an
+ * activation is decided before its readers. */
 static bool plan_graph_static(struct qctx *c, struct qgraph *q) {
   const struct ir_graph *g = q->g;
+  enum q_kind kind = c->params->format == TOLK_QUANTIZE_QOPERATOR ? Q_QOP : Q_QDQ;
   for (size_t i = 0; i < g->n_nodes; i++) {
     const struct ir_node *n = g->nodes[i];
     if (strcmp(n->op_type, "MatMul") || *n->domain) continue;
@@ -342,15 +348,16 @@ static bool plan_graph_static(struct qctx *c, struct qgraph *q) {
     char buf[TOLK_ERROR_MESSAGE_MAX];
     const char *why = why_not_static(c, n, &w, buf, sizeof buf);
     struct qweight *qw = NULL;
-    if (!why && w && !(qw = weight_for(c, w, Q_QDQ, &why)) && !why) return false;
+    if (!why && w && !(qw = weight_for(c, w, kind, &why)) && !why) return false;
     if (why) {
       c->sum->skipped++;
       say(c, "skipped MatMul '%s': %s", n->name, why);
       continue;
     }
+    /* The action first: the output's QuantizeLinear depends on it. */
+    q->action[i] = kind;
     if (!need_act(c, n->inputs[0]) || (!w && !need_act(c, n->inputs[1])) || !need_act(c, n->outputs[0]))
       return false;
-    q->action[i] = Q_QDQ;
     q->weight[i] = qw;
     c->sum->quantized++;
     if (w) {
@@ -362,6 +369,30 @@ static bool plan_graph_static(struct qctx *c, struct qgraph *q) {
     }
   }
   return true;
+}
+
+/* QOperator: a QLinearMatMul's output needs its DequantizeLinear when
+ * anything but QLinearMatMuls reads it (as ORT adds one for each float
+ * reader or graph output). */
+static void plan_dequantize(struct qctx *c) {
+  for (size_t i = 0; i < c->plan.n_graphs; i++) {
+    struct qgraph *q = &c->plan.graphs[i];
+    for (size_t k = 0; k < q->n_acts; k++) q->acts[k]->need_dq = !q->acts[k]->need_q;
+  }
+  /* Each QLinearMatMul reading an activation is one reader fewer wanting
+   * it in float. */
+  for (size_t i = 0; i < c->plan.n_graphs; i++) {
+    const struct qgraph *q = &c->plan.graphs[i];
+    for (size_t k = 0; k < q->g->n_nodes; k++) {
+      if (q->action[k] != Q_QOP) continue;
+      for (size_t j = 0; j < 2; j++) {
+        const struct ir_value *v = q->g->nodes[k]->inputs[j];
+        uint32_t *u = uses_of(c, v);
+        struct qact *a = qplan_graph(&c->plan, v->graph)->act[v->index];
+        if (a && u && --*u == 0) a->need_dq = false;
+      }
+    }
+  }
 }
 
 /* ORT's Direct8BitOp for Transpose: a Transpose of a weight quantized (per
@@ -411,11 +442,13 @@ static tolk_status make_plan(struct qctx *c, const tolk_model *m, tolk_error *er
   size_t k = 0;
   bool ok = c->plan.graphs && c->uses && add_graphs(c, main_graph, &k);
   if (ok) count_uses(c);
-  bool qdq = c->params->format == TOLK_QUANTIZE_QDQ;
+  bool is_static = c->params->format != TOLK_QUANTIZE_DYNAMIC;
+  c->plan.qoperator = c->params->format == TOLK_QUANTIZE_QOPERATOR;
   for (size_t i = 0; ok && i < c->plan.n_graphs; i++)
-    ok = qdq ? plan_graph_static(c, &c->plan.graphs[i]) : plan_graph(c, &c->plan.graphs[i]);
+    ok = is_static ? plan_graph_static(c, &c->plan.graphs[i]) : plan_graph(c, &c->plan.graphs[i]);
   if (!ok) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory while planning the quantization");
-  if (!qdq) plan_transposes(c);
+  if (!is_static) plan_transposes(c);
+  if (c->plan.qoperator) plan_dequantize(c);
   plan_drops(c);
   return TOLK_OK;
 }
@@ -437,11 +470,11 @@ static tolk_status check_static(const tolk_model *m, const tolk_quantize_params 
       return tolk_fail(err, TOLK_ERR_UNSUPPORTED, "%s: static quantization quantizes MatMul only, not %s", path,
                        p->op_types[i]);
   int64_t opset = ir_model_opset(&m->ir, "");
-  int64_t need = p->per_channel ? 13 : 10;
+  int64_t need = p->per_channel && p->format == TOLK_QUANTIZE_QDQ ? 13 : 10;
   if (opset < need)
     return tolk_fail(err, TOLK_ERR_UNSUPPORTED,
                      "%s: imports ai.onnx opset %lld; %s needs %lld or later", path, (long long)opset,
-                     p->per_channel ? "DequantizeLinear per channel" : "QuantizeLinear", (long long)need);
+                     need == 13 ? "DequantizeLinear per channel" : "QuantizeLinear", (long long)need);
   return TOLK_OK;
 }
 
@@ -449,7 +482,7 @@ static tolk_status check_input(const tolk_model *m, const tolk_quantize_params *
                                tolk_error *err) {
   if (m->ir.n_ext_files)
     return tolk_fail(err, TOLK_ERR_UNSUPPORTED, "%s: models with external data are not quantized (yet)", path);
-  if (p->format == TOLK_QUANTIZE_QDQ) return check_static(m, p, path, err);
+  if (p->format == TOLK_QUANTIZE_QDQ || p->format == TOLK_QUANTIZE_QOPERATOR) return check_static(m, p, path, err);
   if (p->format != TOLK_QUANTIZE_DYNAMIC)
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "%s: unknown quantization format %d", path, (int)p->format);
   int64_t opset = ir_model_opset(&m->ir, "");
@@ -483,7 +516,7 @@ tolk_status tolk_model_quantize(const char *in_path, const char *out_path, tolk_
   tolk_model *m = NULL;
   struct tolk_arena arena;
   tolk_arena_init(&arena, 0);
-  struct qctx c = {&params, {NULL, 0, &arena}, NULL, report, user, &sum};
+  struct qctx c = {&params, {.arena = &arena}, NULL, report, user, &sum};
   struct pbw b;
   pbw_init(&b, QUANTIZE_MAX_BYTES);
   tolk_status st = tolk_model_load(in_path, mp, &m, err);
@@ -491,7 +524,7 @@ tolk_status tolk_model_quantize(const char *in_path, const char *out_path, tolk_
   if (!st) st = make_plan(&c, m, err);
   if (!st && !sum.quantized)
     st = tolk_fail(err, TOLK_ERR_NOT_FOUND,
-                   params.format == TOLK_QUANTIZE_QDQ
+ params.format != TOLK_QUANTIZE_DYNAMIC
                        ? "%s: nothing to quantize (no MatMul with calibrated activations); nothing written"
                        : "%s: nothing to quantize (no MatMul or Gather with a float initializer as its weight); "
                          "nothing written",

@@ -14,15 +14,20 @@
  * made int8 or uint8 (ORT's Direct8BitOp) moves the quantized tensor and
  * dequantizes after, so the float weight can go. */
 /* Q_QDQ: a MatMul of a statically quantized graph (TOLK_QUANTIZE_QDQ): the
- * node stays, reading its activations and weight through DequantizeLinear. */
-enum q_kind { Q_NONE = 0, Q_MATMUL, Q_GATHER, Q_TRANSPOSE, Q_QDQ };
+ * node stays, reading its activations and weight through DequantizeLinear.
+ * Q_QOP: one becoming QLinearMatMul (TOLK_QUANTIZE_QOPERATOR). */
+enum q_kind { Q_NONE = 0, Q_MATMUL, Q_GATHER, Q_TRANSPOSE, Q_QDQ, Q_QOP };
 
-/* An activation of a statically quantized graph: QuantizeLinear and
- * DequantizeLinear follow its producer, every reader reads the latter. */
+/* An activation of a statically quantized graph. QDQ: QuantizeLinear and
+ * DequantizeLinear follow its producer, every reader reads the latter.
+ * QOperator: a QuantizeLinear follows its producer unless that is a
+ * QLinearMatMul (need_q), and a DequantizeLinear back to it when a
+ * QLinearMatMul produced it and something else reads it (need_dq). */
 struct qact {
   const struct ir_value *v;
   float scale;
   int8_t zp;
+  bool need_q, need_dq;
 };
 
 /* A quantized initializer: W_quantized, W_scale, W_zero_point. */
@@ -57,6 +62,7 @@ struct qgraph {
 };
 
 struct qplan {
+  bool qoperator; /* static activations in QOperator form (else QDQ) */
   struct qgraph *graphs;
   size_t n_graphs;
   struct tolk_arena *arena;

@@ -40,6 +40,15 @@
  *   DequantizeLinear  W_DequantizeLinear: W_quantized, W_scale, W_zero_point
  *                     -> W_DequantizeLinear_Output   (axis 1 when per channel)
  * which the quantized MatMul reads instead of W.
+ *
+ * Its QOperator form (ORT's QuantFormat.QOperator) renames nothing: MatMul
+ * NAME (A, B -> Y) becomes
+ *   QLinearMatMul     NAME_quant: A_quantized, A_scale, A_zero_point,
+ *                     B_quantized, B_scale, B_zero_point, Y_scale, Y_zero_point -> Y_quantized
+ * (a weight W as W_quantized, W_scale, W_zero_point); an activation X no
+ * QLinearMatMul produced gets QuantizeLinear X_QuantizeLinear -> X_quantized
+ * after its producer, and Y gets DequantizeLinear Y_DequantizeLinear ->
+ * Y after the QLinearMatMul when anything else reads it.
  */
 #include "quantize.h"
 
@@ -114,7 +123,7 @@ static void new_initializer(struct pbw *b, const char *name, const char *suffix,
 
 static void weight_initializers(struct pbw *b, const struct qweight *q) {
   const struct ir_tensor *t = q->w->init;
-  bool matmul = q->kind == Q_MATMUL || q->kind == Q_QDQ;
+  bool matmul = q->kind != Q_GATHER;
   int32_t qtype = matmul ? TOLK_INT8 : TOLK_UINT8;
   int64_t n = (int64_t)q->n_scale;
   int rank = q->per_column ? 1 : 0;
@@ -195,12 +204,37 @@ static void direct_pattern(struct pbw *b, const uint8_t *p, size_t len, const st
   new_node(b, "DequantizeLinear", (struct part){y, "_DequantizeLinear"}, in, 3, out, 1, NULL, 0);
 }
 
-/* The Q/DQ pairs of graph q's activations produced by node `after` (-1:
+/* QOperator: the QuantizeLinear and DequantizeLinear of activation a. */
+static void qop_nodes(struct pbw *b, const struct qact *a) {
+  const char *x = a->v->name;
+  if (a->need_q) {
+    struct part in[] = {{x, ""}, {x, "_scale"}, {x, "_zero_point"}}, out[] = {{x, "_quantized"}};
+    new_node(b, "QuantizeLinear", (struct part){x, "_QuantizeLinear"}, in, 3, out, 1, NULL, 0);
+  }
+  if (a->need_dq) {
+    struct part in[] = {{x, "_quantized"}, {x, "_scale"}, {x, "_zero_point"}}, out[] = {{x, ""}};
+    new_node(b, "DequantizeLinear", (struct part){x, "_DequantizeLinear"}, in, 3, out, 1, NULL, 0);
+  }
+}
+
+static void qlinear_matmul(struct pbw *b, const struct ir_node *n, const struct qweight *qw) {
+  const char *a = n->inputs[0]->name, *bn = qw ? qw->w->name : n->inputs[1]->name, *y = n->outputs[0]->name;
+  struct part in[] = {{a, "_quantized"}, {a, "_scale"}, {a, "_zero_point"}, {bn, "_quantized"}, {bn, "_scale"},
+                      {bn, "_zero_point"}, {y, "_scale"}, {y, "_zero_point"}};
+  struct part out[] = {{y, "_quantized"}};
+  new_node(b, "QLinearMatMul", (struct part){n->name, "_quant"}, in, 8, out, 1, NULL, 0);
+}
+
+/* The Q/DQ nodes of graph q's activations produced by node `after` (-1:
  * the graph's inputs, before the first node). */
-static void qdq_nodes(struct pbw *b, const struct qgraph *q, int after) {
+static void qdq_nodes(struct pbw *b, const struct qgraph *q, int after, bool qoperator) {
   for (size_t i = 0; i < q->n_acts; i++) {
     const struct ir_value *v = q->acts[i]->v;
     if ((v->producer ? v->producer->index : -1) != after) continue;
+    if (qoperator) {
+      qop_nodes(b, q->acts[i]);
+      continue;
+    }
     const char *x = v->name;
     bool out = v->flags & IR_VALUE_GRAPH_OUTPUT;
     struct part q_in[] = {{x, out ? "_QuantizeLinear_Input" : ""}, {x, "_scale"}, {x, "_zero_point"}};
@@ -232,8 +266,9 @@ static void act_initializers(struct pbw *b, const struct qact *a) {
 
 /* ------------------------------------------------------------ rewriting */
 
+/* Whether v has a Q/DQ pair readers are renamed to (QDQ form only). */
 static bool has_act(const struct wctx *w, const struct ir_value *v) {
-  const struct qgraph *home = v && v->graph ? qplan_graph(w->plan, v->graph) : NULL;
+  const struct qgraph *home = v && v->graph && !w->plan->qoperator ? qplan_graph(w->plan, v->graph) : NULL;
   return home && home->act[v->index];
 }
 
@@ -331,14 +366,15 @@ static void rewrite_graph(struct wctx *w, uint32_t field, const uint8_t *p, size
       if (i == 0) {
         weight_dq_nodes(w->b, q);
         dql_nodes(w->b, q, -1);
-        qdq_nodes(w->b, q, -1);
+        qdq_nodes(w->b, q, -1, w->plan->qoperator);
       }
       if (q->action[i] == Q_MATMUL) matmul_pattern(w->b, n, q->weight[i]);
+      else if (q->action[i] == Q_QOP) qlinear_matmul(w->b, n, q->weight[i]);
       else if (q->action[i] && q->action[i] != Q_QDQ) direct_pattern(w->b, f.data, f.len, n, q->weight[i]);
       else if (has_subgraphs(n) || renames(w, n, own)) rewrite_node(w, f.data, f.len, n, own);
       else pbw_copy(w->b, start, r.p);
       dql_nodes(w->b, q, (int)i);
-      qdq_nodes(w->b, q, (int)i);
+      qdq_nodes(w->b, q, (int)i, w->plan->qoperator);
     } else if (is_len && f.number == GRAPH_INITIALIZER && names_dropped(w, g, f.data, f.len, TENSOR_NAME)) {
       continue;
     } else if (is_len && (f.number == GRAPH_INPUT || f.number == GRAPH_VALUE_INFO) &&
