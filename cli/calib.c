@@ -38,11 +38,11 @@ static tolk_status fail(tolk_error *err, tolk_status st, const char *fmt, ...) {
   return st;
 }
 
-/* Puts "calibration sample DIR: " in front of err's message. */
-static void prefix(tolk_error *err, const char *dir) {
+/* Puts "WHAT PATH: " in front of err's message. */
+static void prefix(tolk_error *err, const char *what, const char *path) {
   char old[sizeof err->message];
   memcpy(old, err->message, sizeof old);
-  int n = snprintf(err->message, sizeof err->message, "calibration sample %.900s: ", dir);
+  int n = snprintf(err->message, sizeof err->message, "%s%.900s: ", what, path);
   size_t used = n > 0 && (size_t)n < sizeof old ? (size_t)n : 0, len = strnlen(old, sizeof old - 1);
   if (len > sizeof old - 1 - used) len = sizeof old - 1 - used; /* cut the end off, as snprintf would */
   memcpy(err->message + used, old, len);
@@ -93,8 +93,10 @@ static const char *input_of(const tolk_calibration *cal, const char *file, tolk_
     if (spells(file, len, tolk_calibration_input(cal, i)->name)) return tolk_calibration_input(cal, i)->name;
   char names[512] = "";
   size_t used = 0;
-  for (size_t i = 0; i < n && used < sizeof names; i++)
-    used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", tolk_calibration_input(cal, i)->name);
+  for (size_t i = 0; i < n && used < sizeof names; i++) {
+    const char *name = tolk_calibration_input(cal, i)->name;
+    used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", name);
+  }
   fail(err, TOLK_ERR_INVALID_ARGUMENT, "%s names no input of the graph (its inputs: %s)", file, names);
   return NULL;
 }
@@ -132,7 +134,7 @@ static tolk_status add_sample(tolk_calibration *cal, const char *dir, tolk_error
     st = fail(err, TOLK_ERR_INVALID_ARGUMENT, "no input files (input_K.pb, input_K.npy, NAME.pb or NAME.npy)");
   if (!st) st = tolk_calibration_add(cal, s.n, s.names, (const tolk_tensor *const *)s.tensors, err);
   sample_free(&s);
-  if (st) prefix(err, dir);
+  if (st) prefix(err, "calibration sample ", dir);
   return st;
 }
 
@@ -140,11 +142,12 @@ static int no_dots(const struct dirent *d) {
   return d->d_name[0] != '.';
 }
 
-tolk_status cli_calibrate(const char *model, const char *data, tolk_calibration **out, tolk_error *err) {
+tolk_status cli_calibrate(const char *model, const char *data, tolk_calibration_params params,
+                          tolk_calibration **out, tolk_error *err) {
   *out = NULL;
   if (!is_dir(data)) return fail(err, TOLK_ERR_IO, "%s: not a folder of calibration samples", data);
   tolk_calibration *cal;
-  tolk_status st = tolk_calibration_create(model, &cal, err);
+  tolk_status st = tolk_calibration_create(model, params, &cal, err);
   if (st) return st;
   struct dirent **names;
   int n = scandir(data, &names, no_dots, alphasort), subdirs = 0;
@@ -160,6 +163,7 @@ tolk_status cli_calibrate(const char *model, const char *data, tolk_calibration 
   }
   if (n >= 0) free(names);
   if (!st && !subdirs) st = add_sample(cal, data, err);
+  if (!st && (st = tolk_calibration_finish(cal, err))) prefix(err, "", data);
   if (st) {
     tolk_calibration_free(cal);
     return st;

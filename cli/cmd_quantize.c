@@ -20,11 +20,17 @@
 #include "calib.h"
 #include "cli.h"
 
-enum { OPT_CALIBRATE, OPT_FORMAT, OPT_PER_CHANNEL, OPT_REDUCE_RANGE, OPT_OP_TYPES, OPT_EXCLUDE, OPT_QUIET };
+enum {
+  OPT_CALIBRATE, OPT_FORMAT, OPT_METHOD, OPT_PERCENTILE, OPT_BINS,
+  OPT_PER_CHANNEL, OPT_REDUCE_RANGE, OPT_OP_TYPES, OPT_EXCLUDE, OPT_QUIET
+};
 
 static const struct cli_option options[] = {
     [OPT_CALIBRATE] = {"calibrate", 0, "DATA", "static: activation ranges from the samples under DATA (see below)"},
     [OPT_FORMAT] = {"format", 0, "FORMAT", "dynamic, or static qdq (the default with --calibrate) or qoperator"},
+    [OPT_METHOD] = {"method", 0, "METHOD", "static ranges: minmax (default), entropy or percentile, as ORT's"},
+    [OPT_PERCENTILE] = {"percentile", 0, "P", "percentile: the share of values within the range (default 99.999)"},
+    [OPT_BINS] = {"bins", 0, "N", "entropy, percentile: histogram bins (default 128, 2048)"},
     [OPT_PER_CHANNEL] = {"per-channel", 0, NULL, "a scale per column of each MatMul weight (default: per tensor)"},
     [OPT_REDUCE_RANGE] = {"reduce-range", 0, NULL, "MatMul weights in [-64, 64] (7 bits), as ORT's reduce_range"},
     [OPT_OP_TYPES] = {"op-types", 0, "LIST", "the op types to quantize, of MatMul,Gather,Transpose (default: all)"},
@@ -57,6 +63,7 @@ static const struct cli_verb verb = {
 struct q_opts {
   tolk_quantize_params p;
   const char *calibrate; /* DATA, or NULL */
+  tolk_calibration_params cp;
   int format;            /* --format, or -1 */
   const char *op_types[3];
   const char **exclude;
@@ -74,7 +81,7 @@ static int quantize_one(const char *in, const char *out, const struct q_opts *o,
   tolk_quantize_params p = o->p;
   tolk_calibration *cal = NULL;
   printf("%s -> %s\n", in, out);
-  if (data && cli_calibrate(in, data, &cal, &err)) return cli_fail("quantize", &err);
+  if (data && cli_calibrate(in, data, o->cp, &cal, &err)) return cli_fail("quantize", &err);
   if (cal) printf("  calibrated on %zu samples of %s\n", tolk_calibration_samples(cal), data);
   p.calibration = cal;
   bool quiet = o->quiet;
@@ -118,7 +125,8 @@ static int quantize_folder(const char *in, const char *out, const struct q_opts 
   }
   if (n >= 0) free(names);
   if (n < 0 || (!done && !rc)) {
-    if (o->calibrate) fprintf(stderr, "tolk quantize: %s: no .onnx graph with calibration data in %s\n", in, o->calibrate);
+    if (o->calibrate)
+      fprintf(stderr, "tolk quantize: %s: no .onnx graph with calibration data in %s\n", in, o->calibrate);
     else fprintf(stderr, "tolk quantize: %s: no .onnx graphs to quantize\n", in);
     return 2;
   }
@@ -144,7 +152,9 @@ static int parse_op_types(const struct cli_args *a, struct q_opts *o) {
 }
 
 int cmd_quantize(int argc, char **argv) {
-  struct q_opts o = {.p = tolk_quantize_default_params(), .format = -1};
+  struct q_opts o = {.p = tolk_quantize_default_params(), .cp = tolk_calibration_default_params(), .format = -1};
+  long bins;
+  const char *static_only = NULL; /* a calibration option given */
   o.exclude = calloc((size_t)argc, sizeof *o.exclude);
   if (!o.exclude) return 2;
   o.p.exclude = o.exclude;
@@ -161,6 +171,24 @@ int cmd_quantize(int argc, char **argv) {
       else if (!strcmp(a.value, "qoperator")) o.format = TOLK_QUANTIZE_QOPERATOR;
       else rc = cli_bad_value(&a, "dynamic, qdq or qoperator");
       break;
+    case OPT_METHOD:
+      static_only = "--method";
+      if (!strcmp(a.value, "minmax")) o.cp.method = TOLK_CALIBRATE_MINMAX;
+      else if (!strcmp(a.value, "entropy")) o.cp.method = TOLK_CALIBRATE_ENTROPY;
+      else if (!strcmp(a.value, "percentile")) o.cp.method = TOLK_CALIBRATE_PERCENTILE;
+      else rc = cli_bad_value(&a, "minmax, entropy or percentile");
+      break;
+    case OPT_PERCENTILE:
+      static_only = "--percentile";
+      if (!cli_value_double(&a, &o.cp.percentile)) rc = 2;
+      else if (!(o.cp.percentile > 0 && o.cp.percentile <= 100))
+        rc = cli_bad_value(&a, "a percentage above 0 and at most 100");
+      break;
+    case OPT_BINS:
+      static_only = "--bins";
+      if (cli_value_long(&a, 1, 1 << 20, &bins)) o.cp.num_bins = (int)bins;
+      else rc = 2;
+      break;
     case OPT_PER_CHANNEL: o.p.per_channel = 1; break;
     case OPT_REDUCE_RANGE: o.p.reduce_range = 1; break;
     case OPT_OP_TYPES: if (parse_op_types(&a, &o)) rc = 2; break;
@@ -170,8 +198,10 @@ int cmd_quantize(int argc, char **argv) {
   }
   if (rc < 0 && o.calibrate && o.format == TOLK_QUANTIZE_DYNAMIC)
     rc = cli_usage_error(&verb, "--calibrate is for static quantization, not --format dynamic");
+  if (rc < 0 && !o.calibrate && static_only) rc = cli_usage_error(&verb, "%s needs --calibrate DATA", static_only);
   if (rc < 0 && !o.calibrate && o.format > TOLK_QUANTIZE_DYNAMIC)
-    rc = cli_usage_error(&verb, "--format %s needs --calibrate DATA", o.format == TOLK_QUANTIZE_QDQ ? "qdq" : "qoperator");
+    rc = cli_usage_error(&verb, "--format %s needs --calibrate DATA",
+                         o.format == TOLK_QUANTIZE_QDQ ? "qdq" : "qoperator");
   if (o.calibrate) o.p.format = o.format > TOLK_QUANTIZE_DYNAMIC ? (tolk_quantize_format)o.format : TOLK_QUANTIZE_QDQ;
   if (rc < 0 && argc - a.first != 2)
     rc = cli_usage_error(&verb, argc - a.first < 2 ? "needs IN and OUT" : "unexpected argument '%s'", argv[a.first + 2]);

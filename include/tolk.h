@@ -598,13 +598,40 @@ tolk_status tolk_session_run(tolk_session *session, size_t n_inputs,
 /* ------------------------------------------------------------------ calibration
  * (src/exec/calibrate.c) for static quantization (tolk_quantize_params). */
 
+/* How a tensor's range is chosen from what the samples made of it, as ONNX
+ * Runtime's calibrators (calibrate.py) choose it:
+ *  - MINMAX: the least and greatest value;
+ *  - ENTROPY: one histogram of all values over [-t, t] (t the largest
+ *    magnitude, num_bins bins), and of the windows centred on 0 from
+ *    num_quantized_bins bins wide to the whole, the one whose quantization
+ *    into num_quantized_bins levels loses least (KL divergence). With ORT's
+ *    defaults (128 and 128) that is the whole histogram: MinMax's range;
+ *  - PERCENTILE: one histogram of all absolute values (num_bins bins), and
+ *    [-t, t] with t where `percentile` % of the values lie below.
+ * Each range is then clipped to the least and greatest value seen. */
+typedef enum tolk_calibrate_method {
+  TOLK_CALIBRATE_MINMAX = 0,
+  TOLK_CALIBRATE_ENTROPY = 1,
+  TOLK_CALIBRATE_PERCENTILE = 2
+} tolk_calibrate_method;
+
+typedef struct tolk_calibration_params {
+  tolk_calibrate_method method; /* MINMAX by default */
+  int num_bins;           /* histogram bins; 0: ORT's default (Entropy 128, Percentile 2048) */
+  int num_quantized_bins; /* Entropy; 0: 128 */
+  double percentile;      /* Percentile, in (0, 100]; 0: 99.999 */
+} tolk_calibration_params;
+
+tolk_calibration_params tolk_calibration_default_params(void);
+
 /* Creates a calibration for the model at `path`: it observes, in the main
  * graph, every float input and output of a MatMul that is not an
  * initializer (ONNX Runtime's calibrator for op types MatMul). On success
  * *out receives a calibration the caller frees with tolk_calibration_free();
- * on failure *out is NULL and the loader's or session's status is
- * returned. */
-tolk_status tolk_calibration_create(const char *path, tolk_calibration **out, tolk_error *err);
+ * on failure *out is NULL: TOLK_ERR_INVALID_ARGUMENT for parameters out of
+ * range, or the loader's or session's status. */
+tolk_status tolk_calibration_create(const char *path, tolk_calibration_params params, tolk_calibration **out,
+                                    tolk_error *err);
 
 /* Runs the float model once on one calibration sample — inputs[i] bound to
  * the graph input names[i], every input the graph needs given, with its
@@ -615,7 +642,9 @@ tolk_status tolk_calibration_create(const char *path, tolk_calibration **out, to
  * naming it when its dtype or shape does not match the declaration, and
  * TOLK_ERR_INVALID_ARGUMENT when every tensor is empty (an empty sample
  * calibrates nothing; one empty input is a placeholder, as a first decoding
- * step's past). A failed sample leaves the ranges as they were. */
+ * step's past), or when the calibration is finished. A failed sample leaves
+ * the ranges as they were. The histogram methods keep a copy of each
+ * sample's inputs until tolk_calibration_finish. */
 tolk_status tolk_calibration_add(tolk_calibration *cal, size_t n_inputs, const char *const *names,
                                  const tolk_tensor *const *inputs, tolk_error *err);
 
@@ -627,17 +656,26 @@ size_t tolk_calibration_samples(const tolk_calibration *cal);
 size_t tolk_calibration_input_count(const tolk_calibration *cal);
 const tolk_value_info *tolk_calibration_input(const tolk_calibration *cal, size_t i);
 
-/* Whether the samples can calibrate: TOLK_OK, or TOLK_ERR_INVALID_ARGUMENT
- * with why when there are none, or when they look random — ranges from
- * random data destroy quality. The rule, for token ids and other integer
- * inputs: an input that took at least 64 values in all, 90 % or more of them
- * distinct, is random-looking (text repeats its tokens: end-of-sentence,
- * punctuation, common words; ids drawn uniformly from a vocabulary of
- * thousands hardly ever repeat). tolk_model_quantize calls it. */
+/* Ends the sampling: refuses samples that cannot calibrate (below), then
+ * computes the ranges — for the histogram methods by running every sample
+ * again, now that the histograms' span is known. Fails with
+ * TOLK_ERR_INVALID_ARGUMENT and why when there are no samples, or when they
+ * look random — ranges from random data destroy quality. The rule, for
+ * token ids and other integer inputs: an input that took at least 64 values
+ * in all, 90 % or more of them distinct, is random-looking (text repeats its
+ * tokens: end-of-sentence, punctuation, common words; ids drawn uniformly
+ * from a vocabulary of thousands hardly ever repeat). Calling it again is a
+ * no-op. */
+tolk_status tolk_calibration_finish(tolk_calibration *cal, tolk_error *err);
+
+/* TOLK_OK when `cal` is finished and its samples pass the rules above, else
+ * the error finish gives (or says it was not called); tolk_model_quantize
+ * checks its calibration with it. */
 tolk_status tolk_calibration_check(const tolk_calibration *cal, tolk_error *err);
 
-/* The observed range of the tensor named `name` into *lo and *hi; 0 when it
- * was not observed (not one the calibration watches, or no sample yet). */
+/* The range of the tensor named `name` into *lo and *hi; 0 when there is
+ * none (not a tensor the calibration watches, not float, or the calibration
+ * is not finished). */
 int tolk_calibration_range(const tolk_calibration *cal, const char *name, float *lo, float *hi);
 
 void tolk_calibration_free(tolk_calibration *cal);

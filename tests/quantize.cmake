@@ -3,8 +3,8 @@
 # and --op-types, static quantization of the folder with --calibrate, and the refusals — not a model,
 # nothing to quantize, an output folder that does not exist, calibration data naming no input, of another
 # shape, empty or random — each with exit status 2, its message and no file left (tests/quantize.sh).
-foreach(case folder not-onnx nothing unwritable excluded static-folder static-mismatch static-shape static-empty
-             static-random)
+foreach(case folder not-onnx nothing unwritable excluded static-folder static-methods static-mismatch static-shape
+             static-empty static-random)
   add_test(NAME quantize_${case} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/quantize.sh $<TARGET_FILE:tolk> ${case})
   set_tests_properties(quantize_${case} PROPERTIES LABELS unit)
 endforeach()
@@ -16,5 +16,10 @@ tolk_usage_error_test(quantize_usage_extra quantize "unexpected argument 'c.onnx
 tolk_usage_error_test(quantize_usage_format quantize "--format wants dynamic, qdq or qoperator, not 'int4'"
   --format int4 a.onnx b.onnx)
 tolk_usage_error_test(quantize_usage_qdq quantize "--format qdq needs --calibrate DATA" --format qdq a.onnx b.onnx)
+tolk_usage_error_test(quantize_usage_method quantize "--method wants minmax, entropy or percentile, not 'kl'"
+  --method kl --calibrate d a.onnx b.onnx)
+tolk_usage_error_test(quantize_usage_method_alone quantize "--method needs --calibrate DATA" --method entropy a.onnx b.onnx)
+tolk_usage_error_test(quantize_usage_percentile quantize "--percentile wants a percentage above 0 and at most 100, not '100.5'"
+  --percentile 100.5 --calibrate d a.onnx b.onnx)
 tolk_usage_error_test(quantize_usage_calibrate_dynamic quantize "--calibrate is for static quantization, not --format dynamic"
   --calibrate d --format dynamic a.onnx b.onnx)

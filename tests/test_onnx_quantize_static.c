@@ -16,6 +16,13 @@
  *    DequantizeLinear and QLinearMatMul kernels), is as far from the fp32
  *    golden outputs as ORT's quantized graph run in ORT (within 2 %), and for
  *    the encoder within 0.02 of ORT's int8 hidden states themselves.
+ * The histogram methods against the ranges ORT's own calibrator gives on one
+ * golden set (<graph>.ranges.<method>.json: Entropy with 128 and 512 bins,
+ * Percentile at 99.999 and 99.9): every tensor's range within one int8
+ * quantization step of ORT's — the float values each side computes differ
+ * in their last bits, which can move a value across a bin edge or reorder
+ * two windows whose divergences tie — and nine in ten the same to 1e-5 of
+ * the range.
  * Then the refusals: mismatched samples (a name that is no input, twice, one
  * missing, another dtype or shape, nothing but empty tensors), no samples, random
  * token ids, QDQ without a calibration — each with its status, a message
@@ -59,13 +66,15 @@ static tolk_calibration *calibrate(const char *graph) {
   snprintf(model, sizeof model, "%s/marian-tiny/%s.onnx", fixtures, graph);
   tolk_calibration *cal = NULL;
   tolk_error err;
-  CHECK_MSG(!tolk_calibration_create(model, &cal, &err), "%s: %s", graph, err.message);
+  CHECK_MSG(!tolk_calibration_create(model, tolk_calibration_default_params(), &cal, &err), "%s: %s", graph,
+            err.message);
   for (int s = 0; cal; s++) {
     snprintf(set, sizeof set, "%s/%s/test_data_set_%d", golden, graph, s);
     if (access(set, R_OK)) break;
     CHECK_MSG(!add_set(cal, set, &err), "%s: %s", set, err.message);
   }
   CHECK(tolk_calibration_samples(cal) == 2);
+  CHECK_MSG(!tolk_calibration_finish(cal, &err), "%s: %s", graph, err.message);
   return cal;
 }
 
@@ -194,6 +203,58 @@ static void compare_with_ort(const char *graph, const char *fmt, const char *mod
   unlink(out);
 }
 
+/* ------------------------------------------------------------ histogram methods */
+
+static void check_ranges(const char *graph, const char *name, tolk_calibration_params cp) {
+  char model[2048], set[2400], ref[2048], what[160];
+  snprintf(model, sizeof model, "%s/marian-tiny/%s.onnx", fixtures, graph);
+  snprintf(set, sizeof set, "%s/%s/test_data_set_1", golden, graph);
+  snprintf(ref, sizeof ref, "%s/%s.ranges.%s.json", data_dir, graph, name);
+  snprintf(what, sizeof what, "%s %s", graph, name);
+  tolk_calibration *cal = NULL;
+  tolk_error err;
+  cJSON *j = read_json(ref);
+  CHECK_MSG(!tolk_calibration_create(model, cp, &cal, &err), "%s: %s", what, err.message);
+  if (!cal || !j || add_set(cal, set, &err) || tolk_calibration_finish(cal, &err)) {
+    CHECK_MSG(0, "%s: %s", what, err.message);
+    tolk_calibration_free(cal);
+    cJSON_Delete(j);
+    return;
+  }
+  const cJSON *r;
+  int n = 0, same = 0;
+  cJSON_ArrayForEach(r, cJSON_GetObjectItem(j, "ranges")) {
+    double olo = cJSON_GetArrayItem(r, 0)->valuedouble, ohi = cJSON_GetArrayItem(r, 1)->valuedouble;
+    double step = (fmax(ohi, 0) - fmin(olo, 0)) / 255;
+    float lo, hi;
+    n++;
+    if (!tolk_calibration_range(cal, r->string, &lo, &hi)) {
+      CHECK_MSG(0, "%s: no range for %s", what, r->string);
+      continue;
+    }
+    /* The same bin edge, up to the last bits of the float values. */
+    same += fabs(lo - olo) <= 1e-5 * step * 255 && fabs(hi - ohi) <= 1e-5 * step * 255;
+    CHECK_MSG(fabs(lo - olo) <= step && fabs(hi - ohi) <= step, "%s: %s: [%.9g, %.9g], ORT [%.9g, %.9g]", what,
+              r->string, lo, hi, olo, ohi);
+  }
+  CHECK_MSG(n > 0 && same * 10 >= n * 9, "%s: %d of %d ranges the same as ORT's", what, same, n);
+  printf("%s: %d of %d ranges the same as ORT's (to 1e-5), all within one quantization step\n", what, same, n);
+  tolk_calibration_free(cal);
+  cJSON_Delete(j);
+}
+
+static void check_histogram_methods(void) {
+  static const char *names[] = {"entropy", "entropy_512", "percentile", "percentile_99.9"};
+  for (size_t g = 0; g < 3; g++)
+    for (size_t k = 0; k < 4; k++) {
+      tolk_calibration_params cp = tolk_calibration_default_params();
+      cp.method = k < 2 ? TOLK_CALIBRATE_ENTROPY : TOLK_CALIBRATE_PERCENTILE;
+      cp.num_bins = k == 1 ? 512 : 0;
+      cp.percentile = k == 3 ? 99.9 : 0;
+      check_ranges(graphs[g], names[k], cp);
+    }
+}
+
 /* ------------------------------------------------------------ refusals */
 
 static void expect_fail(tolk_status st, tolk_status want, const tolk_error *err, const char *needle) {
@@ -207,7 +268,7 @@ static void check_refusals(void) {
   snprintf(set, sizeof set, "%s/encoder_model/test_data_set_0", golden);
   tolk_calibration *cal = NULL;
   tolk_error err;
-  CHECK_MSG(!tolk_calibration_create(model, &cal, &err), "%s", err.message);
+  CHECK_MSG(!tolk_calibration_create(model, tolk_calibration_default_params(), &cal, &err), "%s", err.message);
   if (!cal) return;
   snprintf(p, sizeof p, "%s/input_0.pb", set);
   tolk_tensor *ids = load_pb(p), *mask;
@@ -221,8 +282,8 @@ static void check_refusals(void) {
   tolk_tensor_create(TOLK_INT64, 3, dims3, tolk_tensor_data(ids), 80, &rank3, &err);
   tolk_tensor_create(TOLK_INT64, 2, empty, &none, 0, &zero, &err);
 
-  /* Nothing added yet: quantizing is refused and writes nothing. */
-  expect_fail(tolk_calibration_check(cal, &err), TOLK_ERR_INVALID_ARGUMENT, &err, "no samples");
+  /* Nothing added yet: finishing and quantizing are refused, nothing written. */
+  expect_fail(tolk_calibration_finish(cal, &err), TOLK_ERR_INVALID_ARGUMENT, &err, "no samples");
   char out[256];
   snprintf(out, sizeof out, "%s/refused.onnx", tmp_dir);
   tolk_quantize_params qp = tolk_quantize_default_params();
@@ -255,10 +316,14 @@ static void check_refusals(void) {
   /* Real ids pass the rule however often they are repeated; random ids over
    * the vocabulary do not. */
   for (int i = 0; i < 8; i++) CHECK_MSG(!tolk_calibration_add(cal, 2, good, pair, &err), "%s", err.message);
+  expect_fail(tolk_calibration_check(cal, &err), TOLK_ERR_INVALID_ARGUMENT, &err, "not finished");
+  CHECK(!tolk_calibration_range(cal, "/Add_output_0", &lo, &hi));
+  CHECK_MSG(!tolk_calibration_finish(cal, &err), "%s", err.message);
   CHECK_MSG(!tolk_calibration_check(cal, &err), "%s", err.message);
   CHECK(tolk_calibration_range(cal, "/Add_output_0", &lo, &hi) && lo < 0 && hi > 0);
+  expect_fail(tolk_calibration_add(cal, 2, good, pair, &err), TOLK_ERR_INVALID_ARGUMENT, &err, "is finished");
   tolk_calibration_free(cal);
-  CHECK_MSG(!tolk_calibration_create(model, &cal, &err), "%s", err.message);
+  CHECK_MSG(!tolk_calibration_create(model, tolk_calibration_default_params(), &cal, &err), "%s", err.message);
   int64_t rdims[2] = {1, 32}, rids[32], ones[32];
   uint64_t x = 88172645463325252ull;
   for (int s = 0; cal && s < 4; s++) {
@@ -275,7 +340,7 @@ static void check_refusals(void) {
     tolk_tensor_free(r);
     tolk_tensor_free(o);
   }
-  expect_fail(tolk_calibration_check(cal, &err), TOLK_ERR_INVALID_ARGUMENT, &err,
+  expect_fail(tolk_calibration_finish(cal, &err), TOLK_ERR_INVALID_ARGUMENT, &err,
               "looks random: input 'input_ids' took 128 values");
   qp.calibration = cal;
   expect_fail(tolk_model_quantize(model, out, qp, NULL, NULL, NULL, &err), TOLK_ERR_INVALID_ARGUMENT, &err,
@@ -302,6 +367,7 @@ int main(void) {
       for (size_t m = 0; m < 2; m++) compare_with_ort(graphs[g], formats[f], modes[m], cal);
     tolk_calibration_free(cal);
   }
+  check_histogram_methods();
   check_refusals();
   rmdir(tmp_dir);
   return tu_finish("test_onnx_quantize_static");

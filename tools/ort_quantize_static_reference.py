@@ -20,6 +20,10 @@ For each graph and mode the file lists, as tools/ort_quantize_reference.py does 
     output itself when it is small (the encoder's hidden states, not the decoders' logits).
 
     python3 -m venv /tmp/qvenv && /tmp/qvenv/bin/pip install onnx==1.19.1 onnxruntime==1.23.2 numpy
+Also, for the histogram methods (Entropy with ORT's default 128 bins and with 512, Percentile at 99.999 and
+99.9), the range ORT's calibrator gives every tensor on the graph's second golden set, in
+<graph>.ranges.<method>.json.
+
     /tmp/qvenv/bin/python tools/ort_quantize_static_reference.py     # rewrites tests/data/quantize/static/*.json
 """
 import collections
@@ -34,7 +38,7 @@ import onnx
 import onnxruntime
 from onnx import numpy_helper
 from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
-                                      quantize_static)
+                                      create_calibrator, quantize_static)
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "tests" / "fixtures" / "marian-tiny"
@@ -130,6 +134,29 @@ def record(graph: str, fmt: str, mode: str, opts: dict) -> dict:
             "pattern": pattern, "initializers": inits, "runs": runs}
 
 
+# The histogram methods, through ORT's calibrator itself (quantize_static passes no bin counts): ORT's
+# HistogramCollector stacks the samples' tensors into one array, so they must have one shape — one golden set.
+RANGES = {"entropy": (CalibrationMethod.Entropy, {}),
+          "entropy_512": (CalibrationMethod.Entropy, {"num_bins": 512, "num_quantized_bins": 128}),
+          "percentile": (CalibrationMethod.Percentile, {}),
+          "percentile_99.9": (CalibrationMethod.Percentile, {"percentile": 99.9})}
+
+
+def record_ranges(graph: str, name: str) -> dict:
+    method, extra = RANGES[name]
+    feed = load_sets(graph)[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        cal = create_calibrator(str(TINY / f"{graph}.onnx"), ["MatMul"], str(Path(tmp) / "aug.onnx"),
+                                calibrate_method=method, extra_options=extra)
+        cal.collect_data(Reader([feed]))
+        data = cal.compute_data()
+    ranges = {t: [float(np.asarray(d.range_value[0])), float(np.asarray(d.range_value[1]))]
+              for t, d in data.data.items()}
+    return {"format": "tolk-calibration-ranges/1", "graph": f"{graph}.onnx", "method": name, "options": extra,
+            "calibration": f"tests/fixtures/golden/marian-tiny/{graph}/test_data_set_1",
+            "versions": {"onnxruntime": onnxruntime.__version__, "numpy": np.__version__}, "ranges": ranges}
+
+
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     for g in GRAPHS:
@@ -139,6 +166,11 @@ def main() -> int:
             path.write_text(json.dumps(ref, indent=1) + "\n", encoding="utf-8")
             print(f"{path.relative_to(ROOT)}: {len(ref['pattern'])} nodes added, {len(ref['initializers'])} "
                   f"initializers, max |ORT int8 - fp32| {max(r['max_abs_vs_fp32'] for r in ref['runs']):.3g}")
+        for name in RANGES:
+            ref = record_ranges(g, name)
+            path = OUT / f"{g}.ranges.{name}.json"
+            path.write_text(json.dumps(ref, indent=1) + "\n", encoding="utf-8")
+            print(f"{path.relative_to(ROOT)}: {len(ref['ranges'])} ranges")
     return 0
 
 

@@ -1,22 +1,30 @@
 /*
  * calibrate.c — tolk_calibration (tolk.h): the activation ranges static
  * quantization needs, observed by running the float model in a tolk
- * session on calibration samples. As ONNX Runtime's MinMax calibrator for
- * op types MatMul, it watches every float input and output of a MatMul of
- * the main graph that is not an initializer, and keeps, per tensor, the
- * least and greatest value any sample produced. The session returns those
+ * session on calibration samples. As ONNX Runtime's calibrators for op
+ * types MatMul, it watches every float input and output of a MatMul of the
+ * main graph that is not an initializer, and keeps, per tensor, the least
+ * and greatest value any sample produced (MinMax). The session returns those
  * intermediate values by name (tolk_session_run), so no augmented copy of
  * the graph is built; it runs without optimizations, so that no fusion hides
  * a MatMul's output. Checks each sample against the graph's declared inputs
  * first, so that a mismatch is reported as the caller's, naming the input.
  *
+ * The histogram methods (Entropy, Percentile) bin all values of all samples
+ * in one histogram per tensor, as ORT's HistogramCollector does with the
+ * samples it collected; its bins span the whole range, which is known only
+ * once every sample has run. So the samples' inputs are kept (inputs are
+ * small beside the activations they make) and tolk_calibration_finish runs
+ * them a second time to fill the histograms (calibrate_hist.c).
+ *
  * It also keeps the values of the integer inputs (token ids), up to a cap,
- * for tolk_calibration_check's rule against random data.
+ * for the rule against random data (tolk_calibration_check).
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "calibrate_hist.h"
 #include "onnx/onnx.h"
 
 /* Integer input values kept for the randomness rule: enough to judge, a
@@ -30,15 +38,40 @@ struct ints {
   size_t n, cap;
 };
 
+/* One sample's inputs, kept for the second pass of the histogram methods. */
+struct kept {
+  const char **names; /* borrowed from the session */
+  tolk_tensor **t;
+  size_t n;
+};
+
 struct tolk_calibration {
+  tolk_calibration_params params;
   tolk_model *model;
   tolk_session *session;
+  size_t n_inputs;
   const char **names; /* watched tensors, borrowed from the model's IR */
-  float *lo, *hi;     /* n_names each */
+  float *lo, *hi;     /* n_names each: observed min and max */
+  float *amin;        /* n_names: least absolute value (Percentile's histogram starts there) */
+  float *rlo, *rhi;   /* n_names: the ranges, once finished */
   size_t n_names;
   size_t samples;
   struct ints *ints; /* per session input: its values when integer */
+  struct kept *kept; /* histogram methods: every sample */
+  size_t n_kept;
+  bool finished;
 };
+
+tolk_calibration_params tolk_calibration_default_params(void) {
+  tolk_calibration_params p = {TOLK_CALIBRATE_MINMAX, 0, 0, 0};
+  return p;
+}
+
+static void kept_free(struct kept *k) {
+  for (size_t i = 0; i < k->n; i++) tolk_tensor_free(k->t[i]);
+  free(k->t);
+  free(k->names);
+}
 
 void tolk_calibration_free(tolk_calibration *cal) {
   if (!cal) return;
@@ -47,8 +80,13 @@ void tolk_calibration_free(tolk_calibration *cal) {
   free(cal->names);
   free(cal->lo);
   free(cal->hi);
-  for (size_t i = 0; cal->ints && i < tolk_session_input_count(cal->session); i++) free(cal->ints[i].v);
+  free(cal->amin);
+  free(cal->rlo);
+  free(cal->rhi);
+  for (size_t i = 0; cal->ints && i < cal->n_inputs; i++) free(cal->ints[i].v);
   free(cal->ints);
+  for (size_t i = 0; i < cal->n_kept; i++) kept_free(&cal->kept[i]);
+  free(cal->kept);
   free(cal);
 }
 
@@ -81,25 +119,51 @@ static tolk_status pick_tensors(tolk_calibration *cal, tolk_error *err) {
   size_t n = cal->n_names ? cal->n_names : 1;
   cal->lo = malloc(n * sizeof *cal->lo);
   cal->hi = malloc(n * sizeof *cal->hi);
-  if (!cal->lo || !cal->hi) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the calibration");
+  cal->amin = malloc(n * sizeof *cal->amin);
+  cal->rlo = malloc(n * sizeof *cal->rlo);
+  cal->rhi = malloc(n * sizeof *cal->rhi);
+  if (!cal->lo || !cal->hi || !cal->amin || !cal->rlo || !cal->rhi)
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the calibration");
   for (size_t i = 0; i < cal->n_names; i++) {
-    cal->lo[i] = INFINITY;
+    cal->lo[i] = cal->amin[i] = INFINITY;
     cal->hi[i] = -INFINITY;
   }
   return TOLK_OK;
 }
 
-tolk_status tolk_calibration_create(const char *path, tolk_calibration **out, tolk_error *err) {
+/* Fills in ORT's defaults (its create_calibrator) and checks the rest. */
+static tolk_status settle_params(tolk_calibration_params *p, tolk_error *err) {
+  if (p->method < TOLK_CALIBRATE_MINMAX || p->method > TOLK_CALIBRATE_PERCENTILE)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "unknown calibration method %d", (int)p->method);
+  if (!p->num_bins) p->num_bins = p->method == TOLK_CALIBRATE_PERCENTILE ? 2048 : 128;
+  if (!p->num_quantized_bins) p->num_quantized_bins = 128;
+  if (p->percentile == 0) p->percentile = 99.999;
+  if (p->num_bins < 1 || p->num_bins > (1 << 20))
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "num_bins %d is not in [1, 1048576]", p->num_bins);
+  if (p->method == TOLK_CALIBRATE_ENTROPY && (p->num_quantized_bins < 1 || p->num_quantized_bins > p->num_bins))
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "num_quantized_bins %d is not in [1, num_bins %d]",
+                     p->num_quantized_bins, p->num_bins);
+  if (!(p->percentile > 0 && p->percentile <= 100))
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "percentile %g is not in (0, 100]", p->percentile);
+  return TOLK_OK;
+}
+
+tolk_status tolk_calibration_create(const char *path, tolk_calibration_params params, tolk_calibration **out,
+                                    tolk_error *err) {
   if (out) *out = NULL;
   if (!path || !out) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "tolk_calibration_create: NULL argument");
+  tolk_status st = settle_params(&params, err);
+  if (st) return st;
   tolk_calibration *cal = calloc(1, sizeof *cal);
   if (!cal) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the calibration");
+  cal->params = params;
   tolk_session_params sp = tolk_session_default_params();
   sp.opt_level = TOLK_OPT_NONE;
-  tolk_status st = tolk_model_load(path, tolk_model_default_params(), &cal->model, err);
+  st = tolk_model_load(path, tolk_model_default_params(), &cal->model, err);
   if (!st) st = pick_tensors(cal, err);
   if (!st) st = tolk_session_create(cal->model, sp, &cal->session, err);
-  if (!st && !(cal->ints = calloc(tolk_session_input_count(cal->session) + 1, sizeof *cal->ints)))
+  if (!st) cal->n_inputs = tolk_session_input_count(cal->session);
+  if (!st && !(cal->ints = calloc(cal->n_inputs + 1, sizeof *cal->ints)))
     st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the calibration");
   if (st) {
     tolk_calibration_free(cal);
@@ -153,7 +217,8 @@ static tolk_status check_sample(const tolk_calibration *cal, size_t n, const cha
   }
   bool empty = true;
   for (size_t i = 0; i < n; i++) empty &= !tolk_tensor_numel(inputs[i]);
-  if (empty) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "every input is empty: an empty sample calibrates nothing");
+  if (empty)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "every input is empty: an empty sample calibrates nothing");
   for (size_t k = 0; k < n_decl; k++) {
     const char *want = tolk_session_input(cal->session, k)->name;
     bool given = false;
@@ -167,13 +232,15 @@ static void widen(tolk_calibration *cal, size_t i, const tolk_tensor *t) {
   if (tolk_tensor_dtype(t) != TOLK_FLOAT) return;
   const float *x = tolk_tensor_data(t);
   int64_t n = tolk_tensor_numel(t);
-  float lo = cal->lo[i], hi = cal->hi[i];
+  float lo = cal->lo[i], hi = cal->hi[i], amin = cal->amin[i];
   for (int64_t k = 0; k < n; k++) {
     lo = fminf(lo, x[k]);
     hi = fmaxf(hi, x[k]);
+    amin = fminf(amin, fabsf(x[k]));
   }
   cal->lo[i] = lo;
   cal->hi[i] = hi;
+  cal->amin[i] = amin;
 }
 
 static int64_t int_at(const tolk_tensor *t, int64_t i) {
@@ -198,7 +265,7 @@ static bool is_int(tolk_dtype t) {
 /* Keeps the integer inputs' values of a sample (up to KEEP_MAX each). */
 static tolk_status keep_ints(tolk_calibration *cal, size_t n, const char *const *names,
                              const tolk_tensor *const *inputs, tolk_error *err) {
-  for (size_t k = 0; k < tolk_session_input_count(cal->session); k++) {
+  for (size_t k = 0; k < cal->n_inputs; k++) {
     const char *want = tolk_session_input(cal->session, k)->name;
     for (size_t i = 0; i < n; i++) {
       if (strcmp(names[i], want) || !is_int(tolk_tensor_dtype(inputs[i]))) continue;
@@ -223,11 +290,12 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-tolk_status tolk_calibration_check(const tolk_calibration *cal, tolk_error *err) {
+/* The samples exist and do not look random. */
+static tolk_status check_data(const tolk_calibration *cal, tolk_error *err) {
   if (!cal || !cal->samples)
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
                      "the calibration has no samples: ranges from no data would quantize blindly");
-  for (size_t k = 0; k < tolk_session_input_count(cal->session); k++) {
+  for (size_t k = 0; k < cal->n_inputs; k++) {
     const struct ints *s = &cal->ints[k];
     if (s->n < RANDOM_MIN_VALUES) continue;
     int64_t *v = malloc(s->n * sizeof *v);
@@ -246,6 +314,13 @@ tolk_status tolk_calibration_check(const tolk_calibration *cal, tolk_error *err)
   return TOLK_OK;
 }
 
+tolk_status tolk_calibration_check(const tolk_calibration *cal, tolk_error *err) {
+  tolk_status st = check_data(cal, err);
+  if (!st && !cal->finished)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "the calibration is not finished (tolk_calibration_finish)");
+  return st;
+}
+
 size_t tolk_calibration_input_count(const tolk_calibration *cal) {
   return cal ? tolk_session_input_count(cal->session) : 0;
 }
@@ -254,11 +329,41 @@ const tolk_value_info *tolk_calibration_input(const tolk_calibration *cal, size_
   return cal ? tolk_session_input(cal->session, i) : NULL;
 }
 
+/* Copies a sample's inputs for the second pass, named as the session
+ * names them (the caller's names need not outlive the call). */
+static tolk_status keep_sample(tolk_calibration *cal, size_t n, const char *const *names,
+                               const tolk_tensor *const *inputs, tolk_error *err) {
+  struct kept *grown = realloc(cal->kept, (cal->n_kept + 1) * sizeof *grown);
+  if (!grown) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory keeping a calibration sample");
+  cal->kept = grown;
+  struct kept *k = &cal->kept[cal->n_kept++];
+  k->n = 0;
+  k->names = calloc(n + 1, sizeof *k->names);
+  k->t = calloc(n + 1, sizeof *k->t);
+  tolk_status st = k->names && k->t ? TOLK_OK : tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory keeping a sample");
+  for (size_t i = 0; !st && i < n; i++) {
+    const tolk_tensor *t = inputs[i];
+    st = tolk_tensor_create(tolk_tensor_dtype(t), tolk_tensor_rank(t), tolk_tensor_dims(t), tolk_tensor_data(t),
+                            tolk_tensor_nbytes(t), &k->t[i], err);
+    for (size_t j = 0; !st && j < cal->n_inputs; j++) {
+      const char *decl = tolk_session_input(cal->session, j)->name;
+      if (!strcmp(decl, names[i])) k->names[i] = decl;
+    }
+    k->n += !st;
+  }
+  if (st) kept_free(&cal->kept[--cal->n_kept]);
+  return st;
+}
+
 tolk_status tolk_calibration_add(tolk_calibration *cal, size_t n_inputs, const char *const *names,
                                  const tolk_tensor *const *inputs, tolk_error *err) {
   if (!cal || (n_inputs && (!names || !inputs)))
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "tolk_calibration_add: NULL argument");
+  if (cal->finished)
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "the calibration is finished: no more samples");
   tolk_status st = check_sample(cal, n_inputs, names, inputs, err);
+  if (st) return st;
+  if (cal->params.method != TOLK_CALIBRATE_MINMAX && cal->n_names) st = keep_sample(cal, n_inputs, names, inputs, err);
   if (st) return st;
   if (!cal->n_names) {
     st = keep_ints(cal, n_inputs, names, inputs, err);
@@ -273,7 +378,61 @@ tolk_status tolk_calibration_add(tolk_calibration *cal, size_t n_inputs, const c
   for (size_t i = 0; i < cal->n_names; i++) tolk_tensor_free(outs[i]);
   free(outs);
   if (!st) cal->samples++;
+  else if (cal->params.method != TOLK_CALIBRATE_MINMAX) kept_free(&cal->kept[--cal->n_kept]);
   return st;
+}
+
+/* The second pass: every kept sample again, each watched tensor's values
+ * into its histogram, then the method's range. */
+static tolk_status histogram_ranges(tolk_calibration *cal, tolk_error *err) {
+  bool pct = cal->params.method == TOLK_CALIBRATE_PERCENTILE;
+  struct cal_hist *h = calloc(cal->n_names, sizeof *h);
+  tolk_tensor **outs = calloc(cal->n_names, sizeof *outs);
+  tolk_status st = h && outs ? TOLK_OK : tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the histograms");
+  for (size_t i = 0; !st && i < cal->n_names; i++) {
+    if (cal->lo[i] > cal->hi[i]) continue; /* not float: never observed */
+    float t = fmaxf(fabsf(cal->lo[i]), fabsf(cal->hi[i]));
+    bool ok = pct ? cal_hist_init(&h[i], cal->amin[i], t, cal->params.num_bins)
+                  : cal_hist_init(&h[i], -t, t, cal->params.num_bins);
+    if (!ok) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the histograms");
+  }
+  for (size_t s = 0; !st && s < cal->n_kept; s++) {
+    const struct kept *k = &cal->kept[s];
+    st = tolk_session_run(cal->session, k->n, k->names, (const tolk_tensor *const *)k->t, cal->n_names, cal->names,
+                          outs, NULL, err);
+    for (size_t i = 0; !st && i < cal->n_names; i++)
+      if (h[i].counts && tolk_tensor_dtype(outs[i]) == TOLK_FLOAT)
+        cal_hist_add(&h[i], tolk_tensor_data(outs[i]), tolk_tensor_numel(outs[i]), pct);
+    for (size_t i = 0; i < cal->n_names; i++) tolk_tensor_free(outs[i]), outs[i] = NULL;
+  }
+  for (size_t i = 0; !st && i < cal->n_names; i++) {
+    if (!h[i].counts) continue;
+    float mn = cal->lo[i], mx = cal->hi[i];
+    if (pct) cal_percentile_range(&h[i], cal->params.percentile, mn, mx, &cal->rlo[i], &cal->rhi[i]);
+    else if (!cal_entropy_range(&h[i], cal->params.num_quantized_bins, mn, mx, &cal->rlo[i], &cal->rhi[i]))
+      st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the entropy search");
+  }
+  for (size_t i = 0; h && i < cal->n_names; i++) cal_hist_free(&h[i]);
+  free(h);
+  free(outs);
+  return st;
+}
+
+tolk_status tolk_calibration_finish(tolk_calibration *cal, tolk_error *err) {
+  if (!cal) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "tolk_calibration_finish: NULL calibration");
+  if (cal->finished) return TOLK_OK;
+  tolk_status st = check_data(cal, err);
+  if (st) return st;
+  if (cal->params.method == TOLK_CALIBRATE_MINMAX) {
+    memcpy(cal->rlo, cal->lo, cal->n_names * sizeof *cal->rlo);
+    memcpy(cal->rhi, cal->hi, cal->n_names * sizeof *cal->rhi);
+  } else if ((st = histogram_ranges(cal, err))) {
+    return st;
+  }
+  for (size_t i = 0; i < cal->n_kept; i++) kept_free(&cal->kept[i]);
+  cal->n_kept = 0;
+  cal->finished = true;
+  return TOLK_OK;
 }
 
 size_t tolk_calibration_samples(const tolk_calibration *cal) {
@@ -281,10 +440,10 @@ size_t tolk_calibration_samples(const tolk_calibration *cal) {
 }
 
 int tolk_calibration_range(const tolk_calibration *cal, const char *name, float *lo, float *hi) {
-  for (size_t i = 0; cal && name && i < cal->n_names; i++)
+  for (size_t i = 0; cal && cal->finished && name && i < cal->n_names; i++)
     if (!strcmp(cal->names[i], name) && cal->lo[i] <= cal->hi[i]) {
-      *lo = cal->lo[i];
-      *hi = cal->hi[i];
+      *lo = cal->rlo[i];
+      *hi = cal->rhi[i];
       return 1;
     }
   return 0;

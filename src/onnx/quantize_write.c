@@ -252,7 +252,8 @@ static void weight_dq_nodes(struct pbw *b, const struct qgraph *q) {
     const struct qweight *qw = q->home[i];
     if (qw->kind != Q_QDQ) continue;
     const char *w = qw->w->name;
-    struct part in[] = {{w, "_quantized"}, {w, "_scale"}, {w, "_zero_point"}}, out[] = {{w, "_DequantizeLinear_Output"}};
+    struct part in[] = {{w, "_quantized"}, {w, "_scale"}, {w, "_zero_point"}};
+    struct part out[] = {{w, "_DequantizeLinear_Output"}};
     new_node(b, "DequantizeLinear", (struct part){w, "_DequantizeLinear"}, in, 3, out, 1,
              qw->per_column ? "axis" : NULL, 1);
   }
