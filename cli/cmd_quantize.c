@@ -22,7 +22,7 @@
 
 enum {
   OPT_CALIBRATE, OPT_FORMAT, OPT_METHOD, OPT_PERCENTILE, OPT_BINS,
-  OPT_PER_CHANNEL, OPT_REDUCE_RANGE, OPT_OP_TYPES, OPT_EXCLUDE, OPT_QUIET
+  OPT_PER_CHANNEL, OPT_REDUCE_RANGE, OPT_OP_TYPES, OPT_EXCLUDE, OPT_LM_HEAD, OPT_QUIET
 };
 
 static const struct cli_option options[] = {
@@ -35,6 +35,7 @@ static const struct cli_option options[] = {
     [OPT_REDUCE_RANGE] = {"reduce-range", 0, NULL, "MatMul weights in [-64, 64] (7 bits), as ORT's reduce_range"},
     [OPT_OP_TYPES] = {"op-types", 0, "LIST", "the op types to quantize, of MatMul,Gather,Transpose (default: all)"},
     [OPT_EXCLUDE] = {"exclude", 0, "NODE", "leave the node named NODE as it is (repeatable)"},
+    [OPT_LM_HEAD] = {"lm-head", 0, "yes|no", "quantize the output projection (default yes, as ORT)"},
     [OPT_QUIET] = {"quiet", 'q', NULL, "print only each graph's summary"},
     {NULL, 0, NULL, NULL},
 };
@@ -193,6 +194,10 @@ int cmd_quantize(int argc, char **argv) {
     case OPT_REDUCE_RANGE: o.p.reduce_range = 1; break;
     case OPT_OP_TYPES: if (parse_op_types(&a, &o)) rc = 2; break;
     case OPT_EXCLUDE: o.exclude[o.p.n_exclude++] = a.value; break;
+    case OPT_LM_HEAD:
+      if (!strcmp(a.value, "yes") || !strcmp(a.value, "no")) o.p.float_lm_head = !strcmp(a.value, "no");
+      else rc = cli_bad_value(&a, "yes or no");
+      break;
     case OPT_QUIET: o.quiet = true; break;
     }
   }

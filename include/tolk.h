@@ -395,6 +395,10 @@ typedef struct tolk_quantize_params {
   /* Names of nodes left as they are. */
   const char *const *exclude;
   size_t n_exclude;
+  /* 1: leave the output projection float — a MatMul whose result, directly
+   * or through an Add, is a graph output (a translation model's LM head,
+   * whose logits pick every token). 0 (ORT's behaviour): quantize it too. */
+  int float_lm_head;
 } tolk_quantize_params;
 
 tolk_quantize_params tolk_quantize_default_params(void);

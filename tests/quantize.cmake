@@ -3,7 +3,7 @@
 # and --op-types, static quantization of the folder with --calibrate, and the refusals — not a model,
 # nothing to quantize, an output folder that does not exist, calibration data naming no input, of another
 # shape, empty or random — each with exit status 2, its message and no file left (tests/quantize.sh).
-foreach(case folder not-onnx nothing unwritable excluded static-folder static-methods static-mismatch static-shape
+foreach(case folder not-onnx nothing unwritable excluded lm-head static-folder static-methods static-mismatch static-shape
              static-empty static-random)
   add_test(NAME quantize_${case} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/quantize.sh $<TARGET_FILE:tolk> ${case})
   set_tests_properties(quantize_${case} PROPERTIES LABELS unit)
@@ -21,5 +21,6 @@ tolk_usage_error_test(quantize_usage_method quantize "--method wants minmax, ent
 tolk_usage_error_test(quantize_usage_method_alone quantize "--method needs --calibrate DATA" --method entropy a.onnx b.onnx)
 tolk_usage_error_test(quantize_usage_percentile quantize "--percentile wants a percentage above 0 and at most 100, not '100.5'"
   --percentile 100.5 --calibrate d a.onnx b.onnx)
+tolk_usage_error_test(quantize_usage_lm_head quantize "--lm-head wants yes or no, not 'maybe'" --lm-head maybe a.onnx b.onnx)
 tolk_usage_error_test(quantize_usage_calibrate_dynamic quantize "--calibrate is for static quantization, not --format dynamic"
   --calibrate d --format dynamic a.onnx b.onnx)

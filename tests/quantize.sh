@@ -87,6 +87,16 @@ static-folder)
   cp "$tmp"/qop/*_quantized.onnx "$tmp/ours/"
   out=$("$tolk" translate -m "$tmp/ours" --beam 1 "The file cannot be opened.") || fail "the QOperator folder does not translate"
   [ -n "$out" ] || fail "empty translation" ;;
+lm-head)
+  # --lm-head no leaves the decoder's output projection float, dynamic and static, and nothing else.
+  for fmt in "" "--calibrate $src/tests/fixtures/golden/marian-tiny/decoder_model"; do
+    # shellcheck disable=SC2086
+    "$tolk" quantize --lm-head no $fmt "$tiny/decoder_model.onnx" "$tmp/d.onnx" >"$tmp/log" || fail "exit $?"
+    [ "$(grep -c "the output projection" "$tmp/log")" -eq 1 ] || fail "$(cat "$tmp/log")"
+    grep -q "^  skipped MatMul '/lm_head/MatMul': the output projection (--lm-head no)$" "$tmp/log" || fail "$(cat "$tmp/log")"
+  done
+  "$tolk" quantize --lm-head yes --calibrate "$src/tests/fixtures/golden/marian-tiny/decoder_model" \
+    "$tiny/decoder_model.onnx" "$tmp/d.onnx" | grep -q "^  quantized MatMul '/lm_head/MatMul'" || fail "--lm-head yes" ;;
 static-methods)
   # Entropy and Percentile on samples of different lengths (ORT's collector cannot stack those): both run,
   # and Percentile's ranges, clipped at 99.9 %, make other scales than MinMax's.

@@ -185,6 +185,23 @@ static bool listed(const char *s, const char *const *list, size_t n) {
   return false;
 }
 
+/* Whether MatMul n is the output projection: its result, directly or
+ * through the one Add reading it, is a graph output. */
+static bool is_lm_head(const struct ir_node *n) {
+  const struct ir_value *y = n->outputs[0];
+  if (y->flags & IR_VALUE_GRAPH_OUTPUT) return true;
+  const struct ir_graph *g = y->graph;
+  for (size_t i = 0; i < g->n_nodes; i++) {
+    const struct ir_node *r = g->nodes[i];
+    bool reads = false;
+    for (size_t j = 0; j < r->n_inputs; j++) reads |= r->inputs[j] == y;
+    if (reads && !strcmp(r->op_type, "Add") && r->n_outputs == 1 && r->outputs[0] &&
+        r->outputs[0]->flags & IR_VALUE_GRAPH_OUTPUT)
+      return true;
+  }
+  return false;
+}
+
 /* Why node n (of a kind to quantize) stays as it is, or NULL when it can be
  * quantized with `w` as its weight. */
 static const char *why_not(const struct qctx *c, const struct ir_node *n, enum q_kind kind,
@@ -193,6 +210,7 @@ static const char *why_not(const struct qctx *c, const struct ir_node *n, enum q
     return "not two inputs and one output";
   *w = n->inputs[kind == Q_MATMUL ? 1 : 0];
   if (listed(n->name, c->params->exclude, c->params->n_exclude)) return "excluded (--exclude)";
+  if (kind == Q_MATMUL && c->params->float_lm_head && is_lm_head(n)) return "the output projection (--lm-head no)";
   const struct ir_tensor *t = (*w)->init;
   if (!((*w)->flags & IR_VALUE_INITIALIZER) || !t) return kind == Q_MATMUL ? "B is not an initializer" : "its data is not an initializer";
   if ((*w)->flags & IR_VALUE_GRAPH_INPUT) return "the weight is also a graph input (it may be overridden)";
@@ -324,6 +342,7 @@ static const char *why_not_static(const struct qctx *c, const struct ir_node *n,
   if (n->n_inputs != 2 || !n->inputs[0] || !n->inputs[1] || n->n_outputs != 1 || !n->outputs[0])
     return "not two inputs and one output";
   if (listed(n->name, c->params->exclude, c->params->n_exclude)) return "excluded (--exclude)";
+  if (c->params->float_lm_head && is_lm_head(n)) return "the output projection (--lm-head no)";
   const struct ir_value *b = n->inputs[1];
   const char *why = why_not_act(c, n->inputs[0], "A", buf, size);
   if (!why && b->flags & IR_VALUE_INITIALIZER) {
