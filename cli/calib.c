@@ -145,7 +145,8 @@ static int no_dots(const struct dirent *d) {
 tolk_status cli_calibrate(const char *model, const char *data, tolk_calibration_params params,
                           tolk_calibration **out, tolk_error *err) {
   *out = NULL;
-  if (!is_dir(data)) return fail(err, TOLK_ERR_IO, "%s: not a folder of calibration samples", data);
+  if (!is_dir(data))
+    return fail(err, TOLK_ERR_IO, "%s: not a folder of calibration samples (sentences calibrate a model folder)", data);
   tolk_calibration *cal;
   tolk_status st = tolk_calibration_create(model, params, &cal, err);
   if (st) return st;

@@ -57,8 +57,11 @@ static const struct cli_verb verb = {
     "DATA holds one folder per sample (or is the only sample), each with input_K.pb or\n"
     "input_K.npy (the K-th graph input, the ONNX test data layout) or NAME.npy/NAME.pb\n"
     "(the input named NAME); for IN_DIR, DATA/X holds the samples of X.onnx (a graph\n"
-    "without is skipped). Samples must match the graph's inputs; empty or\n"
-    "random-looking data is refused.",
+    "without is skipped). For a translation model folder DATA may also be a text file\n"
+    "of source sentences, one a line: each is tokenized and translated greedily through\n"
+    "the encoder, decoder and decoder-with-past graphs, every run a sample of its graph.\n"
+    "Samples must match the graph's inputs; empty or random-looking data, and text\n"
+    "mostly unknown to the tokenizer, are refused.",
     options, "exit status: 0 done, 2 bad usage or a model that could not be quantized", false};
 
 struct q_opts {
@@ -75,8 +78,10 @@ static void print_line(void *user, const char *line) {
   if (!*(const bool *)user) printf("  %s\n", line);
 }
 
-/* `data`: the calibration samples of this graph (static), or NULL. */
-static int quantize_one(const char *in, const char *out, const struct q_opts *o, const char *data) {
+/* `data`: the calibration samples of this graph (static), or NULL; `given`:
+ * its calibration already made (from sentences), or NULL. */
+static int quantize_one(const char *in, const char *out, const struct q_opts *o, const char *data,
+                        const tolk_calibration *given) {
   tolk_quantize_summary s;
   tolk_error err;
   tolk_quantize_params p = o->p;
@@ -84,7 +89,8 @@ static int quantize_one(const char *in, const char *out, const struct q_opts *o,
   printf("%s -> %s\n", in, out);
   if (data && cli_calibrate(in, data, o->cp, &cal, &err)) return cli_fail("quantize", &err);
   if (cal) printf("  calibrated on %zu samples of %s\n", tolk_calibration_samples(cal), data);
-  p.calibration = cal;
+  if (given) printf("  calibrated on %zu runs of the sentences\n", tolk_calibration_samples(given));
+  p.calibration = given ? given : cal;
   bool quiet = o->quiet;
   tolk_status st = tolk_model_quantize(in, out, p, print_line, &quiet, &s, &err);
   tolk_calibration_free(cal);
@@ -100,11 +106,30 @@ static bool ends_with(const char *s, const char *tail) {
   return n >= k && !strcmp(s + n - k, tail);
 }
 
+/* The calibration of graph `stem` from sentences, or NULL (and *why). */
+static const tolk_calibration *text_cal_of(const struct text_cal *tc, const char *stem, size_t len,
+                                           const char **why) {
+  *why = "only encoder_model, decoder_model and decoder_with_past_model are run by sentences";
+  if (len == 13 && !strncmp(stem, "encoder_model", len)) return tc->enc;
+  if (len == 13 && !strncmp(stem, "decoder_model", len)) return tc->dec;
+  if (len == 23 && !strncmp(stem, "decoder_with_past_model", len)) return tc->past;
+  return NULL;
+}
+
 static int quantize_folder(const char *in, const char *out, const struct q_opts *o) {
   if (mkdir(out, 0755) && errno != EEXIST) {
     fprintf(stderr, "tolk quantize: %s: cannot create the folder: %s\n", out, strerror(errno));
     return 2;
   }
+  /* --calibrate FILE: sentences, run through the folder as translation does. */
+  struct text_cal tc = {0};
+  struct stat cs;
+  bool text = o->calibrate && !stat(o->calibrate, &cs) && S_ISREG(cs.st_mode);
+  tolk_error err;
+  if (text && cli_calibrate_text(in, o->calibrate, o->cp, &tc, &err)) return cli_fail("quantize", &err);
+  if (text)
+    printf("calibrated on %zu sentences of %s (%zu tokens, %zu unknown)\n", tc.sentences, o->calibrate, tc.tokens,
+           tc.unknown);
   struct dirent **names;
   int n = scandir(in, &names, NULL, alphasort), rc = 0, done = 0;
   for (int i = 0; i < n; i++) {
@@ -115,16 +140,21 @@ static int quantize_folder(const char *in, const char *out, const struct q_opts 
       snprintf(dst, sizeof dst, "%s/%.*s_quantized.onnx", out, (int)(strlen(f) - 5), f);
       snprintf(data, sizeof data, "%s/%.*s", o->calibrate ? o->calibrate : "", (int)(strlen(f) - 5), f);
       struct stat st;
-      if (o->calibrate && (stat(data, &st) || !S_ISDIR(st.st_mode))) {
+      const char *why = NULL;
+      const tolk_calibration *given = text ? text_cal_of(&tc, f, strlen(f) - 5, &why) : NULL;
+      if (text && !given) {
+        printf("%s: skipped, %s\n", src, why);
+      } else if (!text && o->calibrate && (stat(data, &st) || !S_ISDIR(st.st_mode))) {
         printf("%s: skipped, no calibration data in %s\n", src, data);
       } else {
-        rc = quantize_one(src, dst, o, o->calibrate ? data : NULL);
+        rc = quantize_one(src, dst, o, o->calibrate && !text ? data : NULL, given);
         done++;
       }
     }
     free(names[i]);
   }
   if (n >= 0) free(names);
+  cli_text_cal_free(&tc);
   if (n < 0 || (!done && !rc)) {
     if (o->calibrate)
       fprintf(stderr, "tolk quantize: %s: no .onnx graph with calibration data in %s\n", in, o->calibrate);
@@ -214,7 +244,7 @@ int cmd_quantize(int argc, char **argv) {
     const char *in = argv[a.first], *out = argv[a.first + 1];
     struct stat st;
     if (stat(in, &st) == 0 && S_ISDIR(st.st_mode)) rc = quantize_folder(in, out, &o);
-    else rc = quantize_one(in, out, &o, o.calibrate);
+    else rc = quantize_one(in, out, &o, o.calibrate, NULL);
   }
   free(o.exclude);
   return rc;

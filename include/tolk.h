@@ -652,13 +652,25 @@ tolk_status tolk_calibration_create(const char *path, tolk_calibration_params pa
 tolk_status tolk_calibration_add(tolk_calibration *cal, size_t n_inputs, const char *const *names,
                                  const tolk_tensor *const *inputs, tolk_error *err);
 
+/* tolk_calibration_add that also returns graph outputs of the run, as
+ * tolk_session_run does (outputs[i] NULL on entry receives a new tensor the
+ * caller frees; output_names NULL: all, in declared order, n_outputs then
+ * tolk_calibration_output_count()) — for a caller feeding one graph's
+ * outputs to the next, as translation does. */
+tolk_status tolk_calibration_add_run(tolk_calibration *cal, size_t n_inputs, const char *const *names,
+                                     const tolk_tensor *const *inputs, size_t n_outputs,
+                                     const char *const *output_names, tolk_tensor **outputs, tolk_error *err);
+
 /* Samples added so far. */
 size_t tolk_calibration_samples(const tolk_calibration *cal);
 
-/* The graph inputs a sample gives, as tolk_session_input_count and
- * tolk_session_input (borrowed from the calibration). */
+/* The graph inputs a sample gives and the outputs it makes, as
+ * tolk_session_input_count, tolk_session_input and their output twins
+ * (borrowed from the calibration). */
 size_t tolk_calibration_input_count(const tolk_calibration *cal);
 const tolk_value_info *tolk_calibration_input(const tolk_calibration *cal, size_t i);
+size_t tolk_calibration_output_count(const tolk_calibration *cal);
+const tolk_value_info *tolk_calibration_output(const tolk_calibration *cal, size_t i);
 
 /* Ends the sampling: refuses samples that cannot calibrate (below), then
  * computes the ranges — for the histogram methods by running every sample

@@ -97,6 +97,32 @@ lm-head)
   done
   "$tolk" quantize --lm-head yes --calibrate "$src/tests/fixtures/golden/marian-tiny/decoder_model" \
     "$tiny/decoder_model.onnx" "$tmp/d.onnx" | grep -q "^  quantized MatMul '/lm_head/MatMul'" || fail "--lm-head yes" ;;
+text-folder)
+  # Sentences run through the folder as translation runs them: three graphs calibrated, the merged decoder
+  # skipped with why, and the folder of static graphs translates.
+  printf '%s\n' "The file cannot be opened." "Press any key to continue." "" "Disk quota exceeded" \
+    "The connection was reset by the server." "Do you want to save the changes you made?" >"$tmp/s.txt"
+  "$tolk" quantize --calibrate "$tmp/s.txt" "$tiny" "$tmp/q" >"$tmp/log" || fail "exit $?: $(cat "$tmp/log")"
+  grep -q "^calibrated on 5 sentences of $tmp/s.txt (.* tokens, 0 unknown)$" "$tmp/log" || fail "$(cat "$tmp/log")"
+  grep -q "decoder_model_merged.onnx: skipped, only encoder_model, decoder_model and decoder_with_past_model" \
+    "$tmp/log" || fail "the merged decoder is not reported: $(cat "$tmp/log")"
+  [ "$(grep -c "^  calibrated on [0-9]* runs of the sentences$" "$tmp/log")" -eq 3 ] || fail "$(cat "$tmp/log")"
+  grep -q "^  calibrated on 5 runs of the sentences$" "$tmp/log" || fail "the encoder did not run once a sentence"
+  mkdir "$tmp/ours"
+  for f in "$tiny"/*.json "$tiny"/*.spm; do cp "$f" "$tmp/ours/"; done
+  rm "$tmp/ours/tolk-manifest.json"
+  cp "$tmp"/q/*_quantized.onnx "$tmp/ours/"
+  out=$("$tolk" translate -m "$tmp/ours" --beam 1 "Press any key.") || fail "the calibrated folder does not translate"
+  [ -n "$out" ] || fail "empty translation" ;;
+text-blank)
+  printf '\n   \n\n' >"$tmp/s.txt"
+  expect_refusal "^tolk quantize: invalid argument: $tmp/s.txt: no sentences \(empty or blank\): nothing to calibrate on$" \
+    --calibrate "$tmp/s.txt" "$tiny" "$tmp/out" ;;
+text-unknown)
+  # Symbols the tokenizer has no pieces for: every text token is <unk>.
+  printf '\342\230\203\342\230\204 \342\234\210\n\342\234\210\342\234\210 \342\230\203\n' >"$tmp/s.txt"
+  expect_refusal "^tolk quantize: invalid argument: $tmp/s.txt: most tokens are unknown to the tokenizer" \
+    --calibrate "$tmp/s.txt" "$tiny" "$tmp/out" ;;
 static-methods)
   # Entropy and Percentile on samples of different lengths (ORT's collector cannot stack those): both run,
   # and Percentile's ranges, clipped at 99.9 %, make other scales than MinMax's.

@@ -329,6 +329,14 @@ const tolk_value_info *tolk_calibration_input(const tolk_calibration *cal, size_
   return cal ? tolk_session_input(cal->session, i) : NULL;
 }
 
+size_t tolk_calibration_output_count(const tolk_calibration *cal) {
+  return cal ? tolk_session_output_count(cal->session) : 0;
+}
+
+const tolk_value_info *tolk_calibration_output(const tolk_calibration *cal, size_t i) {
+  return cal ? tolk_session_output(cal->session, i) : NULL;
+}
+
 /* Copies a sample's inputs for the second pass, named as the session
  * names them (the caller's names need not outlive the call). */
 static tolk_status keep_sample(tolk_calibration *cal, size_t n, const char *const *names,
@@ -355,30 +363,73 @@ static tolk_status keep_sample(tolk_calibration *cal, size_t n, const char *cons
   return st;
 }
 
+/* Hands the caller the graph outputs it asked for: moved out of the run's
+ * results (run[n_names + k]) or, when a watched tensor is also asked for,
+ * copied. */
+static tolk_status hand_out(const tolk_calibration *cal, tolk_tensor **run, const size_t *at, size_t n_outputs,
+                            tolk_tensor **outputs, tolk_error *err) {
+  tolk_status st = TOLK_OK;
+  for (size_t k = 0; !st && k < n_outputs; k++) {
+    tolk_tensor *t = run[at[k]];
+    if (at[k] >= cal->n_names) {
+      outputs[k] = t;
+      run[at[k]] = NULL;
+    } else {
+      st = tolk_tensor_create(tolk_tensor_dtype(t), tolk_tensor_rank(t), tolk_tensor_dims(t), tolk_tensor_data(t),
+                              tolk_tensor_nbytes(t), &outputs[k], err);
+    }
+  }
+  return st;
+}
+
 tolk_status tolk_calibration_add(tolk_calibration *cal, size_t n_inputs, const char *const *names,
                                  const tolk_tensor *const *inputs, tolk_error *err) {
-  if (!cal || (n_inputs && (!names || !inputs)))
+  return tolk_calibration_add_run(cal, n_inputs, names, inputs, 0, NULL, NULL, err);
+}
+
+tolk_status tolk_calibration_add_run(tolk_calibration *cal, size_t n_inputs, const char *const *names,
+                                     const tolk_tensor *const *inputs, size_t n_outputs,
+                                     const char *const *output_names, tolk_tensor **outputs, tolk_error *err) {
+  if (!cal || (n_inputs && (!names || !inputs)) || (n_outputs && !outputs))
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "tolk_calibration_add: NULL argument");
+  if (!output_names && n_outputs > tolk_calibration_output_count(cal))
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "%zu outputs asked for; the graph has %zu", n_outputs,
+                     tolk_calibration_output_count(cal));
+  for (size_t k = 0; k < n_outputs; k++) outputs[k] = NULL;
   if (cal->finished)
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "the calibration is finished: no more samples");
   tolk_status st = check_sample(cal, n_inputs, names, inputs, err);
   if (st) return st;
   if (cal->params.method != TOLK_CALIBRATE_MINMAX && cal->n_names) st = keep_sample(cal, n_inputs, names, inputs, err);
   if (st) return st;
-  if (!cal->n_names) {
-    st = keep_ints(cal, n_inputs, names, inputs, err);
-    cal->samples += !st;
-    return st;
+  bool kept = cal->params.method != TOLK_CALIBRATE_MINMAX && cal->n_names;
+  /* One run: the watched tensors, then the outputs asked for that are not
+   * among them; at[k] is where output k comes from. */
+  size_t total = cal->n_names + n_outputs, n_run = cal->n_names;
+  tolk_tensor **outs = calloc(total + 1, sizeof *outs);
+  const char **run_names = calloc(total + 1, sizeof *run_names);
+  size_t *at = calloc(n_outputs + 1, sizeof *at);
+  if (!outs || !run_names || !at) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for a calibration run");
+  for (size_t i = 0; !st && i < cal->n_names; i++) run_names[i] = cal->names[i];
+  for (size_t k = 0; !st && k < n_outputs; k++) {
+    const char *want = output_names ? output_names[k] : tolk_calibration_output(cal, k)->name;
+    size_t j = 0;
+    while (j < n_run && strcmp(run_names[j], want)) j++;
+    if (j == n_run) run_names[n_run++] = want;
+    at[k] = j;
   }
-  tolk_tensor **outs = calloc(cal->n_names, sizeof *outs);
-  if (!outs) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for a calibration run");
-  st = tolk_session_run(cal->session, n_inputs, names, inputs, cal->n_names, cal->names, outs, NULL, err);
+  if (!st && n_run)
+    st = tolk_session_run(cal->session, n_inputs, names, inputs, n_run, run_names, outs, NULL, err);
   if (!st) st = keep_ints(cal, n_inputs, names, inputs, err);
+  if (!st) st = hand_out(cal, outs, at, n_outputs, outputs, err);
   for (size_t i = 0; !st && i < cal->n_names; i++) widen(cal, i, outs[i]);
-  for (size_t i = 0; i < cal->n_names; i++) tolk_tensor_free(outs[i]);
+  for (size_t i = 0; outs && i < n_run; i++) tolk_tensor_free(outs[i]);
+  for (size_t k = 0; st && k < n_outputs; k++) tolk_tensor_free(outputs[k]), outputs[k] = NULL;
   free(outs);
+  free(run_names);
+  free(at);
   if (!st) cal->samples++;
-  else if (cal->params.method != TOLK_CALIBRATE_MINMAX) kept_free(&cal->kept[--cal->n_kept]);
+  else if (kept) kept_free(&cal->kept[--cal->n_kept]);
   return st;
 }
 
