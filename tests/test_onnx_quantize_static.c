@@ -315,7 +315,27 @@ static void check_refusals(void) {
 
   /* Real ids pass the rule however often they are repeated; random ids over
    * the vocabulary do not. */
-  for (int i = 0; i < 8; i++) CHECK_MSG(!tolk_calibration_add(cal, 2, good, pair, &err), "%s", err.message);
+  for (int i = 0; i < 7; i++) CHECK_MSG(!tolk_calibration_add(cal, 2, good, pair, &err), "%s", err.message);
+  /* A sample that also returns the graph's output (asked for twice): the
+   * golden hidden states, both times. */
+  const char *twice_out[] = {"last_hidden_state", "last_hidden_state"};
+  tolk_tensor *outs[2] = {NULL, NULL}, *want = NULL;
+  snprintf(p, sizeof p, "%s/output_0.pb", set);
+  want = load_pb(p);
+  CHECK_MSG(!tolk_calibration_add_run(cal, 2, good, pair, 2, twice_out, outs, &err), "%s", err.message);
+  for (int k = 0; k < 2 && outs[k] && want; k++) {
+    double worst = 0;
+    CHECK(tolk_tensor_numel(outs[k]) == tolk_tensor_numel(want));
+    for (int64_t i = 0; i < tolk_tensor_numel(want) && i < tolk_tensor_numel(outs[k]); i++)
+      worst = fmax(worst, fabs((double)((const float *)tolk_tensor_data(outs[k]))[i] -
+                               ((const float *)tolk_tensor_data(want))[i]));
+    CHECK_MSG(worst <= 1e-4, "add_run output %d: max abs difference %g from the golden output", k, worst);
+  }
+  CHECK(outs[0] && outs[1] && outs[0] != outs[1]);
+  tolk_tensor_free(outs[0]);
+  tolk_tensor_free(outs[1]);
+  tolk_tensor_free(want);
+  CHECK(tolk_calibration_samples(cal) == 8);
   expect_fail(tolk_calibration_check(cal, &err), TOLK_ERR_INVALID_ARGUMENT, &err, "not finished");
   CHECK(!tolk_calibration_range(cal, "/Add_output_0", &lo, &hi));
   CHECK_MSG(!tolk_calibration_finish(cal, &err), "%s", err.message);

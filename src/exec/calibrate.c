@@ -363,16 +363,18 @@ static tolk_status keep_sample(tolk_calibration *cal, size_t n, const char *cons
   return st;
 }
 
-/* Hands the caller the graph outputs it asked for: moved out of the run's
- * results (run[n_names + k]) or, when a watched tensor is also asked for,
- * copied. */
+/* Hands the caller the graph outputs it asked for (output k is run[at[k]]):
+ * moved out of the run's results, or copied when the calibration still
+ * needs the tensor (a watched one) or the caller asked for it twice. */
 static tolk_status hand_out(const tolk_calibration *cal, tolk_tensor **run, const size_t *at, size_t n_outputs,
                             tolk_tensor **outputs, tolk_error *err) {
   tolk_status st = TOLK_OK;
   for (size_t k = 0; !st && k < n_outputs; k++) {
-    tolk_tensor *t = run[at[k]];
-    if (at[k] >= cal->n_names) {
-      outputs[k] = t;
+    const tolk_tensor *t = run[at[k]];
+    for (size_t j = 0; !t && j < k; j++)
+      if (at[j] == at[k]) t = outputs[j];
+    if (at[k] >= cal->n_names && run[at[k]]) {
+      outputs[k] = run[at[k]];
       run[at[k]] = NULL;
     } else {
       st = tolk_tensor_create(tolk_tensor_dtype(t), tolk_tensor_rank(t), tolk_tensor_dims(t), tolk_tensor_data(t),
