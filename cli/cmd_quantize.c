@@ -26,7 +26,7 @@ enum {
 };
 
 static const struct cli_option options[] = {
-    [OPT_CALIBRATE] = {"calibrate", 0, "DATA", "static: activation ranges from the samples under DATA (see below)"},
+    [OPT_CALIBRATE] = {"calibrate", 0, "DATA", "static: activation ranges from the samples or sentences DATA (above)"},
     [OPT_FORMAT] = {"format", 0, "FORMAT", "dynamic, or static qdq (the default with --calibrate) or qoperator"},
     [OPT_METHOD] = {"method", 0, "METHOD", "static ranges: minmax (default), entropy or percentile, as ORT's"},
     [OPT_PERCENTILE] = {"percentile", 0, "P", "percentile: the share of values within the range (default 99.999)"},

@@ -113,7 +113,16 @@ text-folder)
   rm "$tmp/ours/tolk-manifest.json"
   cp "$tmp"/q/*_quantized.onnx "$tmp/ours/"
   out=$("$tolk" translate -m "$tmp/ours" --beam 1 "Press any key.") || fail "the calibrated folder does not translate"
-  [ -n "$out" ] || fail "empty translation" ;;
+  [ -n "$out" ] || fail "empty translation"
+  # Without decoder_with_past_model.onnx, decoder_model decodes the whole prefix each step: the same greedy
+  # tokens, so its runs are the first steps plus every later one of the folder with the past graph.
+  mkdir "$tmp/nopast"
+  cp "$tiny"/encoder_model.onnx "$tiny"/decoder_model.onnx "$tiny"/*.json "$tiny"/*.spm "$tmp/nopast/"
+  "$tolk" quantize -q --calibrate "$tmp/s.txt" "$tmp/nopast" "$tmp/q2" >"$tmp/log2" || fail "exit $?: $(cat "$tmp/log2")"
+  first=$(grep -A1 "/decoder_model.onnx ->" "$tmp/log" | sed -n 's/^  calibrated on \([0-9]*\) runs.*/\1/p')
+  later=$(grep -A1 "/decoder_with_past_model.onnx ->" "$tmp/log" | sed -n 's/^  calibrated on \([0-9]*\) runs.*/\1/p')
+  all=$(grep -A1 "/decoder_model.onnx ->" "$tmp/log2" | sed -n 's/^  calibrated on \([0-9]*\) runs.*/\1/p')
+  [ -n "$all" ] && [ "$all" -eq $((first + later)) ] || fail "decoder runs without the past graph: $all, wanted $first + $later" ;;
 text-blank)
   printf '\n   \n\n' >"$tmp/s.txt"
   expect_refusal "^tolk quantize: invalid argument: $tmp/s.txt: no sentences \(empty or blank\): nothing to calibrate on$" \
