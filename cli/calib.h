@@ -31,4 +31,28 @@ tolk_status cli_calibrate_text(const char *dir, const char *file, tolk_calibrati
                                struct text_cal *tc, tolk_error *err);
 void cli_text_cal_free(struct text_cal *tc);
 
+/* The non-blank lines of a text file, without their line ends. */
+struct cli_lines {
+  char **v;
+  size_t n, cap;
+};
+
+/* Reads `file` into *l (empty on entry); refuses a file with no non-blank
+ * line. Free with cli_lines_free. */
+tolk_status cli_read_lines(const char *file, struct cli_lines *l, tolk_error *err);
+void cli_lines_free(struct cli_lines *l);
+
+/* The target tag a line without one is given: >>cmn_Hans<< when the
+ * vocabulary has it (tolk translate's default), else its first; NULL for a
+ * model without tags. */
+const char *cli_default_tag(const tolk_tokenizer *tok);
+
+/* `tolk quantize --eval FILE` (quant_eval.c): translates each line of FILE
+ * ("source" or "source<TAB>reference") greedily with the fp32 graphs of
+ * `in_dir` and with the *_quantized graphs written to `out_dir`, and prints
+ * chrF of the quantized translations against the fp32 ones, the share of
+ * identical lines and, given references, each side's chrF against them.
+ * Returns the exit status (0, or 2 after printing the error). */
+int cli_quant_eval(const char *in_dir, const char *out_dir, const char *file);
+
 #endif /* TOLK_CLI_CALIB_H */

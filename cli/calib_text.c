@@ -159,18 +159,13 @@ void cli_text_cal_free(struct text_cal *tc) {
   memset(tc, 0, sizeof *tc);
 }
 
-struct lines {
-  char **v;
-  size_t n, cap;
-};
-
-static void lines_free(struct lines *l) {
+void cli_lines_free(struct cli_lines *l) {
   for (size_t i = 0; i < l->n; i++) free(l->v[i]);
   free(l->v);
+  memset(l, 0, sizeof *l);
 }
 
-/* The non-blank lines of `file`, without their line ends. */
-static tolk_status read_lines(const char *file, struct lines *l, tolk_error *err) {
+tolk_status cli_read_lines(const char *file, struct cli_lines *l, tolk_error *err) {
   FILE *f = fopen(file, "r");
   if (!f) return fail(err, TOLK_ERR_IO, "cannot open the sentences", file);
   char *line = NULL;
@@ -196,10 +191,7 @@ static tolk_status read_lines(const char *file, struct lines *l, tolk_error *err
   return st;
 }
 
-/* The target tag a line without one is given: >>cmn_Hans<< when the
- * vocabulary has it (tolk translate's default), else its first; NULL for a
- * model without tags. */
-static const char *default_tag(const tolk_tokenizer *tok) {
+const char *cli_default_tag(const tolk_tokenizer *tok) {
   size_t n = 0;
   const char *const *tags = tolk_tokenizer_language_tags(tok, &n);
   for (size_t i = 0; i < n; i++)
@@ -274,12 +266,12 @@ static tolk_status create_cals(const char *dir, tolk_calibration_params p, struc
 tolk_status cli_calibrate_text(const char *dir, const char *file, tolk_calibration_params p, struct text_cal *tc,
                                tolk_error *err) {
   memset(tc, 0, sizeof *tc);
-  struct lines l = {NULL, 0, 0};
+  struct cli_lines l = {NULL, 0, 0};
   tolk_tokenizer *tok = NULL;
-  tolk_status st = read_lines(file, &l, err);
+  tolk_status st = cli_read_lines(file, &l, err);
   if (!st) st = tolk_tokenizer_create(dir, tolk_tokenizer_default_params(), &tok, err);
   if (!st) st = create_cals(dir, p, tc, err);
-  const char *tag = tok ? default_tag(tok) : NULL;
+  const char *tag = tok ? cli_default_tag(tok) : NULL;
   for (size_t i = 0; !st && i < l.n; i++) {
     st = one_sentence(tc, tok, tag, l.v[i], err);
     if (st) {
@@ -302,7 +294,7 @@ tolk_status cli_calibrate_text(const char *dir, const char *file, tolk_calibrati
       memcpy(old, err->message, sizeof old);
       snprintf(err->message, sizeof err->message, "%.800s: %.*s", file, (int)(sizeof old - 810), old);
     }
-  lines_free(&l);
+  cli_lines_free(&l);
   tolk_tokenizer_free(tok);
   if (st) cli_text_cal_free(tc);
   return st;

@@ -22,7 +22,7 @@
 
 enum {
   OPT_CALIBRATE, OPT_FORMAT, OPT_METHOD, OPT_PERCENTILE, OPT_BINS,
-  OPT_PER_CHANNEL, OPT_REDUCE_RANGE, OPT_OP_TYPES, OPT_EXCLUDE, OPT_LM_HEAD, OPT_QUIET
+  OPT_PER_CHANNEL, OPT_REDUCE_RANGE, OPT_OP_TYPES, OPT_EXCLUDE, OPT_LM_HEAD, OPT_EVAL, OPT_QUIET
 };
 
 static const struct cli_option options[] = {
@@ -36,6 +36,7 @@ static const struct cli_option options[] = {
     [OPT_OP_TYPES] = {"op-types", 0, "LIST", "the op types to quantize, of MatMul,Gather,Transpose (default: all)"},
     [OPT_EXCLUDE] = {"exclude", 0, "NODE", "leave the node named NODE as it is (repeatable)"},
     [OPT_LM_HEAD] = {"lm-head", 0, "yes|no", "quantize the output projection (default yes, as ORT)"},
+    [OPT_EVAL] = {"eval", 0, "FILE", "then translate FILE (source[TAB]reference lines) fp32 and int8: chrF"},
     [OPT_QUIET] = {"quiet", 'q', NULL, "print only each graph's summary"},
     {NULL, 0, NULL, NULL},
 };
@@ -67,6 +68,7 @@ static const struct cli_verb verb = {
 struct q_opts {
   tolk_quantize_params p;
   const char *calibrate; /* DATA, or NULL */
+  const char *eval;      /* --eval FILE, or NULL */
   tolk_calibration_params cp;
   int format;            /* --format, or -1 */
   const char *op_types[3];
@@ -228,6 +230,7 @@ int cmd_quantize(int argc, char **argv) {
       if (!strcmp(a.value, "yes") || !strcmp(a.value, "no")) o.p.float_lm_head = !strcmp(a.value, "no");
       else rc = cli_bad_value(&a, "yes or no");
       break;
+    case OPT_EVAL: o.eval = a.value; break;
     case OPT_QUIET: o.quiet = true; break;
     }
   }
@@ -243,8 +246,11 @@ int cmd_quantize(int argc, char **argv) {
   if (rc < 0) {
     const char *in = argv[a.first], *out = argv[a.first + 1];
     struct stat st;
-    if (stat(in, &st) == 0 && S_ISDIR(st.st_mode)) rc = quantize_folder(in, out, &o);
+    bool dir = stat(in, &st) == 0 && S_ISDIR(st.st_mode);
+    if (o.eval && !dir) rc = cli_usage_error(&verb, "--eval needs a model folder: IN_DIR OUT_DIR");
+    else if (dir) rc = quantize_folder(in, out, &o);
     else rc = quantize_one(in, out, &o, o.calibrate, NULL);
+    if (!rc && o.eval) rc = cli_quant_eval(in, out, o.eval);
   }
   free(o.exclude);
   return rc;

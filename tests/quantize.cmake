@@ -4,7 +4,7 @@
 # nothing to quantize, an output folder that does not exist, calibration data naming no input, of another
 # shape, empty or random — each with exit status 2, its message and no file left (tests/quantize.sh).
 foreach(case folder not-onnx nothing unwritable excluded lm-head static-folder static-methods static-mismatch static-shape
-             static-empty static-random text-folder text-blank text-unknown)
+             static-empty static-random text-folder text-blank text-unknown eval)
   add_test(NAME quantize_${case} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/quantize.sh $<TARGET_FILE:tolk> ${case})
   set_tests_properties(quantize_${case} PROPERTIES LABELS unit)
 endforeach()
@@ -22,5 +22,14 @@ tolk_usage_error_test(quantize_usage_method_alone quantize "--method needs --cal
 tolk_usage_error_test(quantize_usage_percentile quantize "--percentile wants a percentage above 0 and at most 100, not '100.5'"
   --percentile 100.5 --calibrate d a.onnx b.onnx)
 tolk_usage_error_test(quantize_usage_lm_head quantize "--lm-head wants yes or no, not 'maybe'" --lm-head maybe a.onnx b.onnx)
+tolk_usage_error_test(quantize_usage_eval_file quantize "--eval needs a model folder: IN_DIR OUT_DIR"
+  --eval s.tsv ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/marian-tiny/encoder_model.onnx b.onnx)
 tolk_usage_error_test(quantize_usage_calibrate_dynamic quantize "--calibrate is for static quantization, not --format dynamic"
   --calibrate d --format dynamic a.onnx b.onnx)
+
+# chrF as `tolk quantize --eval` reports it (cli/chrf.c) against sacrebleu's scores.
+add_executable(chrf_check chrf_check.c ${PROJECT_SOURCE_DIR}/cli/chrf.c)
+target_compile_options(chrf_check PRIVATE ${TOLK_WARNINGS})
+target_link_libraries(chrf_check PRIVATE m)
+add_test(NAME chrf_check COMMAND chrf_check)
+set_tests_properties(chrf_check PROPERTIES LABELS unit)

@@ -123,6 +123,16 @@ text-folder)
   later=$(grep -A1 "/decoder_with_past_model.onnx ->" "$tmp/log" | sed -n 's/^  calibrated on \([0-9]*\) runs.*/\1/p')
   all=$(grep -A1 "/decoder_model.onnx ->" "$tmp/log2" | sed -n 's/^  calibrated on \([0-9]*\) runs.*/\1/p')
   [ -n "$all" ] && [ "$all" -eq $((first + later)) ] || fail "decoder runs without the past graph: $all, wanted $first + $later" ;;
+eval)
+  # --eval translates with fp32 and int8 and reports chrF: a line against fp32, one against the references.
+  printf 'The file cannot be opened.\t无法打开文件。\nPress any key to continue.\t按任意键继续。\nDisk quota exceeded\n' \
+    >"$tmp/e.tsv"
+  "$tolk" quantize -q --eval "$tmp/e.tsv" "$tiny" "$tmp/q" >"$tmp/log" || fail "exit $?: $(cat "$tmp/log")"
+  grep -Eq "^eval on 3 sentences of $tmp/e.tsv \(greedy\): int8 against fp32 chrF [0-9]+\.[0-9]{2}, [0-9.]+ % of lines identical$" \
+    "$tmp/log" || fail "no eval line: $(cat "$tmp/log")"
+  grep -Eq "^  against the references \(2\): chrF fp32 [0-9.]+, int8 [0-9.]+ \([-+][0-9.]+\)$" "$tmp/log" ||
+    fail "no reference line: $(cat "$tmp/log")"
+  ;;
 text-blank)
   printf '\n   \n\n' >"$tmp/s.txt"
   expect_refusal "^tolk quantize: invalid argument: $tmp/s.txt: no sentences \(empty or blank\): nothing to calibrate on$" \

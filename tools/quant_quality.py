@@ -36,7 +36,6 @@ import sacrebleu
 GRAPHS = ["encoder_model", "decoder_model", "decoder_with_past_model"]
 TOKENIZER = ["config.json", "generation_config.json", "source.spm", "target.spm", "vocab.json",
              "tokenizer_config.json", "special_tokens_map.json"]
-TAG = ">>cmn_Hans<<"
 
 
 def pick(pairs: Path, calib_n: int, test_n: int):
@@ -92,7 +91,8 @@ def main() -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     calib, test = pick(a.pairs, a.calib_n, a.test_n)
     (a.out / "calib.en").write_text("\n".join(calib) + "\n", encoding="utf-8")
-    (a.out / "test.en").write_text("\n".join(f"{TAG} {en}" for en, _ in test) + "\n", encoding="utf-8")
+    # No tag in the file: `tolk translate` gives each line its default (--to zh: >>cmn_Hans<<).
+    (a.out / "test.en").write_text("\n".join(en for en, _ in test) + "\n", encoding="utf-8")
     refs = [zh for _, zh in test]
     calib_file = str(a.out / "calib.en")
     systems = {
