@@ -1,0 +1,192 @@
+/*
+ * optimize.c — tolk_model_optimize (tolk.h): the graph rewrites, run on the
+ * IR of a privately loaded model and written back (src/onnx/write.c).
+ *
+ * The passes that need no kernels live in src/ir/ (rewrite.c, fuse.c).
+ * Constant folding is here because it runs the real kernels, as fold.c does
+ * at session creation — in fact through fold.c: a session is created on
+ * the graph as it stands and the values it folded become initializers,
+ * so the file holds exactly what tolk would compute at creation. A value
+ * fold.c does not keep (read only as a MatMul's packed weight: the
+ * transposed tied embedding of a Marian decoder) stays a node.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec.h"
+#include "core/pbw.h"
+#include "ir/rewrite.h"
+#include "onnx/onnx.h"
+
+/* The largest model accepted and written: protobuf's own 2 GiB bound. */
+#define OPTIMIZE_MAX_BYTES ((size_t)2 << 30)
+
+struct octx {
+  struct ir_rw rw;
+  tolk_report_fn report;
+  void *user;
+  size_t rewrites;
+  tolk_error *err;
+};
+
+/* The folded tensor of main-graph slot `slot`, when fold.c kept its data. */
+static const struct tensor *folded(const struct xgraph *xg, int32_t slot) {
+  for (uint32_t c = 0; c < xg->n_consts; c++)
+    if (xg->consts[c].slot == slot)
+      return xg->consts[c].unread || xg->consts[c].t.dtype == TOLK_STRING ? NULL : &xg->consts[c].t;
+  return NULL;
+}
+
+/* Whether every output of n was folded with its data kept. */
+static bool node_folded(const struct xgraph *xg, const struct ir_node *n) {
+  size_t outs = 0;
+  for (size_t i = 0; i < n->n_outputs; i++) {
+    if (!n->outputs[i]) continue;
+    if (!folded(xg, n->outputs[i]->index)) return false;
+    outs++;
+  }
+  return outs > 0;
+}
+
+static int fold_pass(struct octx *c, tolk_status *st) {
+  struct ir_rw *rw = &c->rw;
+  tolk_session_params p = tolk_session_default_params();
+  p.threads = 1;
+  p.opt_level = TOLK_OPT_BASIC;
+  tolk_session *s = NULL;
+  *st = exec_session_create_ir(rw->m, &p, NULL, &s, c->err);
+  if (*st) {
+    tolk_error_prefix(c->err, "constant folding runs tolk's kernels: ");
+    return -1;
+  }
+  const struct xgraph *xg = s->graphs[0];
+  int n = 0;
+  for (size_t k = 0; k < rw->g->n_nodes; k++) {
+    struct ir_node *nd = rw->g->nodes[k];
+    if (!node_folded(xg, nd)) continue;
+    for (size_t i = 0; i < nd->n_outputs; i++) {
+      struct ir_value *v = nd->outputs[i];
+      if (!v) continue;
+      const struct tensor *t = folded(xg, v->index);
+      struct ir_tensor *it = ir_rw_tensor(rw, t->dtype, t->dims, t->rank, t->data, t->nbytes);
+      if (!it || !ir_rw_make_initializer(rw, v, it)) break;
+    }
+    if (rw->oom) break;
+    ir_rw_kill(rw, nd);
+    n++;
+  }
+  tolk_session_free(s);
+  return !rw->oom && ir_rw_commit(rw) ? n : -1;
+}
+
+typedef int (*pass_fn)(struct ir_rw *rw);
+
+struct pass {
+  const char *name;
+  pass_fn fn;
+  tolk_opt_level from; /* the lowest level running it */
+};
+
+static const struct pass passes[] = {
+    {"static shapes", ir_pass_static_shape, TOLK_OPT_BASIC},
+    {"constant folding", NULL, TOLK_OPT_BASIC},
+    {"common subexpressions", ir_pass_cse, TOLK_OPT_BASIC},
+    {"dead nodes", ir_pass_dce, TOLK_OPT_BASIC},
+    {"QuickGelu fusion", ir_pass_quick_gelu, TOLK_OPT_EXTENDED},
+    {"Gelu fusion", ir_pass_gelu, TOLK_OPT_EXTENDED},
+    {"FusedMatMul fusion", ir_pass_fused_matmul, TOLK_OPT_EXTENDED},
+    {"dead nodes", ir_pass_dce, TOLK_OPT_EXTENDED},
+};
+
+/* Levels in the order they include each other (the enum's values are not:
+ * EXTENDED came after ALL). */
+static int rank_of(tolk_opt_level l) {
+  switch (l) {
+  case TOLK_OPT_BASIC: return 1;
+  case TOLK_OPT_EXTENDED: return 2;
+  case TOLK_OPT_ALL: return 3;
+  default: return 0;
+  }
+}
+
+static void say(struct octx *c, const char *name, size_t before, size_t after, int n) {
+  if (!c->report) return;
+  char line[256];
+  snprintf(line, sizeof line, "%s: %zu -> %zu nodes (%d rewrite%s)", name, before, after, n, n == 1 ? "" : "s");
+  c->report(c->user, line);
+}
+
+/* Runs the passes of `level` over m's main graph, in place. */
+static tolk_status run_passes(struct octx *c, tolk_opt_level level) {
+  for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
+    const struct pass *p = &passes[i];
+    if (rank_of(p->from) > rank_of(level)) continue;
+    size_t before = ir_rw_live_nodes(&c->rw);
+    tolk_status st = TOLK_OK;
+    int n = p->fn ? p->fn(&c->rw) : fold_pass(c, &st);
+    if (st) return st;
+    if (n < 0) return tolk_fail(c->err, TOLK_ERR_NO_MEMORY, "out of memory in the %s pass", p->name);
+    c->rewrites += (size_t)n;
+    say(c, p->name, before, ir_rw_live_nodes(&c->rw), n);
+  }
+  return TOLK_OK;
+}
+
+static tolk_status check_input(const tolk_model *m, const char *in, const char *out, tolk_opt_level level,
+                               tolk_error *err) {
+  if (!rank_of(level))
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "optimization level %d is not basic, extended or all",
+                     (int)level);
+  if (!strcmp(in, out))
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "%s: the output may not overwrite the input", out);
+  if (m->ir.n_ext_files)
+    return tolk_fail(err, TOLK_ERR_UNSUPPORTED, "%s: models with external data are not optimized (yet)", in);
+  return TOLK_OK;
+}
+
+/* Loads the written bytes back and runs the checker on them: a bug here
+ * must not become a file. */
+static tolk_status verify_output(const struct pbw *b, const char *out_path, tolk_error *err) {
+  tolk_model *q;
+  tolk_status st = tolk_model_load_buffer(b->p, b->n, NULL, tolk_model_default_params(), &q, err);
+  if (!st) st = tolk_model_check(q, NULL, NULL, err);
+  tolk_model_free(q);
+  if (st) tolk_error_prefix(err, "%s: the optimized model does not pass the checker (a bug in tolk): ", out_path);
+  return st ? TOLK_ERR_INTERNAL : TOLK_OK;
+}
+
+tolk_status tolk_model_optimize(const char *in_path, const char *out_path, tolk_opt_level level,
+                                tolk_report_fn report, void *user, tolk_optimize_summary *out,
+                                tolk_error *err) {
+  tolk_optimize_summary sum = {0};
+  if (out) *out = sum;
+  if (!in_path || !out_path) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "tolk_model_optimize: NULL path");
+  tolk_model_params mp = tolk_model_default_params();
+  mp.max_file_bytes = OPTIMIZE_MAX_BYTES;
+  tolk_model *m = NULL;
+  struct octx c = {.report = report, .user = user, .err = err};
+  struct pbw b;
+  pbw_init(&b, OPTIMIZE_MAX_BYTES);
+  tolk_status st = tolk_model_load(in_path, mp, &m, err);
+  if (!st) st = check_input(m, in_path, out_path, level, err);
+  if (!st && !ir_rw_begin(&c.rw, &m->ir)) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "optimizing %s", in_path);
+  if (!st) {
+    sum.nodes_before = m->ir.graph->n_nodes;
+    st = run_passes(&c, level);
+  }
+  if (!st) st = onnx_write_model(&b, m, err);
+  if (!st) st = verify_output(&b, out_path, err);
+  if (!st) st = tolk_write_file_atomic(out_path, b.p, b.n, err);
+  if (!st) {
+    sum.nodes_after = m->ir.graph->n_nodes;
+    sum.rewrites = c.rewrites;
+    sum.bytes_before = m->ir.file_size;
+    sum.bytes_after = b.n;
+    if (out) *out = sum;
+  }
+  ir_rw_end(&c.rw);
+  pbw_release(&b);
+  tolk_model_free(m);
+  return st;
+}

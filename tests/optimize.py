@@ -1,0 +1,160 @@
+"""tests/optimize.py TOLK FIXTURES CASE: the graphs `tolk optimize` writes, checked by the references
+(tests/optimize_ort.sh runs it with build-pyvenv's onnx and onnxruntime).
+
+marian: each marian-tiny graph at each level passes onnx.checker (full_check: ONNX's shape
+  inference too), and ONNX Runtime — its own optimizations off, so it runs the graph as written —
+  gives the same outputs on the original and the optimized graph within 1e-5 on three random input
+  sets; the node count drops, no Constant node is left, and the extended level fuses Marian's SiLU
+  into QuickGelu and its scaled QK^T into FusedMatMul as ORT's own extended level does.
+gelu: a BERT-style feed-forward block with the Erf form of GELU, in both of ORT's orders, with and
+  without a bias Add before it, becomes Gelu / BiasGelu at extended (not at basic), same outputs.
+"""
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+TOL = 1e-5
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def optimize(tolk, src, dst, level):
+    r = subprocess.run([tolk, "optimize", "--level", level, src, dst], capture_output=True, text=True)
+    if r.returncode:
+        fail(f"tolk optimize {level} {src}: exit {r.returncode}: {r.stderr}")
+
+
+def ops(path):
+    m = onnx.load(path)
+    return collections.Counter((n.domain + ":" if n.domain else "") + n.op_type for n in m.graph.node)
+
+
+def session(path):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def feeds(sess, rng):
+    dims = {"batch_size": 2, "encoder_sequence_length": 7, "decoder_sequence_length": 5,
+            "past_decoder_sequence_length": 4}
+    out = {}
+    for i in sess.get_inputs():
+        shape = [d if isinstance(d, int) else dims.get(d, 3) for d in i.shape]
+        if i.type == "tensor(int64)":
+            lo = 1 if "ids" in i.name else 0
+            out[i.name] = rng.integers(lo, 2 if lo == 0 else 60, shape).astype(np.int64)
+            if "mask" in i.name:
+                out[i.name][:, 0] = 1
+        elif i.type == "tensor(bool)":
+            out[i.name] = np.array(rng.integers(0, 2, shape), dtype=bool)
+        else:
+            out[i.name] = rng.standard_normal(shape).astype(np.float32)
+    return out
+
+
+def same_outputs(a, b, what):
+    sa, sb = session(a), session(b)
+    rng = np.random.default_rng(1)
+    for k in range(3):
+        f = feeds(sa, rng)
+        if "use_cache_branch" in f:
+            f["use_cache_branch"] = np.array([k % 2 == 1])
+        ra, rb = sa.run(None, f), sb.run(None, f)
+        for o, x, y in zip(sa.get_outputs(), ra, rb):
+            if x.shape != y.shape:
+                fail(f"{what}: output {o.name}: shape {y.shape}, wanted {x.shape}")
+            err = float(np.max(np.abs(x.astype(np.float64) - y))) if x.size else 0.0
+            if not err <= TOL:
+                fail(f"{what}: output {o.name}: max abs error {err} > {TOL}")
+
+
+def marian(tolk, fixtures, tmp):
+    for g in ["encoder_model", "decoder_model", "decoder_with_past_model", "decoder_model_merged"]:
+        src = os.path.join(fixtures, "marian-tiny", g + ".onnx")
+        before = ops(src)
+        for level in ["basic", "extended", "all"]:
+            dst = os.path.join(tmp, f"{g}.{level}.onnx")
+            optimize(tolk, src, dst, level)
+            what = f"{g} at {level}"
+            onnx.checker.check_model(onnx.load(dst), full_check=True)
+            after = ops(dst)
+            n0, n1 = sum(before.values()), sum(after.values())
+            if g == "decoder_model_merged":
+                if n1 != 1:
+                    fail(f"{what}: {n1} nodes, wanted the one If")
+            else:
+                if not n1 < n0 or after["Constant"]:
+                    fail(f"{what}: {n0} -> {n1} nodes, {after['Constant']} Constant left")
+                fused = after["com.microsoft:QuickGelu"], after["com.microsoft:FusedMatMul"]
+                if level == "basic" and any(fused):
+                    fail(f"{what}: fused at basic: {dict(after)}")
+                if level != "basic" and (fused[0] != before["Sigmoid"] or fused[1] < 2 or after["Sigmoid"]):
+                    fail(f"{what}: QuickGelu/FusedMatMul {fused}, Sigmoid {after['Sigmoid']}: {dict(after)}")
+            same_outputs(src, dst, what)
+            print(f"ok: {what}: {n0} -> {n1} nodes, outputs within {TOL}")
+
+
+def gelu_model(path):
+    """Two feed-forward blocks on x [2, 3, 8]: MatMul, bias Add, GELU (Erf form, the 0.5 last), and
+    MatMul without bias, GELU (the 0.5 first)."""
+    rng = np.random.default_rng(2)
+    c = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.float32), name)
+    inits = [c("W1", rng.standard_normal((8, 8))), c("b1", rng.standard_normal(8)),
+             c("W2", rng.standard_normal((8, 8))), c("sqrt2", 1.4142135381698608), c("one", 1.0),
+             c("half", 0.5), c("rsqrt2", 0.7071067690849304)]
+    n = helper.make_node
+    nodes = [
+        n("MatMul", ["x", "W1"], ["m1"]), n("Add", ["m1", "b1"], ["a1"]),
+        n("Div", ["a1", "sqrt2"], ["d1"]), n("Erf", ["d1"], ["e1"]), n("Add", ["e1", "one"], ["p1"]),
+        n("Mul", ["a1", "p1"], ["q1"]), n("Mul", ["q1", "half"], ["y1"]),
+        n("MatMul", ["x", "W2"], ["m2"]),
+        n("Mul", ["m2", "rsqrt2"], ["d2"]), n("Erf", ["d2"], ["e2"]), n("Add", ["one", "e2"], ["p2"]),
+        n("Mul", ["m2", "half"], ["h2"]), n("Mul", ["h2", "p2"], ["y2"]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])
+    ys = [helper.make_tensor_value_info(y, TensorProto.FLOAT, [2, 3, 8]) for y in ("y1", "y2")]
+    g = helper.make_graph(nodes, "gelu", [x], ys, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def gelu(tolk, tmp):
+    src = os.path.join(tmp, "gelu.onnx")
+    gelu_model(src)
+    for level, want in [("basic", (0, 0)), ("extended", (1, 1))]:
+        dst = os.path.join(tmp, f"gelu.{level}.onnx")
+        optimize(tolk, src, dst, level)
+        onnx.checker.check_model(onnx.load(dst), full_check=True)
+        after = ops(dst)
+        got = after["com.microsoft:BiasGelu"], after["com.microsoft:Gelu"]
+        if got != want or (level != "basic" and after["Erf"]):
+            fail(f"gelu at {level}: BiasGelu, Gelu {got}, wanted {want}: {dict(after)}")
+        same_outputs(src, dst, f"gelu at {level}")
+        print(f"ok: gelu at {level}: {dict(after)}")
+
+
+def main():
+    tolk, fixtures, case = sys.argv[1:4]
+    with tempfile.TemporaryDirectory() as tmp:
+        if case == "marian":
+            marian(tolk, fixtures, tmp)
+        elif case == "gelu":
+            gelu(tolk, tmp)
+        else:
+            fail("unknown case " + case)
+
+
+if __name__ == "__main__":
+    main()
