@@ -97,6 +97,8 @@ static const struct pass passes[] = {
     {"Gelu fusion", ir_pass_gelu, TOLK_OPT_EXTENDED},
     {"FusedMatMul fusion", ir_pass_fused_matmul, TOLK_OPT_EXTENDED},
     {"dead nodes", ir_pass_dce, TOLK_OPT_EXTENDED},
+    {"attention fusion", ir_pass_attention, TOLK_OPT_ALL},
+    {"dead nodes", ir_pass_dce, TOLK_OPT_ALL},
 };
 
 /* Levels in the order they include each other (the enum's values are not:

@@ -116,4 +116,8 @@ int ir_pass_gelu(struct ir_rw *rw);
  * FusedMatMul's alpha (ORT's MatMulTransposeFusion, MatMulScaleFusion). */
 int ir_pass_fused_matmul(struct ir_rw *rw);
 
+/* The all level (fuse_attention.c): Marian/BART multi-head attention
+ * spelled out op by op -> com.microsoft MultiHeadAttention. */
+int ir_pass_attention(struct ir_rw *rw);
+
 #endif /* TOLK_IR_REWRITE_H */
