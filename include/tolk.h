@@ -797,6 +797,10 @@ typedef struct tolk_translator_params {
    * graphs keep it fp32. Faster and 4× smaller, at a small cost in
    * accuracy (README). 0 by default. */
   int int8_lm_head;
+  /* The graphs' opt level (tolk_session_params.opt_level); 0 (NONE) keeps
+   * the sessions' default, BASIC. EXTENDED and ALL apply the fusions of
+   * `tolk optimize` as the sessions are created. */
+  int opt_level;
 } tolk_translator_params;
 
 tolk_translator_params tolk_translator_default_params(void);

@@ -84,11 +84,12 @@ typedef int (*pass_fn)(struct ir_rw *rw);
 
 struct pass {
   const char *name;
-  pass_fn fn;
+  pass_fn fn;          /* NULL: constant folding (fold_pass) */
   tolk_opt_level from; /* the lowest level running it */
 };
 
 static const struct pass passes[] = {
+    {"Constant nodes", ir_pass_constants, TOLK_OPT_BASIC},
     {"static shapes", ir_pass_static_shape, TOLK_OPT_BASIC},
     {"constant folding", NULL, TOLK_OPT_BASIC},
     {"common subexpressions", ir_pass_cse, TOLK_OPT_BASIC},
@@ -119,11 +120,12 @@ static void say(struct octx *c, const char *name, size_t before, size_t after, i
   c->report(c->user, line);
 }
 
-/* Runs the passes of `level` over m's main graph, in place. */
-static tolk_status run_passes(struct octx *c, tolk_opt_level level) {
+/* Runs the passes of `level` over the graph, in place; constant folding
+ * only when c->fold. */
+static tolk_status run_passes(struct octx *c, tolk_opt_level level, bool fold) {
   for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
     const struct pass *p = &passes[i];
-    if (rank_of(p->from) > rank_of(level)) continue;
+    if (rank_of(p->from) > rank_of(level) || (!p->fn && !fold)) continue;
     size_t before = ir_rw_live_nodes(&c->rw);
     tolk_status st = TOLK_OK;
     int n = p->fn ? p->fn(&c->rw) : fold_pass(c, &st);
@@ -133,6 +135,19 @@ static tolk_status run_passes(struct octx *c, tolk_opt_level level) {
     say(c, p->name, before, ir_rw_live_nodes(&c->rw), n);
   }
   return TOLK_OK;
+}
+
+tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold, tolk_report_fn report,
+                             void *user, size_t *rewrites, tolk_error *err) {
+  struct octx c = {.report = report, .user = user, .err = err};
+  if (!ir_rw_begin(&c.rw, m)) {
+    ir_rw_end(&c.rw);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory before optimizing the graph");
+  }
+  tolk_status st = run_passes(&c, level, fold);
+  ir_rw_end(&c.rw);
+  if (rewrites) *rewrites = c.rewrites;
+  return st;
 }
 
 static tolk_status check_input(const tolk_model *m, const char *in, const char *out, tolk_opt_level level,
@@ -167,27 +182,23 @@ tolk_status tolk_model_optimize(const char *in_path, const char *out_path, tolk_
   tolk_model_params mp = tolk_model_default_params();
   mp.max_file_bytes = OPTIMIZE_MAX_BYTES;
   tolk_model *m = NULL;
-  struct octx c = {.report = report, .user = user, .err = err};
   struct pbw b;
   pbw_init(&b, OPTIMIZE_MAX_BYTES);
   tolk_status st = tolk_model_load(in_path, mp, &m, err);
   if (!st) st = check_input(m, in_path, out_path, level, err);
-  if (!st && !ir_rw_begin(&c.rw, &m->ir)) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "optimizing %s", in_path);
   if (!st) {
     sum.nodes_before = m->ir.graph->n_nodes;
-    st = run_passes(&c, level);
+    st = exec_optimize_ir(&m->ir, level, true, report, user, &sum.rewrites, err);
   }
   if (!st) st = onnx_write_model(&b, m, err);
   if (!st) st = verify_output(&b, out_path, err);
   if (!st) st = tolk_write_file_atomic(out_path, b.p, b.n, err);
   if (!st) {
     sum.nodes_after = m->ir.graph->n_nodes;
-    sum.rewrites = c.rewrites;
     sum.bytes_before = m->ir.file_size;
     sum.bytes_after = b.n;
     if (out) *out = sum;
   }
-  ir_rw_end(&c.rw);
   pbw_release(&b);
   tolk_model_free(m);
   return st;

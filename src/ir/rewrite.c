@@ -389,6 +389,43 @@ int ir_pass_cse(struct ir_rw *rw) {
   return ir_rw_commit(rw) ? n : -1;
 }
 
+/* ------------------------------------------------------------ Constant nodes */
+
+/* The tensor a Constant's one value attribute holds (the forms tolk's
+ * kernels compute with: tensor, float(s), int(s)), or NULL. */
+static struct ir_tensor *constant_value(struct ir_rw *rw, const struct ir_node *n) {
+  if (n->n_attrs != 1) return NULL;
+  const struct ir_attr *a = &n->attrs[0];
+  int64_t len = (int64_t)a->n;
+  if (!strcmp(a->name, "value") && a->type == IR_ATTR_TENSOR && a->t && a->t->dtype != TOLK_STRING &&
+      (a->t->data || !a->t->nbytes) && a->t->location == IR_DATA_INLINE)
+    return ir_rw_tensor(rw, a->t->dtype, a->t->dims, a->t->rank, a->t->data, a->t->nbytes);
+  if (!strcmp(a->name, "value_float") && a->type == IR_ATTR_FLOAT)
+    return ir_rw_tensor(rw, TOLK_FLOAT, NULL, 0, &a->f, sizeof a->f);
+  if (!strcmp(a->name, "value_int") && a->type == IR_ATTR_INT)
+    return ir_rw_tensor(rw, TOLK_INT64, NULL, 0, &a->i, sizeof a->i);
+  if (!strcmp(a->name, "value_floats") && a->type == IR_ATTR_FLOATS)
+    return ir_rw_tensor(rw, TOLK_FLOAT, &len, 1, a->floats, a->n * sizeof *a->floats);
+  if (!strcmp(a->name, "value_ints") && a->type == IR_ATTR_INTS)
+    return ir_rw_tensor(rw, TOLK_INT64, &len, 1, a->ints, a->n * sizeof *a->ints);
+  return NULL;
+}
+
+int ir_pass_constants(struct ir_rw *rw) {
+  struct ir_graph *g = rw->g;
+  int n = 0;
+  for (size_t k = 0; k < g->n_nodes; k++) {
+    struct ir_node *nd = g->nodes[k];
+    if (strcmp(nd->op_type, "Constant") || *nd->domain || nd->n_outputs != 1 || !nd->outputs[0]) continue;
+    struct ir_tensor *t = constant_value(rw, nd);
+    if (rw->oom) return -1;
+    if (!t || !ir_rw_make_initializer(rw, nd->outputs[0], t)) continue;
+    ir_rw_kill(rw, nd);
+    n++;
+  }
+  return !rw->oom && ir_rw_commit(rw) ? n : -1;
+}
+
 /* ------------------------------------------------------------ static shapes */
 
 int ir_pass_static_shape(struct ir_rw *rw) {

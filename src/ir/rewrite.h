@@ -92,6 +92,9 @@ bool ir_rw_scalar(const struct ir_value *v, float *out);
  * Each returns the number of rewrites it made, or -1 when out of memory
  * (the graph is then valid but partly rewritten). */
 
+/* Constant nodes (value, value_float(s), value_int(s)) become
+ * initializers: what the fusions match needs no kernel to be seen. */
+int ir_pass_constants(struct ir_rw *rw);
 /* Removes nodes no graph output depends on (ORT's dead-node removal):
  * a node is kept if an output is pinned or read by a kept node. */
 int ir_pass_dce(struct ir_rw *rw);

@@ -69,6 +69,7 @@ static tolk_status open_session(const char *path, const tolk_translator_params *
   /* int8 graphs: each row (token) quantized on its own, so that a sentence
    * translates the same in any batch (tolk.h, quant_rows). */
   sp.quant_rows = 1;
+  if (tp->opt_level != TOLK_OPT_NONE) sp.opt_level = (tolk_opt_level)tp->opt_level;
   st = tolk_session_create(*model, sp, out, err);
   if (st) tolk_error_prefix(err, "%s", path);
   return st;
