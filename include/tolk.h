@@ -388,7 +388,7 @@ tolk_status tolk_model_quantize(const char *in_path, const char *out_path,
                                 tolk_quantize_summary *out, tolk_error *err);
 
 /* ------------------------------------------------------------------ graph optimization
- * (src/exec/optimize.c, src/ir/rewrite.c, src/ir/fuse.c) The graph rewrites
+ * (src/exec/optimize.c, src/ir/rewrite.c, src/ir/fuse*.c) The graph rewrites
  * of ONNX Runtime's offline optimizer (SessionOptions.optimized_model_filepath)
  * on the main graph, by level:
  *  - BASIC: constant folding with tolk's own kernels (a node fed only by
@@ -402,8 +402,10 @@ tolk_status tolk_model_quantize(const char *in_path, const char *out_path,
  *    the Erf form of GELU → Gelu (BiasGelu with a bias Add before it),
  *    MatMul with last-two-axes Transposes and scalar Mul/Div on its inputs
  *    or output → FusedMatMul;
- *  - ALL: EXTENDED and the fusions of the all level as they land.
- * Subgraphs (If/Loop/Scan bodies) are copied as they are. */
+ *  - ALL: + the Marian/BART self-attention spelled out op by op →
+ *    com.microsoft MultiHeadAttention.
+ * Every graph is optimized: the main one and the If/Loop/Scan bodies (the
+ * merged decoder's branches); a value a body reads keeps its name. */
 typedef enum tolk_opt_level {
   TOLK_OPT_NONE = 0,    /* run the graph as written */
   TOLK_OPT_BASIC = 1,   /* + constant folding of nodes fed only by constants */
@@ -412,7 +414,7 @@ typedef enum tolk_opt_level {
 } tolk_opt_level;
 
 typedef struct tolk_optimize_summary {
-  size_t nodes_before, nodes_after; /* main-graph nodes */
+  size_t nodes_before, nodes_after; /* nodes, those of subgraphs included */
   size_t rewrites;                  /* nodes folded, merged, removed or fused */
   uint64_t bytes_before, bytes_after;
 } tolk_optimize_summary;

@@ -1,6 +1,7 @@
 /*
  * optimize.c — tolk_model_optimize (tolk.h): the graph rewrites, run on the
- * IR of a privately loaded model and written back (src/onnx/write.c).
+ * IR of a privately loaded model — its main graph and every If/Loop/Scan
+ * body in it — and written back (src/onnx/write.c).
  *
  * The passes that need no kernels live in src/ir/ (rewrite.c, fuse.c).
  * Constant folding is here because it runs the real kernels, as fold.c does
@@ -23,7 +24,8 @@
 #define OPTIMIZE_MAX_BYTES ((size_t)2 << 30)
 
 struct octx {
-  struct ir_rw rw;
+  struct ir_rw *rws; /* one per graph: the main graph first, then the bodies in it */
+  size_t n_rws;
   tolk_report_fn report;
   void *user;
   size_t rewrites;
@@ -49,35 +51,46 @@ static bool node_folded(const struct xgraph *xg, const struct ir_node *n) {
   return outs > 0;
 }
 
-static int fold_pass(struct octx *c, tolk_status *st) {
-  struct ir_rw *rw = &c->rw;
-  tolk_session_params p = tolk_session_default_params();
-  p.threads = 1;
-  p.opt_level = TOLK_OPT_BASIC;
-  tolk_session *s = NULL;
-  *st = exec_session_create_ir(rw->m, &p, NULL, &s, c->err);
-  if (*st) {
-    tolk_error_prefix(c->err, "constant folding runs tolk's kernels: ");
-    return -1;
-  }
-  const struct xgraph *xg = s->graphs[0];
+/* Makes the values fold.c kept for xgraph xg initializers of its graph
+ * and kills their nodes. */
+static int fold_graph(struct ir_rw *rw, const struct xgraph *xg) {
   int n = 0;
-  for (size_t k = 0; k < rw->g->n_nodes; k++) {
+  for (size_t k = 0; k < rw->g->n_nodes && !rw->oom; k++) {
     struct ir_node *nd = rw->g->nodes[k];
     if (!node_folded(xg, nd)) continue;
-    for (size_t i = 0; i < nd->n_outputs; i++) {
+    for (size_t i = 0; i < nd->n_outputs && !rw->oom; i++) {
       struct ir_value *v = nd->outputs[i];
-      if (!v) continue;
-      const struct tensor *t = folded(xg, v->index);
-      struct ir_tensor *it = ir_rw_tensor(rw, t->dtype, t->dims, t->rank, t->data, t->nbytes);
-      if (!it || !ir_rw_make_initializer(rw, v, it)) break;
+      const struct tensor *t = v ? folded(xg, v->index) : NULL;
+      struct ir_tensor *it = t ? ir_rw_tensor(rw, t->dtype, t->dims, t->rank, t->data, t->nbytes) : NULL;
+      if (it) ir_rw_make_initializer(rw, v, it);
     }
     if (rw->oom) break;
     ir_rw_kill(rw, nd);
     n++;
   }
-  tolk_session_free(s);
   return !rw->oom && ir_rw_commit(rw) ? n : -1;
+}
+
+static int fold_pass(struct octx *c, tolk_status *st) {
+  tolk_session_params p = tolk_session_default_params();
+  p.threads = 1;
+  p.opt_level = TOLK_OPT_BASIC;
+  tolk_session *s = NULL;
+  *st = exec_session_create_ir(c->rws[0].m, &p, NULL, &s, c->err);
+  if (*st) {
+    tolk_error_prefix(c->err, "constant folding runs tolk's kernels: ");
+    return -1;
+  }
+  int n = 0;
+  for (uint32_t gi = 0; gi < s->n_graphs && n >= 0; gi++)
+    for (size_t r = 0; r < c->n_rws; r++) {
+      if (c->rws[r].g != s->graphs[gi]->g) continue;
+      int k = fold_graph(&c->rws[r], s->graphs[gi]);
+      n = k < 0 ? -1 : n + k;
+      break;
+    }
+  tolk_session_free(s);
+  return n;
 }
 
 typedef int (*pass_fn)(struct ir_rw *rw);
@@ -120,32 +133,68 @@ static void say(struct octx *c, const char *name, size_t before, size_t after, i
   c->report(c->user, line);
 }
 
-/* Runs the passes of `level` over the graph, in place; constant folding
- * only when c->fold. */
+static size_t live_nodes(const struct octx *c) {
+  size_t n = 0;
+  for (size_t r = 0; r < c->n_rws; r++) n += ir_rw_live_nodes(&c->rws[r]);
+  return n;
+}
+
+/* Runs the passes of `level` over every graph, in place; constant folding
+ * only when `fold`. */
 static tolk_status run_passes(struct octx *c, tolk_opt_level level, bool fold) {
   for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
     const struct pass *p = &passes[i];
     if (rank_of(p->from) > rank_of(level) || (!p->fn && !fold)) continue;
-    size_t before = ir_rw_live_nodes(&c->rw);
+    size_t before = live_nodes(c);
     tolk_status st = TOLK_OK;
-    int n = p->fn ? p->fn(&c->rw) : fold_pass(c, &st);
+    int n = 0;
+    if (!p->fn) n = fold_pass(c, &st);
+    for (size_t r = 0; p->fn && r < c->n_rws && n >= 0; r++) {
+      int k = p->fn(&c->rws[r]);
+      n = k < 0 ? -1 : n + k;
+    }
     if (st) return st;
     if (n < 0) return tolk_fail(c->err, TOLK_ERR_NO_MEMORY, "out of memory in the %s pass", p->name);
     c->rewrites += (size_t)n;
-    say(c, p->name, before, ir_rw_live_nodes(&c->rw), n);
+    say(c, p->name, before, live_nodes(c), n);
   }
   return TOLK_OK;
+}
+
+/* The graphs under (and with) g, depth first; *n counts them, and they go
+ * into out when it is not NULL. Passes never remove a node holding graphs,
+ * so the set stays as collected. */
+static void graphs_of(struct ir_graph *g, struct ir_graph **out, size_t *n) {
+  if (out) out[*n] = g;
+  (*n)++;
+  for (size_t k = 0; k < g->n_nodes; k++)
+    for (size_t a = 0; a < g->nodes[k]->n_attrs; a++)
+      for (size_t j = 0; j < ir_attr_n_graphs(&g->nodes[k]->attrs[a]); j++) {
+        /* The IR is the caller's to edit: its graphs are not const. */
+        struct ir_graph *s = (struct ir_graph *)(uintptr_t)ir_attr_graph(&g->nodes[k]->attrs[a], j);
+        if (s) graphs_of(s, out, n);
+      }
 }
 
 tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold, tolk_report_fn report,
                              void *user, size_t *rewrites, tolk_error *err) {
   struct octx c = {.report = report, .user = user, .err = err};
-  if (!ir_rw_begin(&c.rw, m)) {
-    ir_rw_end(&c.rw);
-    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory before optimizing the graph");
+  size_t n = 0;
+  graphs_of(m->graph, NULL, &n);
+  struct ir_graph **gs = calloc(n, sizeof *gs);
+  c.rws = calloc(n, sizeof *c.rws);
+  bool ok = gs && c.rws;
+  if (ok) {
+    n = 0;
+    graphs_of(m->graph, gs, &n);
+    c.n_rws = n;
   }
-  tolk_status st = run_passes(&c, level, fold);
-  ir_rw_end(&c.rw);
+  for (size_t r = 0; ok && r < c.n_rws; r++) ok = ir_rw_begin(&c.rws[r], m, gs[r]);
+  tolk_status st = ok ? run_passes(&c, level, fold)
+                      : tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory before optimizing the graph");
+  for (size_t r = 0; r < c.n_rws; r++) ir_rw_end(&c.rws[r]);
+  free(c.rws);
+  free(gs);
   if (rewrites) *rewrites = c.rewrites;
   return st;
 }
@@ -160,6 +209,18 @@ static tolk_status check_input(const tolk_model *m, const char *in, const char *
   if (m->ir.n_ext_files)
     return tolk_fail(err, TOLK_ERR_UNSUPPORTED, "%s: models with external data are not optimized (yet)", in);
   return TOLK_OK;
+}
+
+/* Nodes in g and the graphs nested in it. */
+static size_t count_nodes(const struct ir_graph *g) {
+  size_t n = g->n_nodes;
+  for (size_t k = 0; k < g->n_nodes; k++)
+    for (size_t a = 0; a < g->nodes[k]->n_attrs; a++)
+      for (size_t j = 0; j < ir_attr_n_graphs(&g->nodes[k]->attrs[a]); j++) {
+        const struct ir_graph *s = ir_attr_graph(&g->nodes[k]->attrs[a], j);
+        if (s) n += count_nodes(s);
+      }
+  return n;
 }
 
 /* Loads the written bytes back and runs the checker on them: a bug here
@@ -187,14 +248,14 @@ tolk_status tolk_model_optimize(const char *in_path, const char *out_path, tolk_
   tolk_status st = tolk_model_load(in_path, mp, &m, err);
   if (!st) st = check_input(m, in_path, out_path, level, err);
   if (!st) {
-    sum.nodes_before = m->ir.graph->n_nodes;
+    sum.nodes_before = count_nodes(m->ir.graph);
     st = exec_optimize_ir(&m->ir, level, true, report, user, &sum.rewrites, err);
   }
   if (!st) st = onnx_write_model(&b, m, err);
   if (!st) st = verify_output(&b, out_path, err);
   if (!st) st = tolk_write_file_atomic(out_path, b.p, b.n, err);
   if (!st) {
-    sum.nodes_after = m->ir.graph->n_nodes;
+    sum.nodes_after = count_nodes(m->ir.graph);
     sum.bytes_before = m->ir.file_size;
     sum.bytes_after = b.n;
     if (out) *out = sum;

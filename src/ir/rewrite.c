@@ -1,7 +1,7 @@
 /*
- * rewrite.c — in-place editing of a model's main graph (rewrite.h) and the
+ * rewrite.c — in-place editing of a model's graphs (rewrite.h) and the
  * passes that need no kernels: dead-node removal, common-subexpression
- * elimination and static Shape replacement, as ONNX Runtime's basic level
+ * elimination, Constant nodes and static Shape replacement, as ONNX Runtime's basic level
  * has them (onnxruntime/core/optimizer: the graph's dead-node removal,
  * common_subexpression_elimination.cc, constant_folding.cc's Shape case).
  */
@@ -70,11 +70,11 @@ bool ir_rw_count(struct ir_rw *rw) {
   return true;
 }
 
-bool ir_rw_begin(struct ir_rw *rw, struct ir_model *m) {
+bool ir_rw_begin(struct ir_rw *rw, struct ir_model *m, struct ir_graph *g) {
   memset(rw, 0, sizeof *rw);
   rw->m = m;
-  rw->g = m->graph;
-  rw->cap_inits = m->graph->n_initializers;
+  rw->g = g;
+  rw->cap_inits = g->n_initializers;
   return ir_rw_count(rw);
 }
 

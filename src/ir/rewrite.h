@@ -1,8 +1,8 @@
 /*
  * rewrite.h — editing a model's main graph in place: the ground the
- * optimisation passes (rewrite.c, fuse.c; constant folding in
- * src/exec/optimize.c, which needs the kernels) stand on, and what the
- * writer (src/onnx/write.c) reads back.
+ * optimisation passes (rewrite.c, fuse.c, fuse_attention.c; constant
+ * folding in src/exec/optimize.c, which needs the kernels) stand on, and
+ * what the writer (src/onnx/write.c) reads back.
  *
  * A pass kills nodes and places new ones where a killed node stood, then
  * ir_rw_commit() compacts the node list (renumbering node->index; a node a
@@ -11,9 +11,10 @@
  * outputs and names stay as they were. A value whose producer was killed and
  * not replaced has producer NULL and is gone from the graph.
  *
- * Subgraphs (If/Loop/Scan bodies) are left as they are: a value one of them
- * reads, like a graph output, is pinned — its name must stay, so a pass may
- * fold its producer into an initializer of that name but never rename it.
+ * Each graph — the main one, and each If/Loop/Scan body — is edited on its
+ * own (one ir_rw each). A value a nested graph reads, like a graph output,
+ * is pinned: its name must stay, so a pass may fold its producer into an
+ * initializer of that name but never rename it or fuse it away.
  * The edits allocate in the model's arena; the side tables are malloc'd and
  * freed by ir_rw_end.
  */
@@ -24,7 +25,7 @@
 
 struct ir_rw {
   struct ir_model *m;
-  struct ir_graph *g;    /* m->graph, edited in place */
+  struct ir_graph *g;    /* the graph edited in place (m's main graph or a body in it) */
   uint32_t *uses;        /* per value index: live node inputs reading it */
   uint8_t *pinned;       /* per value index: a graph output or read by a subgraph */
   bool *dead;            /* per node position: killed, dropped by ir_rw_commit */
@@ -36,8 +37,9 @@ struct ir_rw {
   bool oom;              /* an allocation failed: the graph is unchanged since */
 };
 
-/* Prepares to edit m's main graph; false when out of memory. */
-bool ir_rw_begin(struct ir_rw *rw, struct ir_model *m);
+/* Prepares to edit graph g of model m; false when out of memory (call
+ * ir_rw_end all the same). */
+bool ir_rw_begin(struct ir_rw *rw, struct ir_model *m, struct ir_graph *g);
 void ir_rw_end(struct ir_rw *rw);
 
 /* Recounts uses and pins (after edits; commit does it too). */

@@ -5,7 +5,7 @@
  *
  * The file's bytes stay the source: every field is copied as read (the
  * ones tolk does not know included) except
- *  - the main graph's nodes, written in the IR's order: a node the file
+ *  - each graph's nodes, written in the IR's order: a node the file
  *    had (src_index >= 0) is its stored NodeProto with its input and output
  *    names taken from the IR (passes rewire them); a node a pass made is
  *    encoded from the IR;
@@ -13,7 +13,8 @@
  *    the ones passes made (folded constants) follow, encoded as raw_data;
  *  - value_info of a value no node writes any more is left out;
  *  - opset_import gains com.microsoft when a node of that domain appears.
- * Subgraphs travel inside their node's bytes untouched.
+ * and the same again, recursively, for every graph in a node's attributes
+ * (If/Loop/Scan bodies), which passes edit as graphs of their own.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,7 @@ enum {
   MODEL_GRAPH = 7, MODEL_OPSET = 8, OPSET_DOMAIN = 1, OPSET_VERSION = 2,
   GRAPH_NODE = 1, GRAPH_INITIALIZER = 5, GRAPH_VALUE_INFO = 13,
   NODE_INPUT = 1, NODE_OUTPUT = 2, NODE_NAME = 3, NODE_OP_TYPE = 4, NODE_ATTRIBUTE = 5, NODE_DOMAIN = 7,
-  ATTR_NAME = 1, ATTR_F = 2, ATTR_I = 3, ATTR_S = 4, ATTR_FLOATS = 7, ATTR_INTS = 8, ATTR_TYPE = 20,
+  ATTR_NAME = 1, ATTR_F = 2, ATTR_G = 6, ATTR_GRAPHS = 11, ATTR_I = 3, ATTR_S = 4, ATTR_FLOATS = 7, ATTR_INTS = 8, ATTR_TYPE = 20,
   TENSOR_DIMS = 1, TENSOR_DATA_TYPE = 2, TENSOR_NAME = 8, TENSOR_RAW_DATA = 9,
   VALUE_INFO_NAME = 1
 };
@@ -58,14 +59,42 @@ static void names(struct pbw *b, uint32_t field, struct ir_value *const *v, size
   for (size_t i = 0; i < n; i++) pbw_string(b, field, v[i] ? v[i]->name : "");
 }
 
-/* A stored node, its input and output names from the IR. */
-static void stored_node(struct pbw *b, struct span src, const struct ir_node *n) {
+static bool write_graph(struct pbw *b, uint32_t field, const uint8_t *p, size_t len, const struct ir_graph *g);
+
+/* A stored AttributeProto of node n, the graphs in it written as the IR
+ * now has them. */
+static bool stored_attribute(struct pbw *b, struct span src, const struct ir_node *n) {
+  struct span name = name_of(src.p, src.len, ATTR_NAME);
+  const struct ir_attr *a = NULL;
+  for (size_t i = 0; name.p && i < n->n_attrs; i++)
+    if (strlen(n->attrs[i].name) == name.len && !memcmp(n->attrs[i].name, name.p, name.len)) a = &n->attrs[i];
   struct pb r = pb_init(src.p, src.len);
   struct pb_field f;
   const char *why;
-  bool in_done = false, out_done = false;
+  size_t j = 0;
+  bool ok = true;
+  size_t m = pbw_begin(b, NODE_ATTRIBUTE);
+  while (!pb_eof(&r) && ok) {
+    const uint8_t *start = r.p;
+    if (!pb_next(&r, &f, &why)) break;
+    const struct ir_graph *g = NULL;
+    if (a && f.wire == PB_LEN && f.number == ATTR_G) g = ir_attr_graph(a, 0);
+    if (a && f.wire == PB_LEN && f.number == ATTR_GRAPHS && j < ir_attr_n_graphs(a)) g = ir_attr_graph(a, j++);
+    if (g) ok = write_graph(b, f.number, f.data, f.len, g);
+    else pbw_copy(b, start, r.p);
+  }
+  pbw_end(b, m);
+  return ok;
+}
+
+/* A stored node, its input and output names from the IR. */
+static bool stored_node(struct pbw *b, struct span src, const struct ir_node *n) {
+  struct pb r = pb_init(src.p, src.len);
+  struct pb_field f;
+  const char *why;
+  bool in_done = false, out_done = false, ok = true;
   size_t m = pbw_begin(b, GRAPH_NODE);
-  while (!pb_eof(&r)) {
+  while (!pb_eof(&r) && ok) {
     const uint8_t *start = r.p;
     if (!pb_next(&r, &f, &why)) break; /* the loader read it: cannot happen */
     if (f.number == NODE_INPUT && f.wire == PB_LEN) {
@@ -74,11 +103,14 @@ static void stored_node(struct pbw *b, struct span src, const struct ir_node *n)
     } else if (f.number == NODE_OUTPUT && f.wire == PB_LEN) {
       if (!out_done) names(b, NODE_OUTPUT, n->outputs, n->n_outputs);
       out_done = true;
+    } else if (f.number == NODE_ATTRIBUTE && f.wire == PB_LEN) {
+      ok = stored_attribute(b, (struct span){f.data, f.len}, n);
     } else {
       pbw_copy(b, start, r.p);
     }
   }
   pbw_end(b, m);
+  return ok;
 }
 
 static void new_attr(struct pbw *b, const struct ir_attr *a) {
@@ -137,12 +169,14 @@ static struct span *stored_nodes(const uint8_t *p, size_t len, size_t *n_out) {
   return s;
 }
 
-static void all_nodes(struct pbw *b, const struct ir_graph *g, const struct span *src, size_t n_src) {
-  for (size_t k = 0; k < g->n_nodes; k++) {
+static bool all_nodes(struct pbw *b, const struct ir_graph *g, const struct span *src, size_t n_src) {
+  bool ok = true;
+  for (size_t k = 0; k < g->n_nodes && ok; k++) {
     const struct ir_node *n = g->nodes[k];
-    if (n->src_index >= 0 && (size_t)n->src_index < n_src) stored_node(b, src[n->src_index], n);
+    if (n->src_index >= 0 && (size_t)n->src_index < n_src) ok = stored_node(b, src[n->src_index], n);
     else new_node(b, n);
   }
+  return ok;
 }
 
 /* Whether a value a stored value_info names still exists. */
@@ -150,7 +184,7 @@ static bool alive(const struct ir_value *v) {
   return v && (v->producer || (v->flags & (IR_VALUE_INITIALIZER | IR_VALUE_GRAPH_INPUT)));
 }
 
-static bool write_graph(struct pbw *b, const uint8_t *p, size_t len, const struct ir_graph *g) {
+static bool write_graph(struct pbw *b, uint32_t field, const uint8_t *p, size_t len, const struct ir_graph *g) {
   size_t n_src = 0;
   struct span *src = stored_nodes(p, len, &n_src);
   bool *written = calloc(g->n_values ? g->n_values : 1, sizeof *written);
@@ -162,14 +196,14 @@ static bool write_graph(struct pbw *b, const uint8_t *p, size_t len, const struc
   struct pb r = pb_init(p, len);
   struct pb_field f;
   const char *why;
-  bool nodes_done = false;
-  size_t m = pbw_begin(b, MODEL_GRAPH);
-  while (!pb_eof(&r)) {
+  bool nodes_done = false, ok = true;
+  size_t m = pbw_begin(b, field);
+  while (!pb_eof(&r) && ok) {
     const uint8_t *start = r.p;
     if (!pb_next(&r, &f, &why)) break;
     bool is_len = f.wire == PB_LEN;
     if (is_len && f.number == GRAPH_NODE) {
-      if (!nodes_done) all_nodes(b, g, src, n_src);
+      if (!nodes_done) ok = all_nodes(b, g, src, n_src);
       nodes_done = true;
     } else if (is_len && f.number == GRAPH_INITIALIZER) {
       struct ir_value *v = named(g, name_of(f.data, f.len, TENSOR_NAME));
@@ -183,18 +217,25 @@ static bool write_graph(struct pbw *b, const uint8_t *p, size_t len, const struc
       pbw_copy(b, start, r.p);
     }
   }
-  if (!nodes_done) all_nodes(b, g, src, n_src);
+  if (!nodes_done && ok) ok = all_nodes(b, g, src, n_src);
   for (size_t i = 0; i < g->n_initializers; i++)
     if (!written[g->initializers[i]->index]) new_initializer(b, g->initializers[i]);
   pbw_end(b, m);
   free(src);
   free(written);
-  return true;
+  return ok;
 }
 
 static bool uses_domain(const struct ir_graph *g, const char *domain) {
-  for (size_t k = 0; k < g->n_nodes; k++)
-    if (!strcmp(g->nodes[k]->domain, domain)) return true;
+  for (size_t k = 0; k < g->n_nodes; k++) {
+    const struct ir_node *n = g->nodes[k];
+    if (!strcmp(n->domain, domain)) return true;
+    for (size_t a = 0; a < n->n_attrs; a++)
+      for (size_t j = 0; j < ir_attr_n_graphs(&n->attrs[a]); j++) {
+        const struct ir_graph *s = ir_attr_graph(&n->attrs[a], j);
+        if (s && uses_domain(s, domain)) return true;
+      }
+  }
   return false;
 }
 
@@ -207,7 +248,7 @@ tolk_status onnx_write_model(struct pbw *b, const tolk_model *m, tolk_error *err
   while (!pb_eof(&r)) {
     const uint8_t *start = r.p;
     if (!pb_next(&r, &f, &why)) break;
-    if (f.number == MODEL_GRAPH && f.wire == PB_LEN) ok = ok && write_graph(b, f.data, f.len, ir->graph);
+    if (f.number == MODEL_GRAPH && f.wire == PB_LEN) ok = ok && write_graph(b, MODEL_GRAPH, f.data, f.len, ir->graph);
     else pbw_copy(b, start, r.p);
   }
   if (uses_domain(ir->graph, "com.microsoft") && !ir_model_opset(ir, "com.microsoft")) {
