@@ -62,7 +62,8 @@ static int cmp_double(const void *a, const void *b) {
 
 /* Input i of s: DIR/input_i.pb, or zeros of its declared type with every
  * unknown dimension 1. */
-static tolk_status make_input(const tolk_session *s, size_t i, const char *dir, tolk_tensor **out, tolk_error *err) {
+static tolk_status make_input(const tolk_session *s, size_t i, const char *dir, tolk_tensor **out,
+                              tolk_error *err) {
   if (dir) {
     char path[4200];
     snprintf(path, sizeof path, "%s/input_%zu.pb", dir, i);
@@ -157,7 +158,8 @@ int cmd_optimize(int argc, char **argv) {
     }
   }
   if (rc < 0 && argc - a.first != 2)
-    rc = cli_usage_error(&verb, argc - a.first < 2 ? "needs IN and OUT" : "unexpected argument '%s'", argv[a.first + 2]);
+    rc = cli_usage_error(&verb, argc - a.first < 2 ? "needs IN and OUT" : "unexpected argument '%s'",
+                         argv[a.first + 2]);
   if (rc < 0) rc = optimize(argv[a.first], argv[a.first + 1], &o);
   return rc;
 }

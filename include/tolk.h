@@ -400,6 +400,7 @@ tolk_status tolk_model_quantize(const char *in_path, const char *out_path,
  *    and dead-node removal;
  *  - EXTENDED: + fusions into com.microsoft ops: x·Sigmoid(αx) → QuickGelu,
  *    the Erf form of GELU → Gelu (BiasGelu with a bias Add before it),
+ *    LayerNormalization written out op by op → LayerNormalization (opset 17+),
  *    MatMul with last-two-axes Transposes and scalar Mul/Div on its inputs
  *    or output → FusedMatMul;
  *  - ALL: + the Marian/BART self-attention spelled out op by op →

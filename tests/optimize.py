@@ -7,6 +7,9 @@ marian: each marian-tiny graph at each level passes onnx.checker (full_check: ON
   sets; the node count drops, no Constant node is left, the extended level fuses Marian's SiLU
   into QuickGelu and its scaled QK^T into FusedMatMul as ORT's own extended level does, and the all
   level the encoder's and the first decoder's self-attention into MultiHeadAttention.
+layernorm: LayerNormalization written out (ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div, Mul,
+  Add; and with d·d, without the bias Add) becomes LayerNormalization at extended in an opset-17 model,
+  stays written out in an opset-16 one (the op does not exist there), same outputs.
 gelu: a BERT-style feed-forward block with the Erf form of GELU, in both of ORT's orders, with and
   without a bias Add before it, becomes Gelu / BiasGelu at extended (not at basic), same outputs.
 """
@@ -161,6 +164,44 @@ def gelu(tolk, tmp):
         print(f"ok: gelu at {level}: {dict(after)}")
 
 
+def layernorm_model(path, opset):
+    """Two layer norms of x [2, 3, 8]: Pow and a bias; x·x-style square and no bias."""
+    rng = np.random.default_rng(3)
+    c = lambda name, v, t=np.float32: numpy_helper.from_array(np.array(v, dtype=t), name)
+    inits = [c("gamma", rng.standard_normal(8)), c("beta", rng.standard_normal(8)), c("two", 2.0),
+             c("eps", 1e-5), c("gamma2", rng.standard_normal(8)), c("eps2", 1e-6)]
+    n = helper.make_node
+    mean = lambda i, o: n("ReduceMean", [i], [o], axes=[-1], keepdims=1)
+    nodes = [
+        mean("x", "m"), n("Sub", ["x", "m"], ["d"]), n("Pow", ["d", "two"], ["p"]), mean("p", "v"),
+        n("Add", ["v", "eps"], ["e"]), n("Sqrt", ["e"], ["s"]), n("Div", ["d", "s"], ["q"]),
+        n("Mul", ["q", "gamma"], ["g"]), n("Add", ["beta", "g"], ["y1"]),
+        mean("y1", "m2"), n("Sub", ["y1", "m2"], ["d2"]), n("Mul", ["d2", "d2"], ["p2"]), mean("p2", "v2"),
+        n("Add", ["eps2", "v2"], ["e2"]), n("Sqrt", ["e2"], ["s2"]), n("Div", ["d2", "s2"], ["q2"]),
+        n("Mul", ["gamma2", "q2"], ["y2"]),
+    ]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])
+    ys = [helper.make_tensor_value_info(y, TensorProto.FLOAT, [2, 3, 8]) for y in ("y1", "y2")]
+    g = helper.make_graph(nodes, "layernorm", [x], ys, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def layernorm(tolk, tmp):
+    for opset, level, want in [(17, "basic", 0), (17, "extended", 2), (16, "all", 0)]:
+        src = os.path.join(tmp, f"ln{opset}.onnx")
+        layernorm_model(src, opset)
+        dst = os.path.join(tmp, f"ln{opset}.{level}.onnx")
+        optimize(tolk, src, dst, level)
+        onnx.checker.check_model(onnx.load(dst), full_check=True)
+        after = ops(dst)
+        if after["LayerNormalization"] != want or (want and after["ReduceMean"]):
+            fail(f"layernorm opset {opset} at {level}: {dict(after)}, wanted {want} LayerNormalization")
+        same_outputs(src, dst, f"layernorm opset {opset} at {level}")
+        print(f"ok: layernorm opset {opset} at {level}: {dict(after)}")
+
+
 def main():
     tolk, fixtures, case = sys.argv[1:4]
     with tempfile.TemporaryDirectory() as tmp:
@@ -168,6 +209,8 @@ def main():
             marian(tolk, fixtures, tmp)
         elif case == "gelu":
             gelu(tolk, tmp)
+        elif case == "layernorm":
+            layernorm(tolk, tmp)
         else:
             fail("unknown case " + case)
 

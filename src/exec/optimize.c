@@ -107,6 +107,7 @@ static const struct pass passes[] = {
     {"constant folding", NULL, TOLK_OPT_BASIC},
     {"common subexpressions", ir_pass_cse, TOLK_OPT_BASIC},
     {"dead nodes", ir_pass_dce, TOLK_OPT_BASIC},
+    {"LayerNormalization fusion", ir_pass_layernorm, TOLK_OPT_EXTENDED},
     {"QuickGelu fusion", ir_pass_quick_gelu, TOLK_OPT_EXTENDED},
     {"Gelu fusion", ir_pass_gelu, TOLK_OPT_EXTENDED},
     {"FusedMatMul fusion", ir_pass_fused_matmul, TOLK_OPT_EXTENDED},

@@ -2,8 +2,9 @@
  * fuse.c — the fusions of ONNX Runtime's extended level that tolk's graphs
  * meet, each matched as ORT's transformer does (onnxruntime/core/optimizer:
  * quick_gelu_fusion.cc, gelu_fusion.cc, bias_gelu_fusion.cc,
- * matmul_scale_fusion.cc, matmul_transpose_fusion.cc) and replaced by the
- * com.microsoft op tolk and ORT both run (src/ops/contrib.c).
+ * matmul_scale_fusion.cc, matmul_transpose_fusion.cc, layer_norm_fusion.cc)
+ * and replaced by the com.microsoft op (src/ops/contrib.c) or the ai.onnx
+ * LayerNormalization tolk and ORT both run.
  *
  * A pattern is fused only when every value inside it has its one reader
  * inside it and is no graph output nor read by a subgraph
@@ -46,13 +47,6 @@ static bool only_into(const struct ir_rw *rw, const struct ir_node *n, const str
 
 static bool near(float a, float b, float tol) { return fabsf(a - b) <= tol * fabsf(b); }
 
-/* Name of a fused node: the anchor's name and the fusion, as ORT names
- * them ("NAME/QuickGeluFusion/"). */
-static const char *fused_name(const struct ir_node *anchor, const char *fusion, char *buf, size_t n) {
-  snprintf(buf, n, "%s/%s/", anchor->name, fusion);
-  return buf;
-}
-
 /* ------------------------------------------------------------ QuickGelu */
 
 static bool quick_gelu_at(struct ir_rw *rw, struct ir_node *mul) {
@@ -73,7 +67,8 @@ static bool quick_gelu_at(struct ir_rw *rw, struct ir_node *mul) {
     ir_rw_kill(rw, mul);
     ir_rw_kill(rw, sig);
     if (scale) ir_rw_kill(rw, scale);
-    struct ir_node *q = ir_rw_node(rw, mul, "QuickGelu", MS, fused_name(mul, "QuickGeluFusion", name, sizeof name),
+    const char *nm = ir_rw_node_name(rw, mul->name, "QuickGeluFusion", name, sizeof name);
+    struct ir_node *q = ir_rw_node(rw, mul, "QuickGelu", MS, nm,
                                    &x, 1, mul->outputs, 1, 1);
     if (!q) return false;
     ir_rw_attr_float(q, 0, "alpha", alpha);
@@ -168,7 +163,8 @@ static bool gelu_at(struct ir_rw *rw, struct ir_node *last) {
   for (size_t i = 0; i < sizeof pattern / sizeof pattern[0]; i++)
     if (pattern[i]) ir_rw_kill(rw, pattern[i]);
   const char *op = b ? "BiasGelu" : "Gelu";
-  return ir_rw_node(rw, last, op, MS, fused_name(last, b ? "BiasGeluFusion" : "GeluFusion", name, sizeof name),
+  const char *nm = ir_rw_node_name(rw, last->name, b ? "BiasGeluFusion" : "GeluFusion", name, sizeof name);
+  return ir_rw_node(rw, last, op, MS, nm,
                     in, b ? 2 : 1, last->outputs, 1, 0) != NULL;
 }
 
@@ -263,7 +259,8 @@ static bool fused_matmul_at(struct ir_rw *rw, struct ir_node *mat) {
   for (size_t i = 0; i < f.n_gone; i++) ir_rw_kill(rw, f.gone[i]);
   ir_rw_kill(rw, mat);
   const char *fusion = f.alpha != 1.0f ? "MatMulScaleFusion" : "MatMulTransposeFusion";
-  struct ir_node *n = ir_rw_node(rw, anchor, "FusedMatMul", MS, fused_name(mat, fusion, name, sizeof name),
+  const char *nm = ir_rw_node_name(rw, mat->name, fusion, name, sizeof name);
+  struct ir_node *n = ir_rw_node(rw, anchor, "FusedMatMul", MS, nm,
                                  f.in, 2, anchor->outputs, 1, 5);
   if (!n) return false;
   ir_rw_attr_float(n, 0, "alpha", f.alpha);
@@ -278,6 +275,105 @@ int ir_pass_fused_matmul(struct ir_rw *rw) {
   int n = 0;
   for (size_t k = 0; k < rw->g->n_nodes; k++)
     if (!rw->dead[k] && fused_matmul_at(rw, rw->g->nodes[k])) n++;
+  if (rw->oom) return -1;
+  return ir_rw_commit(rw) ? n : -1;
+}
+
+/* ------------------------------------------------------------ LayerNormalization */
+
+/* A ReduceMean over the last axis keeping it (axes as the attribute, or
+ * as the opset-18 input). */
+static bool mean_last(const struct ir_node *r) {
+  if (!r || ir_attr_int(r, "keepdims", 1) != 1) return false;
+  const struct ir_attr *a = ir_node_attr(r, "axes");
+  if (a) return a->type == IR_ATTR_INTS && a->n == 1 && a->ints[0] == -1;
+  const struct ir_value *v = r->n_inputs > 1 ? r->inputs[1] : NULL;
+  int64_t axis;
+  if (!v || !v->init || v->init->dtype != TOLK_INT64 || v->init->numel != 1 || !v->init->data) return false;
+  memcpy(&axis, v->init->data, sizeof axis);
+  return axis == -1;
+}
+
+/* A 1-D float constant of more than one element: it broadcasts along the
+ * last axis, so its length is that axis' — what LayerNormalization's scale
+ * and bias must be. */
+static bool vector_const(const struct ir_value *v) {
+  return v && v->init && v->init->rank == 1 && v->init->dtype == TOLK_FLOAT && v->init->numel > 1 &&
+         !(v->flags & IR_VALUE_GRAPH_INPUT);
+}
+
+/* The other input of two-input n when one is a vector constant. */
+static struct ir_value *with_vector(const struct ir_node *n, struct ir_value **vec) {
+  for (size_t i = 0; n && n->n_inputs == 2 && i < 2; i++)
+    if (vector_const(n->inputs[i])) {
+      *vec = n->inputs[i];
+      return n->inputs[1 - i];
+    }
+  return NULL;
+}
+
+/* The decomposed LayerNormalization of opsets before 17 ending at node
+ * `last` (ORT's layer_norm_fusion.cc): mean = ReduceMean(x), d = x - mean,
+ * Div(d, Sqrt(ReduceMean(Pow(d, 2) | d·d) + eps)) · gamma [+ beta]. */
+static bool layernorm_at(struct ir_rw *rw, struct ir_node *last) {
+  struct ir_value *gamma = NULL, *beta = NULL, *y;
+  struct ir_node *add_b = NULL, *mul_g;
+  if (!is_op(last, "Add") && !is_op(last, "Mul")) return false;
+  if (is_op(last, "Add")) {
+    add_b = last;
+    y = with_vector(add_b, &beta);
+    if (!(mul_g = made_by(y, "Mul")) || !only_into(rw, mul_g, add_b)) return false;
+  } else {
+    /* A bias Add after it is part of the pattern: matched from there. */
+    struct ir_node *next =
+        last->n_outputs == 1 && last->outputs[0] ? ir_rw_sole_reader(rw, last->outputs[0]) : NULL;
+    if (next && is_op(next, "Add") && with_vector(next, &beta)) return false;
+    mul_g = last;
+  }
+  struct ir_node *div = made_by(with_vector(mul_g, &gamma), "Div"), *sqrt, *add_e, *var, *sq, *sub, *mean;
+  float eps, two;
+  if (!div || !only_into(rw, div, mul_g) || !(sqrt = made_by(div->inputs[1], "Sqrt")) ||
+      !only_into(rw, sqrt, div))
+    return false;
+  if (!(add_e = made_by(sqrt->inputs[0], "Add")) || !only_into(rw, add_e, sqrt)) return false;
+  var = made_by(add_e->inputs[0], "ReduceMean");
+  if (!var || !scalar_in(add_e, 1, &eps)) {
+    var = made_by(add_e->inputs[1], "ReduceMean");
+    if (!var || !scalar_in(add_e, 0, &eps)) return false;
+  }
+  sq = var->inputs[0] ? var->inputs[0]->producer : NULL;
+  if (!mean_last(var) || !only_into(rw, var, add_e) || !sq || !only_into(rw, sq, var))
+    return false;
+  struct ir_value *d = div->inputs[0];
+  bool square = (is_op(sq, "Pow") && sq->inputs[0] == d && scalar_in(sq, 1, &two) && two == 2.0f) ||
+                (is_op(sq, "Mul") && sq->inputs[0] == d && sq->inputs[1] == d);
+  if (!square || !(sub = made_by(d, "Sub")) || rw->pinned[d->index] ||
+      rw->uses[d->index] != (is_op(sq, "Mul") ? 3u : 2u))
+    return false;
+  struct ir_value *x = sub->inputs[0];
+  if (!(mean = made_by(sub->inputs[1], "ReduceMean")) || mean->inputs[0] != x || !mean_last(mean) ||
+      !only_into(rw, mean, sub))
+    return false;
+  char name[512];
+  struct ir_node *pattern[] = {add_b, mul_g, div, sqrt, add_e, var, sq, sub, mean};
+  for (size_t i = 0; i < sizeof pattern / sizeof pattern[0]; i++)
+    if (pattern[i]) ir_rw_kill(rw, pattern[i]);
+  struct ir_value *in[3] = {x, gamma, beta};
+  const char *nm = ir_rw_node_name(rw, last->name, "LayerNormFusion", name, sizeof name);
+  struct ir_node *n = ir_rw_node(rw, last, "LayerNormalization", "", nm, in, beta ? 3 : 2, last->outputs, 1, 2);
+  if (!n) return false;
+  ir_rw_attr_int(n, 0, "axis", -1);
+  ir_rw_attr_float(n, 1, "epsilon", eps);
+  return true;
+}
+
+int ir_pass_layernorm(struct ir_rw *rw) {
+  /* LayerNormalization is an ai.onnx op from opset 17 on: an older model
+   * keeps the decomposed form, which the checker (and its opset) expect. */
+  if (ir_model_opset(rw->m, "") < 17) return 0;
+  int n = 0;
+  for (size_t k = 0; k < rw->g->n_nodes; k++)
+    if (!rw->dead[k] && layernorm_at(rw, rw->g->nodes[k])) n++;
   if (rw->oom) return -1;
   return ir_rw_commit(rw) ? n : -1;
 }

@@ -23,7 +23,6 @@
  * the fused node replaces die here; the reshapes, transposes and shape
  * arithmetic no one reads any more go in the dead-node pass after.
  */
-#include <stdio.h>
 #include <string.h>
 
 #include "rewrite.h"
@@ -186,8 +185,8 @@ int ir_pass_attention(struct ir_rw *rw) {
       if (gone[i]) ir_rw_kill(rw, gone[i]);
     struct ir_value *in[6] = {a.q3, a.k3, a.v3, NULL, NULL, a.mask};
     char name[512];
-    snprintf(name, sizeof name, "%s/AttentionFusion/", a.out->name);
-    struct ir_node *m = ir_rw_node(rw, a.out, "MultiHeadAttention", "com.microsoft", name, in,
+    struct ir_node *m = ir_rw_node(rw, a.out, "MultiHeadAttention", "com.microsoft",
+                                   ir_rw_node_name(rw, a.out->name, "AttentionFusion", name, sizeof name), in,
                                    a.mask ? 6 : 3, a.out->outputs, 1, 2);
     if (!m) return -1;
     ir_rw_attr_int(m, 0, "num_heads", a.heads);

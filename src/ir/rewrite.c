@@ -179,6 +179,18 @@ struct ir_node *ir_rw_node(struct ir_rw *rw, struct ir_node *where, const char *
   return n;
 }
 
+const char *ir_rw_node_name(struct ir_rw *rw, const char *anchor, const char *fusion, char *buf, size_t n) {
+  const struct ir_graph *g = rw->g;
+  if (*anchor) snprintf(buf, n, "%s/%s/", anchor, fusion);
+  else snprintf(buf, n, "%s_%d", fusion, ++rw->serial);
+  for (size_t k = 0; k < g->n_nodes; k++) {
+    if (strcmp(g->nodes[k]->name, buf) && (!rw->placed[k] || strcmp(rw->placed[k]->name, buf))) continue;
+    snprintf(buf, n, "%s/%s_%d/", anchor, fusion, ++rw->serial);
+    k = (size_t)-1; /* check the new name from the start */
+  }
+  return buf;
+}
+
 void ir_rw_attr_int(struct ir_node *n, size_t k, const char *name, int64_t v) {
   n->attrs[k].name = name;
   n->attrs[k].type = IR_ATTR_INT;

@@ -67,6 +67,10 @@ struct ir_value *ir_rw_value(struct ir_rw *rw, const char *base, const char *suf
 struct ir_node *ir_rw_node(struct ir_rw *rw, struct ir_node *where, const char *op_type,
                            const char *domain, const char *name, struct ir_value *const *in,
                            size_t n_in, struct ir_value *const *out, size_t n_out, size_t n_attrs);
+/* A name for a node a fusion makes, unique in the graph: ORT's
+ * "ANCHOR/FUSION/" after the node it replaces, numbered when that is taken
+ * or the anchor has no name. Written into buf (n bytes), returned. */
+const char *ir_rw_node_name(struct ir_rw *rw, const char *anchor, const char *fusion, char *buf, size_t n);
 void ir_rw_attr_int(struct ir_node *n, size_t k, const char *name, int64_t v);
 void ir_rw_attr_float(struct ir_node *n, size_t k, const char *name, float v);
 
@@ -120,6 +124,11 @@ int ir_pass_gelu(struct ir_rw *rw);
  * a scalar Mul or Div by a constant before or after a MatMul folded into
  * FusedMatMul's alpha (ORT's MatMulTransposeFusion, MatMulScaleFusion). */
 int ir_pass_fused_matmul(struct ir_rw *rw);
+/* The decomposed LayerNormalization exporters write for opsets before 17
+ * (ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add
+ * beta) -> LayerNormalization on the last axis; only in models importing
+ * ai.onnx 17 or later, where that op exists. */
+int ir_pass_layernorm(struct ir_rw *rw);
 
 /* The all level (fuse_attention.c): Marian/BART multi-head attention
  * spelled out op by op -> com.microsoft MultiHeadAttention. */

@@ -26,7 +26,8 @@ enum {
   MODEL_GRAPH = 7, MODEL_OPSET = 8, OPSET_DOMAIN = 1, OPSET_VERSION = 2,
   GRAPH_NODE = 1, GRAPH_INITIALIZER = 5, GRAPH_VALUE_INFO = 13,
   NODE_INPUT = 1, NODE_OUTPUT = 2, NODE_NAME = 3, NODE_OP_TYPE = 4, NODE_ATTRIBUTE = 5, NODE_DOMAIN = 7,
-  ATTR_NAME = 1, ATTR_F = 2, ATTR_G = 6, ATTR_GRAPHS = 11, ATTR_I = 3, ATTR_S = 4, ATTR_FLOATS = 7, ATTR_INTS = 8, ATTR_TYPE = 20,
+  ATTR_NAME = 1, ATTR_F = 2, ATTR_I = 3, ATTR_S = 4, ATTR_G = 6, ATTR_FLOATS = 7, ATTR_INTS = 8,
+  ATTR_GRAPHS = 11, ATTR_TYPE = 20,
   TENSOR_DIMS = 1, TENSOR_DATA_TYPE = 2, TENSOR_NAME = 8, TENSOR_RAW_DATA = 9,
   VALUE_INFO_NAME = 1
 };
@@ -248,7 +249,8 @@ tolk_status onnx_write_model(struct pbw *b, const tolk_model *m, tolk_error *err
   while (!pb_eof(&r)) {
     const uint8_t *start = r.p;
     if (!pb_next(&r, &f, &why)) break;
-    if (f.number == MODEL_GRAPH && f.wire == PB_LEN) ok = ok && write_graph(b, MODEL_GRAPH, f.data, f.len, ir->graph);
+    if (f.number == MODEL_GRAPH && f.wire == PB_LEN)
+      ok = ok && write_graph(b, MODEL_GRAPH, f.data, f.len, ir->graph);
     else pbw_copy(b, start, r.p);
   }
   if (uses_domain(ir->graph, "com.microsoft") && !ir_model_opset(ir, "com.microsoft")) {
