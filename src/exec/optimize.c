@@ -247,6 +247,7 @@ tolk_status tolk_model_optimize(const char *in_path, const char *out_path, tolk_
   struct pbw b;
   pbw_init(&b, OPTIMIZE_MAX_BYTES);
   tolk_status st = tolk_model_load(in_path, mp, &m, err);
+  if (st == TOLK_ERR_MALFORMED) tolk_error_prefix(err, "not an ONNX model: ");
   if (!st) st = check_input(m, in_path, out_path, level, err);
   if (!st) {
     sum.nodes_before = count_nodes(m->ir.graph);
