@@ -7,6 +7,9 @@ marian: each marian-tiny graph at each level passes onnx.checker (full_check: ON
   sets; the node count drops, no Constant node is left, the extended level fuses Marian's SiLU
   into QuickGelu and its scaled QK^T into FusedMatMul as ORT's own extended level does, and the all
   level the encoder's and the first decoder's self-attention into MultiHeadAttention.
+shapes: two Shape -> Gather -> Unsqueeze -> Concat chains giving Reshape its shape fold away on a
+  static input at basic, and the two equal Reshapes then merge; on a symbolic batch the chains stay,
+  merged into one.
 layernorm: LayerNormalization written out (ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div, Mul,
   Add; and with d·d, without the bias Add) becomes LayerNormalization at extended in an opset-17 model,
   stays written out in an opset-16 one (the op does not exist there), same outputs.
@@ -164,6 +167,41 @@ def gelu(tolk, tmp):
         print(f"ok: gelu at {level}: {dict(after)}")
 
 
+def shapes_model(path, batch):
+    n = helper.make_node
+    inits = [numpy_helper.from_array(np.array(v, dtype=np.int64), k) for k, v in
+             [("i0", 0), ("ax", [0]), ("minus1", [-1]), ("j0", 0), ("ax2", [0]), ("m1", [-1])]]
+    nodes = []
+    for k, (i, ax, m1) in enumerate([("i0", "ax", "minus1"), ("j0", "ax2", "m1")]):
+        nodes += [n("Shape", ["x"], [f"s{k}"]), n("Gather", [f"s{k}", i], [f"g{k}"], axis=0),
+                  n("Unsqueeze", [f"g{k}", ax], [f"u{k}"]), n("Concat", [f"u{k}", m1], [f"c{k}"], axis=0),
+                  n("Reshape", ["x", f"c{k}"], [f"r{k}"])]
+    nodes.append(n("Relu", ["r1"], ["y2"]))
+    nodes[4].output[0] = "y1"
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 8])
+    ys = [helper.make_tensor_value_info(y, TensorProto.FLOAT, [batch, 24]) for y in ("y1", "y2")]
+    m = helper.make_model(helper.make_graph(nodes, "shapes", [x], ys, inits),
+                          opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def shapes(tolk, tmp):
+    for batch, want in [(2, {"Reshape": 1, "Relu": 1}),
+                        ("batch", {"Shape": 1, "Gather": 1, "Unsqueeze": 1, "Concat": 1, "Reshape": 1,
+                                   "Relu": 1})]:
+        src = os.path.join(tmp, f"shapes_{batch}.onnx")
+        shapes_model(src, batch)
+        dst = os.path.join(tmp, f"shapes_{batch}.basic.onnx")
+        optimize(tolk, src, dst, "basic")
+        onnx.checker.check_model(onnx.load(dst), full_check=True)
+        after = dict(ops(dst))
+        if after != want:
+            fail(f"shapes, batch {batch}: {after}, wanted {want}")
+        same_outputs(src, dst, f"shapes, batch {batch}")
+        print(f"ok: shapes, batch {batch}: {after}")
+
+
 def layernorm_model(path, opset):
     """Two layer norms of x [2, 3, 8]: Pow and a bias; x·x-style square and no bias."""
     rng = np.random.default_rng(3)
@@ -209,6 +247,8 @@ def main():
             marian(tolk, fixtures, tmp)
         elif case == "gelu":
             gelu(tolk, tmp)
+        elif case == "shapes":
+            shapes(tolk, tmp)
         elif case == "layernorm":
             layernorm(tolk, tmp)
         else:
