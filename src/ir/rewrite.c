@@ -322,7 +322,8 @@ static bool same_tensor(const struct ir_tensor *a, const struct ir_tensor *b) {
   if (!a || !b || a->dtype != b->dtype || a->rank != b->rank || a->nbytes != b->nbytes ||
       a->dtype == TOLK_STRING || !a->data || !b->data)
     return false;
-  return !memcmp(a->dims, b->dims, (size_t)a->rank * sizeof *a->dims) &&
+  /* A scalar has no dims array: memcmp may not be given NULL even for 0 bytes. */
+  return (!a->rank || !memcmp(a->dims, b->dims, (size_t)a->rank * sizeof *a->dims)) &&
          !memcmp(a->data, b->data, a->nbytes);
 }
 
@@ -331,10 +332,10 @@ static bool same_attr(const struct ir_attr *a, const struct ir_attr *b) {
   switch (a->type) {
   case IR_ATTR_FLOAT: return !memcmp(&a->f, &b->f, sizeof a->f);
   case IR_ATTR_INT: return a->i == b->i;
-  case IR_ATTR_STRING: return a->s.len == b->s.len && !memcmp(a->s.data, b->s.data, a->s.len);
+  case IR_ATTR_STRING: return a->s.len == b->s.len && (!a->s.len || !memcmp(a->s.data, b->s.data, a->s.len));
   case IR_ATTR_TENSOR: return same_tensor(a->t, b->t);
-  case IR_ATTR_FLOATS: return a->n == b->n && !memcmp(a->floats, b->floats, a->n * sizeof *a->floats);
-  case IR_ATTR_INTS: return a->n == b->n && !memcmp(a->ints, b->ints, a->n * sizeof *a->ints);
+  case IR_ATTR_FLOATS: return a->n == b->n && (!a->n || !memcmp(a->floats, b->floats, a->n * sizeof *a->floats));
+  case IR_ATTR_INTS: return a->n == b->n && (!a->n || !memcmp(a->ints, b->ints, a->n * sizeof *a->ints));
   default: return false; /* graphs, type protos, lists of them: never merged */
   }
 }
