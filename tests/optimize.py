@@ -10,6 +10,8 @@ marian: each marian-tiny graph at each level passes onnx.checker (full_check: ON
 shapes: two Shape -> Gather -> Unsqueeze -> Concat chains giving Reshape its shape fold away on a
   static input at basic, and the two equal Reshapes then merge; on a symbolic batch the chains stay,
   merged into one.
+limits: a model with external data is refused (exit 2, the message, no file); one with a node tolk
+  has no kernel for is optimized without constant folding, and the report says why.
 layernorm: LayerNormalization written out (ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div, Mul,
   Add; and with d·d, without the bias Add) becomes LayerNormalization at extended in an opset-17 model,
   stays written out in an opset-16 one (the op does not exist there), same outputs.
@@ -202,6 +204,42 @@ def shapes(tolk, tmp):
         print(f"ok: shapes, batch {batch}: {after}")
 
 
+def limits(tolk, tmp):
+    n = helper.make_node
+    w = numpy_helper.from_array(np.ones((64, 64), dtype=np.float32), "W")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 64])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 64])
+    m = helper.make_model(helper.make_graph([n("MatMul", ["x", "W"], ["y"])], "ext", [x], [y], [w]),
+                          opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    os.makedirs(os.path.join(tmp, "ext"))
+    src = os.path.join(tmp, "ext", "m.onnx")
+    onnx.save(m, src, save_as_external_data=True, location="m.data", size_threshold=0)
+    dst = os.path.join(tmp, "ext", "out.onnx")
+    r = subprocess.run([tolk, "optimize", src, dst], capture_output=True, text=True)
+    want = f"tolk optimize: unsupported: {src}: models with external data are not optimized (yet)"
+    if r.returncode != 2 or want not in r.stderr or os.path.exists(dst):
+        fail(f"external data: exit {r.returncode}, stderr {r.stderr!r}, output left: {os.path.exists(dst)}")
+    print("ok: external data refused")
+
+    c = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.float32), name)
+    nodes = [n("Add", ["a", "b"], ["ab"]), n("Mul", ["x2", "ab"], ["m"]), n("Foo", ["m"], ["y2"], domain="x.test")]
+    x2 = helper.make_tensor_value_info("x2", TensorProto.FLOAT, [4])
+    y2 = helper.make_tensor_value_info("y2", TensorProto.FLOAT, [4])
+    m = helper.make_model(helper.make_graph(nodes, "custom", [x2], [y2], [c("a", [1, 2, 3, 4]), c("b", 1.0)]),
+                          opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("x.test", 1)],
+                          ir_version=8)
+    src, dst = os.path.join(tmp, "custom.onnx"), os.path.join(tmp, "custom.out.onnx")
+    onnx.save(m, src)
+    r = subprocess.run([tolk, "optimize", "--report", "--runs", "1", src, dst], capture_output=True, text=True)
+    if (r.returncode or "constant folding: skipped, it runs tolk's kernels: " not in r.stdout or
+            "run time in tolk: not measured: " not in r.stdout or not os.path.exists(dst)):
+        fail(f"custom op: exit {r.returncode}: {r.stdout} {r.stderr}")
+    onnx.checker.check_model(onnx.load(dst))
+    if dict(ops(dst)) != {"Add": 1, "Mul": 1, "x.test:Foo": 1}:
+        fail(f"custom op: {dict(ops(dst))}")
+    print("ok: a node without a kernel: optimized without folding")
+
+
 def layernorm_model(path, opset):
     """Two layer norms of x [2, 3, 8]: Pow and a bias; x·x-style square and no bias."""
     rng = np.random.default_rng(3)
@@ -247,6 +285,8 @@ def main():
             marian(tolk, fixtures, tmp)
         elif case == "gelu":
             gelu(tolk, tmp)
+        elif case == "limits":
+            limits(tolk, tmp)
         elif case == "shapes":
             shapes(tolk, tmp)
         elif case == "layernorm":

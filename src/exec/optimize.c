@@ -71,13 +71,22 @@ static int fold_graph(struct ir_rw *rw, const struct xgraph *xg) {
   return !rw->oom && ir_rw_commit(rw) ? n : -1;
 }
 
-static int fold_pass(struct octx *c, tolk_status *st) {
+/* A graph with nodes tolk has no kernel for gets no folding (the other
+ * passes need none); the report says why. *skipped receives that line. */
+static int fold_pass(struct octx *c, tolk_status *st, char *skipped, size_t n_skipped) {
   tolk_session_params p = tolk_session_default_params();
   p.threads = 1;
   p.opt_level = TOLK_OPT_BASIC;
   tolk_session *s = NULL;
-  *st = exec_session_create_ir(c->rws[0].m, &p, NULL, &s, c->err);
+  tolk_error local;
+  *st = exec_session_create_ir(c->rws[0].m, &p, NULL, &s, &local);
+  if (*st == TOLK_ERR_UNSUPPORTED) {
+    snprintf(skipped, n_skipped, "constant folding: skipped, it runs tolk's kernels: %s", local.message);
+    *st = TOLK_OK;
+    return 0;
+  }
   if (*st) {
+    if (c->err) *c->err = local;
     tolk_error_prefix(c->err, "constant folding runs tolk's kernels: ");
     return -1;
   }
@@ -149,7 +158,8 @@ static tolk_status run_passes(struct octx *c, tolk_opt_level level, bool fold) {
     size_t before = live_nodes(c);
     tolk_status st = TOLK_OK;
     int n = 0;
-    if (!p->fn) n = fold_pass(c, &st);
+    char skipped[TOLK_ERROR_MESSAGE_MAX + 64] = "";
+    if (!p->fn) n = fold_pass(c, &st, skipped, sizeof skipped);
     for (size_t r = 0; p->fn && r < c->n_rws && n >= 0; r++) {
       int k = p->fn(&c->rws[r]);
       n = k < 0 ? -1 : n + k;
@@ -157,7 +167,8 @@ static tolk_status run_passes(struct octx *c, tolk_opt_level level, bool fold) {
     if (st) return st;
     if (n < 0) return tolk_fail(c->err, TOLK_ERR_NO_MEMORY, "out of memory in the %s pass", p->name);
     c->rewrites += (size_t)n;
-    say(c, p->name, before, live_nodes(c), n);
+    if (*skipped && c->report) c->report(c->user, skipped);
+    else say(c, p->name, before, live_nodes(c), n);
   }
   return TOLK_OK;
 }
