@@ -11,7 +11,8 @@ shapes: two Shape -> Gather -> Unsqueeze -> Concat chains giving Reshape its sha
   static input at basic, and the two equal Reshapes then merge; on a symbolic batch the chains stay,
   merged into one.
 limits: a model with external data is refused (exit 2, the message, no file); one with a node tolk
-  has no kernel for is optimized without constant folding, and the report says why.
+  has no kernel for is optimized without constant folding, and the report says why; a sparse
+  initializer stays one sparse initializer (not written again dense).
 layernorm: LayerNormalization written out (ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div, Mul,
   Add; and with d·d, without the bias Add) becomes LayerNormalization at extended in an opset-17 model,
   stays written out in an opset-16 one (the op does not exist there), same outputs.
@@ -238,6 +239,26 @@ def limits(tolk, tmp):
     if dict(ops(dst)) != {"Add": 1, "Mul": 1, "x.test:Foo": 1}:
         fail(f"custom op: {dict(ops(dst))}")
     print("ok: a node without a kernel: optimized without folding")
+
+    vals = numpy_helper.from_array(np.array([2.0, 3.0], dtype=np.float32), "S")
+    idx = numpy_helper.from_array(np.array([1, 6], dtype=np.int64), "S_idx")
+    sparse = helper.make_sparse_tensor(vals, idx, [2, 4])
+    nodes = [n("Add", ["a", "b"], ["ab"]), n("Mul", ["x3", "ab"], ["m3"]), n("MatMul", ["m3", "S"], ["y3"])]
+    x3 = helper.make_tensor_value_info("x3", TensorProto.FLOAT, [3, 2])
+    y3 = helper.make_tensor_value_info("y3", TensorProto.FLOAT, [3, 4])
+    g = helper.make_graph(nodes, "sparse", [x3], [y3], [c("a", [1, 2]), c("b", 1.0)], sparse_initializer=[sparse])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(m)
+    src, dst = os.path.join(tmp, "sparse.onnx"), os.path.join(tmp, "sparse.out.onnx")
+    onnx.save(m, src)
+    optimize(tolk, src, dst, "all")
+    out = onnx.load(dst)
+    onnx.checker.check_model(out)  # ONNX's shape inference does not see sparse initializers' types
+    names = [i.name for i in out.graph.initializer]
+    if len(out.graph.sparse_initializer) != 1 or "S" in names or "a" in names:
+        fail(f"sparse: {len(out.graph.sparse_initializer)} sparse, dense {names}")
+    same_outputs(src, dst, "sparse initializer")
+    print(f"ok: a sparse initializer stays sparse; dense {names}")
 
 
 def layernorm_model(path, opset):

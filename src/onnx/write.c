@@ -24,7 +24,8 @@
 
 enum {
   MODEL_GRAPH = 7, MODEL_OPSET = 8, OPSET_DOMAIN = 1, OPSET_VERSION = 2,
-  GRAPH_NODE = 1, GRAPH_INITIALIZER = 5, GRAPH_VALUE_INFO = 13,
+  GRAPH_NODE = 1, GRAPH_INITIALIZER = 5, GRAPH_VALUE_INFO = 13, GRAPH_SPARSE_INITIALIZER = 15,
+  SPARSE_VALUES = 1,
   NODE_INPUT = 1, NODE_OUTPUT = 2, NODE_NAME = 3, NODE_OP_TYPE = 4, NODE_ATTRIBUTE = 5, NODE_DOMAIN = 7,
   ATTR_NAME = 1, ATTR_F = 2, ATTR_I = 3, ATTR_S = 4, ATTR_G = 6, ATTR_FLOATS = 7, ATTR_INTS = 8,
   ATTR_GRAPHS = 11, ATTR_TYPE = 20,
@@ -206,8 +207,12 @@ static bool write_graph(struct pbw *b, uint32_t field, const uint8_t *p, size_t 
     if (is_len && f.number == GRAPH_NODE) {
       if (!nodes_done) ok = all_nodes(b, g, src, n_src);
       nodes_done = true;
-    } else if (is_len && f.number == GRAPH_INITIALIZER) {
-      struct ir_value *v = named(g, name_of(f.data, f.len, TENSOR_NAME));
+    } else if (is_len && (f.number == GRAPH_INITIALIZER || f.number == GRAPH_SPARSE_INITIALIZER)) {
+      /* A sparse one is named by its values tensor; the IR holds it dense,
+       * so it is copied sparse (or dropped), never written again. */
+      struct span t = f.number == GRAPH_INITIALIZER ? (struct span){f.data, f.len}
+                                                    : name_of(f.data, f.len, SPARSE_VALUES);
+      struct ir_value *v = t.p ? named(g, name_of(t.p, t.len, TENSOR_NAME)) : NULL;
       if (v && (v->flags & IR_VALUE_INITIALIZER) && !v->producer && !written[v->index]) {
         written[v->index] = true;
         pbw_copy(b, start, r.p);
