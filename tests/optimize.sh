@@ -2,7 +2,7 @@
 # tests/optimize.sh TOLK CONFORMANCE CASE: `tolk optimize` as a user runs it (tests/optimize.cmake
 # registers one ctest per CASE).
 #   golden-GRAPH: marian-tiny's GRAPH optimized at every level: `tolk check` passes, the node count
-#     drops (the merged decoder's in its If branches), tolk runs the result against the fixture's
+#     drops (the merged decoder's in its If branches), optimizing it again changes nothing, tolk runs the result against the fixture's
 #     ONNX Runtime outputs (tests/fixtures/golden) within 1e-5, and --report prints each pass.
 #   not-onnx, unwritable, same-file, missing: each exits 2 with its message and leaves no file.
 set -u
@@ -39,6 +39,9 @@ golden-*)
     read -r before after < <(sed -nE 's/^  ([0-9]+) -> ([0-9]+) nodes, .*/\1 \2/p' "$tmp/log")
     [ "$after" -lt "$before" ] || fail "$level: $before -> $after nodes"
     "$tolk" check -q "$out" || fail "$level: the optimized graph does not pass tolk check"
+    # Optimizing the result again finds nothing left to do.
+    "$tolk" optimize --level $level "$out" "$tmp/again.onnx" >"$tmp/again" || fail "$level: again: exit $?"
+    grep -Eq "^  ([0-9]+) -> \1 nodes, 0 rewrites;" "$tmp/again" || fail "$level: not idempotent: $(cat "$tmp/again")"
     "$conformance" --atol 1e-5 --rtol 0 --model "$out" "$golden/$g" >"$tmp/conf" 2>&1 ||
       fail "$level: tolk's outputs of the optimized graph differ from ORT's: $(tail -5 "$tmp/conf")"
     silu=2
