@@ -107,6 +107,7 @@ class Server:
 # The natural-length mode's sentences: every open-loop run sends the same ones in turn (serve_load.py
 # --cycle), so the runs at different rates ask for the same work.
 CYCLE = 24
+LONG_PROBE_S = 60
 
 
 def open_loop(a, srv, rate, seconds, per_request=1):
@@ -133,14 +134,16 @@ def meets_objective(r, base, natural):
 def capacity(a, srv, emit):
     """Rates rise by 1.5x with short probes until the objective fails. Then the last rate that met it is
     probed again, and the interval between it and the first that failed is halved twice, with probes long
-    enough for --min-requests answers each: the P99 of 40 answers is their largest, so one slow answer
-    would decide, and a 1.5x step alone puts any two servers' ratio on a 1.5x grid."""
+    enough for --min-requests answers each (at most LONG_PROBE_S seconds, which the slowest peers reach):
+    the P99 of 40 answers is their largest, so one slow answer would decide, and a 1.5x step alone puts
+    any two servers' ratio on a 1.5x grid."""
     natural = a.new_tokens == 0
     seconds = lambda rate: max(a.seconds, CYCLE / rate) if natural else a.seconds  # noqa: E731
     rate, good, bad, base = a.start_rate, 0.0, None, None
 
     def meets(rate, long):
-        r = open_loop(a, srv, rate, max(seconds(rate), a.min_requests / rate) if long else seconds(rate))
+        secs = max(seconds(rate), min(a.min_requests / rate, LONG_PROBE_S)) if long else seconds(rate)
+        r = open_loop(a, srv, rate, secs)
         emit(dict(kind="capacity_probe", **r))
         return meets_objective(r, base, natural)
 
