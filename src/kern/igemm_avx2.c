@@ -15,6 +15,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+#define IGT_BUILT 1
+#define IGT_V __m256i
+#define IGT_STEP 1
+
 static inline __m256i igt_zero(void) { return _mm256_setzero_si256(); }
 
 /* Pair row t of the panel: columns 0-7 to *b0, 8-15 to *b1, as int16. */
@@ -37,16 +41,10 @@ static inline void igt_store(int32_t *row, __m256i c0, __m256i c1) {
   _mm256_storeu_si256((__m256i *)(row + 8), c1);
 }
 
-#define IGT_V __m256i
-#define IGT_A int32_t
-#define IGT_STEP 1
-#define IGT_NAME kern_igemm_tile_avx2
-#include "igemm_tmpl.h"
-
-#else
-/* Not an x86 build: igemm.c never selects this. */
-void kern_igemm_tile_avx2(int mr, int64_t kp, const int32_t *pa, int64_t pa_ld,
-                          const uint8_t *panel, bool b_signed, int32_t *tile) {
-  (void)mr, (void)kp, (void)pa, (void)pa_ld, (void)panel, (void)b_signed, (void)tile;
-}
+#else /* not x86: the template's stand-in, never selected */
+#define IGT_BUILT 0
 #endif
+
+#define IGT_NAME kern_igemm_tile_avx2
+#define IGT_A int32_t
+#include "igemm_tmpl.h"

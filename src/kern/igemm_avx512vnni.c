@@ -20,7 +20,9 @@
 #if defined(__AVX512VNNI__) && defined(__AVX512BW__)
 #include <immintrin.h>
 
-bool kern_igemm_avx512vnni_built(void) { return true; }
+#define IGT_BUILT 1
+#define IGT_V __m512i
+#define IGT_STEP 2
 
 /* Word 2j of the result is word j of the first pair row (k 4t, 4t+1 of
  * column j), word 2j+1 word j of the second (k 4t+2, 4t+3). */
@@ -56,17 +58,11 @@ static inline void igt_store(int32_t *row, __m512i c0, __m512i c1) {
   _mm512_storeu_si512((void *)row, _mm512_add_epi32(c0, c1));
 }
 
-#define IGT_V __m512i
-#define IGT_A uint32_t
-#define IGT_STEP 2
-#define IGT_NAME kern_igemm_qtile_avx512vnni
-#include "igemm_tmpl.h"
-
-#else
-/* A compiler without the flags (or not x86): igemm.c never selects this. */
-bool kern_igemm_avx512vnni_built(void) { return false; }
-void kern_igemm_qtile_avx512vnni(int mr, int64_t kq, const uint32_t *pa, int64_t pa_ld,
-                                 const uint8_t *panel, bool b_flip, int32_t *tile) {
-  (void)mr, (void)kq, (void)pa, (void)pa_ld, (void)panel, (void)b_flip, (void)tile;
-}
+#else /* a compiler without the flags, or not x86: the template's stand-in, never selected */
+#define IGT_BUILT 0
 #endif
+
+#define IGT_NAME kern_igemm_qtile_avx512vnni
+#define IGT_A uint32_t
+#define IGT_BUILT_FN kern_igemm_avx512vnni_built
+#include "igemm_tmpl.h"

@@ -18,7 +18,9 @@
 #if defined(__AVXVNNI__) && defined(__AVX2__)
 #include <immintrin.h>
 
-bool kern_igemm_avxvnni_built(void) { return true; }
+#define IGT_BUILT 1
+#define IGT_V __m256i
+#define IGT_STEP 1
 
 static inline __m256i igt_zero(void) { return _mm256_setzero_si256(); }
 
@@ -46,17 +48,11 @@ static inline void igt_store(int32_t *row, __m256i c0, __m256i c1) {
   _mm256_storeu_si256((__m256i *)(row + 8), _mm256_permute2x128_si256(c0, c1, 0x31));
 }
 
-#define IGT_V __m256i
-#define IGT_A uint32_t
-#define IGT_STEP 1
-#define IGT_NAME kern_igemm_qtile_avxvnni
-#include "igemm_tmpl.h"
-
-#else
-/* A compiler without -mavxvnni (or not x86): igemm.c never selects this. */
-bool kern_igemm_avxvnni_built(void) { return false; }
-void kern_igemm_qtile_avxvnni(int mr, int64_t kq, const uint32_t *pa, int64_t pa_ld,
-                              const uint8_t *panel, bool b_flip, int32_t *tile) {
-  (void)mr, (void)kq, (void)pa, (void)pa_ld, (void)panel, (void)b_flip, (void)tile;
-}
+#else /* a compiler without -mavxvnni, or not x86: the template's stand-in, never selected */
+#define IGT_BUILT 0
 #endif
+
+#define IGT_NAME kern_igemm_qtile_avxvnni
+#define IGT_A uint32_t
+#define IGT_BUILT_FN kern_igemm_avxvnni_built
+#include "igemm_tmpl.h"

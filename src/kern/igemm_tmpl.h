@@ -12,16 +12,22 @@
  * array: GCC keeps an array of vectors in memory when the row loop is not
  * fully unrolled, which costs half the speed. MR is a constant in every
  * instantiation, so the `MR > r` tests fold away, and so does `flag`
- * (each tile_mr is instantiated for true and false).
+ * (igt_tile_mr is instantiated for true and false).
  *
  * The includer defines before including:
- *   IGT_V        the vector type
+ *   IGT_NAME     the tile function to define, of igemm.h's tile signature
  *   IGT_A        the element type of packed A (int32_t pairs, uint32_t quads)
+ *   IGT_BUILT    1 when the compiler knows the tier's instructions, else 0:
+ *                then IGT_NAME is an empty stand-in that igemm.c never
+ *                selects, and nothing below is needed
+ *   IGT_BUILT_FN optional: the name of a `bool f(void)` to define, telling
+ *                igemm.c whether the tier was built
+ * and, with IGT_BUILT 1:
+ *   IGT_V        the vector type
  *   IGT_STEP     A elements one k step consumes: 1, or 2 where c0 and c1
  *                take alternate elements (and their B) to hide the
  *                multiply-add's latency; then an odd count ends with one
  *                step into c0 alone
- *   IGT_NAME     the tile function to define, of igemm.h's tile signature
  *   igt_zero()                           a zero vector
  *   igt_load(panel, t, flag, &b0, &b1)   the B vectors of step t (A index t)
  *   igt_madd(&c0, &c1, a, b0, b1)        c0, c1 += row's A at a · b0, b1
@@ -32,6 +38,17 @@
  * `flag` is the tile's bool: B signed (AVX2) or B to flip (VNNI).
  */
 #include "igemm.h"
+
+#ifdef IGT_BUILT_FN
+bool IGT_BUILT_FN(void) { return IGT_BUILT; }
+#endif
+
+#if !IGT_BUILT
+void IGT_NAME(int mr, int64_t n, const IGT_A *pa, int64_t pa_ld, const uint8_t *panel, bool flag,
+              int32_t *tile) {
+  (void)mr, (void)n, (void)pa, (void)pa_ld, (void)panel, (void)flag, (void)tile;
+}
+#else
 
 #define IGT_AI static inline __attribute__((always_inline))
 
@@ -95,3 +112,5 @@ void IGT_NAME(int mr, int64_t n, const IGT_A *pa, int64_t pa_ld, const uint8_t *
 #undef IGT_ROW_MADD
 #undef IGT_ROWS
 #undef IGT_AI
+
+#endif /* IGT_BUILT */
