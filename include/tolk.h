@@ -579,6 +579,9 @@ typedef struct tolk_run_stats {
   uint64_t output_bytes; /* bytes of the returned outputs */
   uint32_t nodes_run;    /* kernels executed, subgraph nodes included */
   int plan_reused;       /* 1 when a cached plan served the run */
+  uint64_t arena_held;   /* arena bytes kept for the next run: the largest a
+                            recent run needed, released once 256 runs in a
+                            row have needed at most half of it */
 } tolk_run_stats;
 
 /* Runs the model. inputs[i] is bound to the graph input named

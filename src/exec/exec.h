@@ -193,6 +193,9 @@ struct exec_run {
   /* for stats, set by exec_plan_end */
   uint64_t planned_arena;
   int plan_reused;
+  /* the largest arena the runs of the current window needed (plan.c) */
+  uint64_t window_need;
+  uint32_t window_runs;
 };
 
 struct tolk_session {
