@@ -11,7 +11,6 @@
  * fold.c does not keep (read only as a MatMul's packed weight: the
  * transposed tied embedding of a Marian decoder) stays a node.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,8 +71,8 @@ static int fold_graph(struct ir_rw *rw, const struct xgraph *xg) {
 }
 
 /* A graph with nodes tolk has no kernel for gets no folding (the other
- * passes need none); the report says why. *skipped receives that line. */
-static int fold_pass(struct octx *c, tolk_status *st, char *skipped, size_t n_skipped) {
+ * passes need none); the report says why, and *skipped is set. */
+static int fold_pass(struct octx *c, tolk_status *st, bool *skipped) {
   tolk_session_params p = tolk_session_default_params();
   p.threads = 1;
   p.opt_level = TOLK_OPT_BASIC;
@@ -81,7 +80,8 @@ static int fold_pass(struct octx *c, tolk_status *st, char *skipped, size_t n_sk
   tolk_error local;
   *st = exec_session_create_ir(c->rws[0].m, &p, NULL, &s, &local);
   if (*st == TOLK_ERR_UNSUPPORTED) {
-    snprintf(skipped, n_skipped, "constant folding: skipped, it runs tolk's kernels: %s", local.message);
+    tolk_report_line(c->report, c->user, "constant folding: skipped, it runs tolk's kernels: %s", local.message);
+    *skipped = true;
     *st = TOLK_OK;
     return 0;
   }
@@ -136,12 +136,6 @@ static int rank_of(tolk_opt_level l) {
   }
 }
 
-static void say(struct octx *c, const char *name, size_t before, size_t after, int n) {
-  if (!c->report) return;
-  char line[256];
-  snprintf(line, sizeof line, "%s: %zu -> %zu nodes (%d rewrite%s)", name, before, after, n, n == 1 ? "" : "s");
-  c->report(c->user, line);
-}
 
 static size_t live_nodes(const struct octx *c) {
   size_t n = 0;
@@ -158,8 +152,8 @@ static tolk_status run_passes(struct octx *c, tolk_opt_level level, bool fold) {
     size_t before = live_nodes(c);
     tolk_status st = TOLK_OK;
     int n = 0;
-    char skipped[TOLK_ERROR_MESSAGE_MAX + 64] = "";
-    if (!p->fn) n = fold_pass(c, &st, skipped, sizeof skipped);
+    bool skipped = false;
+    if (!p->fn) n = fold_pass(c, &st, &skipped);
     for (size_t r = 0; p->fn && r < c->n_rws && n >= 0; r++) {
       int k = p->fn(&c->rws[r]);
       n = k < 0 ? -1 : n + k;
@@ -167,8 +161,9 @@ static tolk_status run_passes(struct octx *c, tolk_opt_level level, bool fold) {
     if (st) return st;
     if (n < 0) return tolk_fail(c->err, TOLK_ERR_NO_MEMORY, "out of memory in the %s pass", p->name);
     c->rewrites += (size_t)n;
-    if (*skipped && c->report) c->report(c->user, skipped);
-    else say(c, p->name, before, live_nodes(c), n);
+    if (!skipped)
+      tolk_report_line(c->report, c->user, "%s: %zu -> %zu nodes (%d rewrite%s)", p->name, before,
+                       live_nodes(c), n, n == 1 ? "" : "s");
   }
   return TOLK_OK;
 }
