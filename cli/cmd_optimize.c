@@ -31,11 +31,12 @@ static const struct cli_option options[] = {
 static const struct cli_verb verb = {
     "optimize", "[options] IN.onnx OUT.onnx",
     "Saves the graph as tolk optimizes it, as ONNX Runtime's optimized_model_filepath\n"
-    "does. basic: constant folding with tolk's kernels, static Shape chains, common\n"
-    "subexpressions and dead nodes; extended: + fusions into com.microsoft QuickGelu,\n"
-    "Gelu/BiasGelu and FusedMatMul; all: + the fusions past ORT's extended level as\n"
-    "they land. The output is checked, written to a temporary file and renamed:\n"
-    "complete or absent.",
+    "does, If/Loop/Scan bodies included. basic: constant folding with tolk's kernels,\n"
+    "static Shape chains, common subexpressions and dead nodes; extended: + fusions\n"
+    "into com.microsoft QuickGelu, Gelu/BiasGelu and FusedMatMul, and written-out\n"
+    "LayerNormalization (opset 17+); all: + attention into MultiHeadAttention.\n"
+    "The output is checked, written to a temporary file and renamed: complete or\n"
+    "absent. tolk run --opt LEVEL applies the same rewrites at session creation.",
     options, "exit status: 0 done, 2 bad usage or a model that could not be optimized", false};
 
 struct o_opts {
