@@ -107,6 +107,7 @@ class Server:
 # The natural-length mode's sentences: every open-loop run sends the same ones in turn (serve_load.py
 # --cycle), so the runs at different rates ask for the same work.
 CYCLE = 24
+LONG_PROBE_S = 60
 
 
 def open_loop(a, srv, rate, seconds, per_request=1):
@@ -131,10 +132,21 @@ def meets_objective(r, base, natural):
 
 
 def capacity(a, srv, emit):
-    """Rates rise by 1.5x until the objective fails, then one step between the last two."""
+    """Rates rise by 1.5x with short probes until the objective fails. Then the last rate that met it is
+    probed again, and the interval between it and the first that failed is halved twice, with probes long
+    enough for --min-requests answers each (at most LONG_PROBE_S seconds, which the slowest peers reach):
+    the P99 of 40 answers is their largest, so one slow answer would decide, and a 1.5x step alone puts
+    any two servers' ratio on a 1.5x grid."""
     natural = a.new_tokens == 0
     seconds = lambda rate: max(a.seconds, CYCLE / rate) if natural else a.seconds  # noqa: E731
     rate, good, bad, base = a.start_rate, 0.0, None, None
+
+    def meets(rate, long):
+        secs = max(seconds(rate), min(a.min_requests / rate, LONG_PROBE_S)) if long else seconds(rate)
+        r = open_loop(a, srv, rate, secs)
+        emit(dict(kind="capacity_probe", **r))
+        return meets_objective(r, base, natural)
+
     while rate <= a.max_rate:
         r = open_loop(a, srv, rate, seconds(rate))
         emit(dict(kind="capacity_probe", **r))
@@ -144,11 +156,14 @@ def capacity(a, srv, emit):
             break
         good, rate = rate, rate * 1.5
     if good and bad:
-        mid = (good + bad) / 2
-        r = open_loop(a, srv, mid, seconds(mid))
-        emit(dict(kind="capacity_probe", **r))
-        if meets_objective(r, base, natural):
-            good = mid
+        if not meets(good, True):
+            good, bad = good / 1.5, good
+        for _ in range(2):
+            mid = (good + bad) / 2
+            if meets(mid, True):
+                good = mid
+            else:
+                bad = mid
     return good
 
 
@@ -371,7 +386,7 @@ def main():
     ap.add_argument("--work", default="/tmp/tolk-bench-serve")
     ap.add_argument("--servers", default=",".join(SERVERS))
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--tolk-args", default="--max-batch-rows 3 --max-queue-wait 0.15",
+    ap.add_argument("--tolk-args", default="--max-batch-rows 3 --max-queue-wait 0.1",
                     help="tolk serve's flags beyond model and threads")
     ap.add_argument("--port", type=int, default=8190)
     ap.add_argument("--new-tokens", type=int, default=32,
@@ -380,6 +395,7 @@ def main():
     ap.add_argument("--lt-python", default="/tmp/lt-venv/bin/python", help="LibreTranslate's venv (bench/lt_venv.sh)")
     ap.add_argument("--seconds", type=float, default=10, help="per open-loop run")
     ap.add_argument("--start-rate", type=float, default=0.5)
+    ap.add_argument("--min-requests", type=int, default=120, help="answers in each of the final capacity probes")
     ap.add_argument("--max-rate", type=float, default=500)
     ap.add_argument("--timeout", type=float, default=60, help="a request's client-side limit")
     ap.add_argument("--users", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32, 64])

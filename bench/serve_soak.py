@@ -116,7 +116,7 @@ async def soak(a, url, pid, rate, sentences, out):
             d = t_sched - time.monotonic()
             if d > 0:
                 await asyncio.sleep(d)
-            tasks.append(asyncio.create_task(serve_load.one(session, url + "/v1/translate", body(), t_sched, 60, rec)))
+            tasks.append(asyncio.create_task(serve_load.one(session, "native", url + "/v1/translate", body(), t_sched, 60, rec)))
             if len(tasks) > 4096:
                 tasks = [t for t in tasks if not t.done()]
         await asyncio.gather(*tasks)

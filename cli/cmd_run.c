@@ -196,7 +196,7 @@ static const struct cli_option options[] = {
     [OPT_REPEAT] = {"repeat", 0, "N", "run N more times and print the median time per run"},
     [OPT_STATS] = {"stats", 0, NULL, "print memory figures (peak intermediates, arena, RSS)"},
     [OPT_THREADS] = {"threads", 0, "N", "intra-op threads (default: all cores)"},
-    [OPT_OPT] = {"opt", 0, "LEVEL", "optimisation level: none, basic (default) or all"},
+    [OPT_OPT] = {"opt", 0, "LEVEL", "optimisation level: none, basic (default), extended or all\n(the fusions of tolk optimize)"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -254,9 +254,10 @@ static bool run_option(const struct cli_args *a, int opt, struct run_opts *o) {
   case OPT_OPT:
     if (!strcmp(a->value, "none")) o->sp.opt_level = TOLK_OPT_NONE;
     else if (!strcmp(a->value, "basic")) o->sp.opt_level = TOLK_OPT_BASIC;
+    else if (!strcmp(a->value, "extended")) o->sp.opt_level = TOLK_OPT_EXTENDED;
     else if (!strcmp(a->value, "all")) o->sp.opt_level = TOLK_OPT_ALL;
     else {
-      cli_bad_value(a, "none, basic or all");
+      cli_bad_value(a, "none, basic, extended or all");
       return false;
     }
     return true;

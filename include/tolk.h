@@ -423,6 +423,52 @@ tolk_status tolk_model_quantize(const char *in_path, const char *out_path,
                                 tolk_quantize_params params, tolk_report_fn report, void *user,
                                 tolk_quantize_summary *out, tolk_error *err);
 
+/* ------------------------------------------------------------------ graph optimization
+ * (src/exec/optimize.c, src/ir/rewrite.c, src/ir/fuse*.c) The graph rewrites
+ * of ONNX Runtime's offline optimizer (SessionOptions.optimized_model_filepath)
+ * on the main graph, by level:
+ *  - BASIC: constant folding with tolk's own kernels (a node fed only by
+ *    constants becomes an initializer, except one whose outputs only a
+ *    MatMul's packed weight reads, as a tied LM head's Transpose: folding
+ *    it would store a second copy of the embedding), Shape of a fully
+ *    static value replaced by its value, common-subexpression elimination
+ *    (the duplicate Shape/Gather/Unsqueeze/Concat chains exporters leave)
+ *    and dead-node removal;
+ *  - EXTENDED: + fusions into com.microsoft ops: x·Sigmoid(αx) → QuickGelu,
+ *    the Erf form of GELU → Gelu (BiasGelu with a bias Add before it),
+ *    LayerNormalization written out op by op → LayerNormalization (opset 17+),
+ *    MatMul with last-two-axes Transposes and scalar Mul/Div on its inputs
+ *    or output → FusedMatMul;
+ *  - ALL: + the Marian/BART self-attention spelled out op by op →
+ *    com.microsoft MultiHeadAttention.
+ * Every graph is optimized: the main one and the If/Loop/Scan bodies (the
+ * merged decoder's branches); a value a body reads keeps its name. */
+typedef enum tolk_opt_level {
+  TOLK_OPT_NONE = 0,    /* run the graph as written */
+  TOLK_OPT_BASIC = 1,   /* + constant folding of nodes fed only by constants */
+  TOLK_OPT_ALL = 2,     /* + every fusion (EXTENDED's and those past it) */
+  TOLK_OPT_EXTENDED = 3 /* BASIC + ORT's extended-level fusions (between BASIC and ALL) */
+} tolk_opt_level;
+
+typedef struct tolk_optimize_summary {
+  size_t nodes_before, nodes_after; /* nodes, those of subgraphs included */
+  size_t rewrites;                  /* nodes folded, merged, removed or fused */
+  uint64_t bytes_before, bytes_after;
+} tolk_optimize_summary;
+
+/* Optimizes the model at `in_path` at `level` (not NONE) into `out_path`
+ * (which may not be the same file). Each pass is reported to `report` (may
+ * be NULL) as one line: "PASS: N1 -> N2 nodes (K rewrites)". The output is
+ * loaded back and checked, then written to a temporary file beside
+ * `out_path`, synced and renamed, so it is complete or absent. Fails with
+ * the loader's statuses for files that are not models, TOLK_ERR_UNSUPPORTED
+ * for models with external data or nodes tolk cannot run (folding runs
+ * tolk's kernels), TOLK_ERR_INVALID_ARGUMENT for level NONE or the same
+ * path twice, and TOLK_ERR_IO when the output cannot be written. */
+tolk_status tolk_model_optimize(const char *in_path, const char *out_path, tolk_opt_level level,
+                                tolk_report_fn report, void *user, tolk_optimize_summary *out,
+                                tolk_error *err);
+
 /* ------------------------------------------------------------------ tensors and sessions
  * (src/exec/: owned by the execution engine) */
 
@@ -483,11 +529,7 @@ tolk_status tolk_tensor_load_pb(const char *path, tolk_tensor **out, tolk_error 
  * oversubscribed. tolk_session_free must not race with runs. */
 typedef struct tolk_session tolk_session;
 
-typedef enum tolk_opt_level {
-  TOLK_OPT_NONE = 0,  /* run the graph as written */
-  TOLK_OPT_BASIC = 1, /* + constant folding of nodes fed only by constants */
-  TOLK_OPT_ALL = 2    /* + fusions as they land */
-} tolk_opt_level;
+
 
 typedef struct tolk_session_params {
   /* Intra-op threads, the caller's included; <= 0: the machine's cores. */
@@ -573,6 +615,9 @@ typedef struct tolk_run_stats {
   uint64_t output_bytes; /* bytes of the returned outputs */
   uint32_t nodes_run;    /* kernels executed, subgraph nodes included */
   int plan_reused;       /* 1 when a cached plan served the run */
+  uint64_t arena_held;   /* arena bytes kept for the next run: the largest a
+                            recent run needed, released once 256 runs in a
+                            row have needed at most half of it */
 } tolk_run_stats;
 
 /* Runs the model. inputs[i] is bound to the graph input named
@@ -891,6 +936,10 @@ typedef struct tolk_translator_params {
    * graphs keep it fp32. Faster and 4× smaller, at a small cost in
    * accuracy (README). 0 by default. */
   int int8_lm_head;
+  /* The graphs' opt level (tolk_session_params.opt_level); 0 (NONE) keeps
+   * the sessions' default, BASIC. EXTENDED and ALL apply the fusions of
+   * `tolk optimize` as the sessions are created. */
+  int opt_level;
 } tolk_translator_params;
 
 tolk_translator_params tolk_translator_default_params(void);

@@ -15,8 +15,6 @@
 # and say why; under CI (CI set) that is an error instead, so no run passes without them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-venv=$root/build-venv
-req=$root/tests/requirements.txt
 web=$root/tests/browser
 m2=$root/build-m2
 pom=$root/java/pom.xml
@@ -27,31 +25,24 @@ fail() {
   exit 0
 }
 
-if ! cmp -s "$req" "$venv/requirements.txt" 2>/dev/null; then
+# Makes the venv $1 again with the pins in $2 when they changed since it was made; $3 says
+# what it holds.
+pip_venv() {
+  local venv=$1 req=$2
+  cmp -s "$req" "$venv/requirements.txt" 2>/dev/null && return
   rm -rf "$venv"
   python3 -m venv "$venv" || fail "python3 -m venv failed (Debian: python3-venv)"
   if ! "$venv/bin/pip" install -q --disable-pip-version-check -r "$req" >"$venv/pip.log" 2>&1; then
     cat "$venv/pip.log" >&2
     rm -rf "$venv"
-    fail "could not install tests/requirements.txt from PyPI"
+    fail "could not install ${req#"$root"/} from PyPI"
   fi
   cp "$req" "$venv/requirements.txt"
-  echo "testenv: service test clients in $venv"
-fi
+  echo "testenv: $3 in $venv"
+}
 
-pyvenv=$root/build-pyvenv
-pyreq=$root/python/requirements-test.txt
-if ! cmp -s "$pyreq" "$pyvenv/requirements.txt" 2>/dev/null; then
-  rm -rf "$pyvenv"
-  python3 -m venv "$pyvenv" || fail "python3 -m venv failed (Debian: python3-venv)"
-  if ! "$pyvenv/bin/pip" install -q --disable-pip-version-check -r "$pyreq" >"$pyvenv/pip.log" 2>&1; then
-    cat "$pyvenv/pip.log" >&2
-    rm -rf "$pyvenv"
-    fail "could not install python/requirements-test.txt from PyPI"
-  fi
-  cp "$pyreq" "$pyvenv/requirements.txt"
-  echo "testenv: the Python package's build and test tools in $pyvenv"
-fi
+pip_venv "$root/build-venv" "$root/tests/requirements.txt" "service test clients"
+pip_venv "$root/build-pyvenv" "$root/python/requirements-test.txt" "the Python package's build and test tools"
 
 if ! cmp -s "$web/package-lock.json" "$web/node_modules/.tolk-lock.json" 2>/dev/null; then
   command -v npm >/dev/null || fail "npm not found (Debian: nodejs npm)"

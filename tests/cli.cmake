@@ -27,7 +27,7 @@ tolk_usage_error_test(cli_usage_run_no_value run "--repeat needs a value" ${_cnn
 tolk_usage_error_test(cli_usage_run_bad_number run "--repeat wants a whole number from 0 to 1000000, not 'x'"
   ${_cnn} --repeat x)
 tolk_usage_error_test(cli_usage_run_bad_atol run "--atol wants a non-negative number, not '-1'" ${_cnn} --atol -1)
-tolk_usage_error_test(cli_usage_run_bad_opt run "--opt wants none, basic or all, not 'fast'" ${_cnn} --opt fast)
+tolk_usage_error_test(cli_usage_run_bad_opt run "--opt wants none, basic, extended or all, not 'fast'" ${_cnn} --opt fast)
 tolk_usage_error_test(cli_usage_run_bad_input run "--input wants NAME=FILE or FILE, not '=x'" ${_cnn} --input =x)
 tolk_usage_error_test(cli_usage_run_no_model run "no model given" --stats)
 tolk_usage_error_test(cli_usage_translate_no_value translate "--beam needs a value" -m x --beam)

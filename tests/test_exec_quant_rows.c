@@ -17,8 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec_graph.h"
-#include "testutil.h"
+#include "int8_graph.h"
 
 enum { K = 24, N = 20 };
 
@@ -33,15 +32,12 @@ static struct ir_model *chain_model(int rank) {
   float ws[N];
   for (int i = 0; i < K * N; i++) w[i] = (int8_t)(tu_below(255) - 127);
   for (int i = 0; i < N; i++) ws[i] = (float)(0.001 + 0.01 * (tu_unit() + 1));
-  int8_t wz = 0;
-  tb_init(m, g, "W", TOLK_INT8, 2, (int64_t[]){K, N}, w, sizeof w);
-  tb_init(m, g, "Wz", TOLK_INT8, 0, NULL, &wz, 1);
-  tb_init(m, g, "Wscale", TOLK_FLOAT, 1, (int64_t[]){N}, ws, sizeof ws);
+  i8_weight(m, g, "W", 2, (int64_t[]){K, N}, w, N, ws);
   tb_node(m, g, "DynamicQuantizeLinear", "", "dql", "x", "y,ys,yz");
-  tb_node(m, g, "MatMulInteger", "", "mmi", "y,W,yz,Wz", "q");
+  tb_node(m, g, "MatMulInteger", "", "mmi", "y,W_quantized,yz,W_zero_point", "q");
   struct ir_node *cast = tb_node(m, g, "Cast", "", "cast", "q", "qf");
   tb_attr_int(cast, "to", TOLK_FLOAT);
-  tb_node(m, g, "Mul", "", "scales", "ys,Wscale", "s");
+  tb_node(m, g, "Mul", "", "scales", "ys,W_scale", "s");
   tb_node(m, g, "Mul", "", "dequant", "qf,s", "out");
   /* The same x quantized again for a DequantizeLinear: not the chain. */
   tb_node(m, g, "DynamicQuantizeLinear", "", "dql2", "x", "y2,ys2,yz2");
@@ -52,13 +48,7 @@ static struct ir_model *chain_model(int rank) {
 }
 
 static tolk_session *session(const struct ir_model *m, int quant_rows) {
-  tolk_session_params p = tolk_session_default_params();
-  p.threads = 1;
-  p.quant_rows = quant_rows;
-  tolk_session *s = NULL;
-  tolk_error err;
-  CHECK_MSG(exec_session_create_ir(m, &p, NULL, &s, &err) == TOLK_OK, "%s", err.message);
-  return s;
+  return i8_session(m, (struct i8_opts){.threads = 1, .quant_rows = quant_rows});
 }
 
 /* Runs s on x (rank 2: rows × K; rank 3: 1 × rows × K or rows × 1 × K). */
@@ -67,11 +57,7 @@ static void run(tolk_session *s, int rank, int64_t rows, const float *x, tolk_te
   if (rank == 3) dims[0] = 1, dims[1] = rows, dims[2] = K;
   tolk_tensor *in = tb_tensor(rank, dims, x);
   const char *names[1] = {"x"};
-  tolk_error err;
-  CHECK_MSG(tolk_session_run(s, 1, names, (const tolk_tensor *const *)&in, 2, NULL, out, NULL,
-                             &err) == TOLK_OK,
-            "%s", err.message);
-  tolk_tensor_free(in);
+  i8_run(s, 1, names, &in, 2, out);
 }
 
 static void check_rank(int rank) {

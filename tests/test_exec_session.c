@@ -435,6 +435,44 @@ static void test_liveness(void) {
   tb_free(m);
 }
 
+/* The arena follows the need down: the arena two wide runs grew it to is kept
+ * through the rest of their window of 256 runs and the whole next one (a
+ * batch that narrows for a while comes back), and released at the end of the
+ * first window of narrow runs only, leaving what those need. */
+static void test_arena_shrinks(void) {
+  struct ir_model *m = model_basic();
+  tolk_error err = {0};
+  tolk_session *s = make(m, &err);
+  CHECK_MSG(s != NULL, "%s", err.message);
+  if (!s) return;
+  float *x = calloc(3 * 4096, sizeof *x);
+  int64_t wide[2] = {4096, 3}, narrow[2] = {2, 3};
+  tolk_tensor *tw = tb_tensor(2, wide, x), *tn = tb_tensor(2, narrow, x), *ty = NULL;
+  tolk_run_stats st;
+  for (int rep = 0; rep < 2; rep++) { /* record, then replay from the arena */
+    CHECK_MSG(run1(s, "x", tw, &ty, &st, &err) == TOLK_OK, "%s", err.message);
+    tolk_tensor_free(ty);
+  }
+  uint64_t wide_arena = st.arena_held;
+  CHECK_MSG(wide_arena >= 4096 * 3 * sizeof(float), "wide arena %llu", (unsigned long long)wide_arena);
+  uint64_t held[600];
+  for (int rep = 0; rep < 600; rep++) {
+    CHECK_MSG(run1(s, "x", tn, &ty, &st, &err) == TOLK_OK, "%s", err.message);
+    tolk_tensor_free(ty);
+    held[rep] = st.arena_held;
+  }
+  /* runs 1-2 were wide; narrow run k is run k + 3; the second window ends at run 512 */
+  CHECK_MSG(held[253] == wide_arena && held[508] == wide_arena, "kept %llu", (unsigned long long)held[508]);
+  CHECK_MSG(held[509] < wide_arena / 2, "released: %llu", (unsigned long long)held[509]);
+  CHECK_MSG(held[599] == held[510] && held[599] > 0, "narrow arena %llu then %llu", (unsigned long long)held[510],
+            (unsigned long long)held[599]);
+  free(x);
+  tolk_tensor_free(tw);
+  tolk_tensor_free(tn);
+  tolk_session_free(s);
+  tb_free(m);
+}
+
 /* Data-dependent sizes: the second run leaves the plan at Keep and must
  * still compute correctly from the heap. */
 static void test_divergence(void) {
@@ -626,6 +664,7 @@ int main(void) {
   test_run_errors();
   test_liveness();
   test_divergence();
+  test_arena_shrinks();
   test_concurrent();
   return tu_finish("test_exec_session");
 }

@@ -3,7 +3,8 @@
  * tests/fixtures/golden/generate.json (greedy, beam 4 with length penalty 1.0
  * and 0.6, a padded batch, max_new_tokens limits, num_return_sequences 2, the
  * model's own defaults) is run through tolk_translator_generate on the
- * marian-tiny fixture; ids must be identical and scores within 1e-4.
+ * marian-tiny fixture; ids must be identical and scores within 1e-4 — also
+ * with the graphs rewritten at creation (opt level ALL).
  */
 #include <cjson/cJSON.h>
 #include <stdbool.h>
@@ -156,6 +157,12 @@ int main(int argc, char **argv) {
   char dir[64];
   CHECK(merged_only(path, dir, sizeof dir));
   run_all(root, dir, tp, "merged decoder");
+  /* The session option of tolk optimize (opt level ALL: fusions into
+   * QuickGelu, FusedMatMul and MultiHeadAttention before compiling): the
+   * same tokens and scores. */
+  tp.opt_level = TOLK_OPT_ALL;
+  run_all(root, path, tp, "decoder + decoder_with_past, opt level all");
+  run_all(root, dir, tp, "merged decoder, opt level all");
   remove_merged(dir);
   cJSON_Delete(root);
   return tu_finish("test_mt_generate");

@@ -33,9 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec_graph.h"
+#include "int8_graph.h"
 #include "kern/igemm.h"
-#include "testutil.h"
 
 enum { K = 48, N = 300, R = 9 };
 
@@ -55,11 +54,8 @@ static struct ir_model *head_model(enum form form) {
   } else if (form == GRAPH_INPUT) {
     tb_input(m, g, "E", TOLK_FLOAT, 2, (int64_t[]){N, K}, NULL);
   } else {
-    int8_t zp = 0;
-    tb_init(m, g, "Eq", TOLK_INT8, 2, (int64_t[]){N, K}, emb_q, sizeof emb_q);
-    tb_init(m, g, "Es", TOLK_FLOAT, 0, NULL, &emb_q_scale, sizeof emb_q_scale);
-    tb_init(m, g, "Ez", TOLK_INT8, 0, NULL, &zp, 1);
-    tb_node(m, g, "DequantizeLinear", "", "dq", "Eq,Es,Ez", "E");
+    i8_weight(m, g, "E", 2, (int64_t[]){N, K}, emb_q, 1, &emb_q_scale);
+    tb_node(m, g, "DequantizeLinear", "", "dq", "E_quantized,E_scale,E_zero_point", "E");
   }
   tb_init(m, g, "bias", TOLK_FLOAT, 1, (int64_t[]){N}, bias, sizeof bias);
   tb_init(m, g, "W", TOLK_FLOAT, 2, (int64_t[]){K, 8}, w_hidden, sizeof w_hidden);
@@ -74,13 +70,7 @@ static struct ir_model *head_model(enum form form) {
 }
 
 static tolk_session *session(const struct ir_model *m, int int8_head) {
-  tolk_session_params p = tolk_session_default_params();
-  p.threads = 2;
-  p.int8_lm_head = int8_head;
-  tolk_session *s = NULL;
-  tolk_error err;
-  CHECK_MSG(exec_session_create_ir(m, &p, NULL, &s, &err) == TOLK_OK, "%s", err.message);
-  return s;
+  return i8_session(m, (struct i8_opts){.threads = 2, .int8_lm_head = int8_head});
 }
 
 /* Runs s on h (rows × K), and E when the model takes it as an input. */
@@ -89,12 +79,7 @@ static void run_form(tolk_session *s, enum form form, int64_t rows, const float 
   tolk_tensor *in[2] = {tb_tensor(2, (int64_t[]){rows, K}, h),
                         form == GRAPH_INPUT ? tb_tensor(2, (int64_t[]){N, K}, emb) : NULL};
   const char *names[2] = {"h", "E"};
-  tolk_error err;
-  CHECK_MSG(tolk_session_run(s, form == GRAPH_INPUT ? 2 : 1, names,
-                             (const tolk_tensor *const *)in, 2, NULL, out, NULL, &err) == TOLK_OK,
-            "%s", err.message);
-  tolk_tensor_free(in[0]);
-  tolk_tensor_free(in[1]);
+  i8_run(s, form == GRAPH_INPUT ? 2 : 1, names, in, 2, out);
 }
 
 static void run(tolk_session *s, int64_t rows, const float *h, tolk_tensor **out) {

@@ -62,6 +62,20 @@ void tolk_error_prefix(tolk_error *err, const char *fmt, ...) {
   err->message[hl + ol] = '\0';
 }
 
+void tolk_report_vline(tolk_report_fn report, void *user, const char *fmt, va_list ap) {
+  if (!report) return;
+  char line[TOLK_ERROR_MESSAGE_MAX];
+  vsnprintf(line, sizeof line, fmt, ap);
+  report(user, line);
+}
+
+void tolk_report_line(tolk_report_fn report, void *user, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  tolk_report_vline(report, user, fmt, ap);
+  va_end(ap);
+}
+
 tolk_status tolk_read_file(const char *path, size_t max, char **data, size_t *len,
                            tolk_error *err) {
   *data = NULL;

@@ -30,6 +30,14 @@ tolk_status tolk_fail(tolk_error *err, tolk_status status, const char *fmt, ...)
  * error happened as it travels up (file name, node, graph). */
 void tolk_error_prefix(tolk_error *err, const char *fmt, ...) TOLK_PRINTF(2, 3);
 
+/* Formats one line (cut at TOLK_ERROR_MESSAGE_MAX - 1 bytes) and hands it
+ * to the caller's tolk_report_fn; nothing when `report` is NULL. For the
+ * calls that report as they go (check, quantize, verify). */
+void tolk_report_line(tolk_report_fn report, void *user, const char *fmt, ...) TOLK_PRINTF(3, 4);
+/* The same with the arguments as a va_list, for reporting wrappers. */
+void tolk_report_vline(tolk_report_fn report, void *user, const char *fmt, va_list ap)
+    TOLK_PRINTF(3, 0);
+
 /* Reads the whole file at `path` into a new NUL-terminated buffer (*data,
  * freed with free(); *len excludes the NUL). Files larger than `max` bytes
  * fail with TOLK_ERR_LIMIT; a missing file with TOLK_ERR_NOT_FOUND. */

@@ -193,6 +193,9 @@ struct exec_run {
   /* for stats, set by exec_plan_end */
   uint64_t planned_arena;
   int plan_reused;
+  /* the largest arena the runs of the current window needed (plan.c) */
+  uint64_t window_need;
+  uint32_t window_runs;
 };
 
 struct tolk_session {
@@ -292,6 +295,14 @@ struct tolk_tensor {
 /* session.c: compiles `m` into a session. `extra` (may be NULL): a table of
  * op defs searched before the registry — tests use it to run the executor
  * with kernels of their own. The model is borrowed. */
+/* The graph rewrites of tolk_model_optimize (optimize.c) on m's main
+ * graph, in place, at `level` (BASIC, EXTENDED or ALL); constant folding
+ * through a session only with `fold` (a session folds at creation anyway).
+ * Each pass is reported to `report` (may be NULL); *rewrites (may be NULL)
+ * receives their total. */
+tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold, tolk_report_fn report,
+                             void *user, size_t *rewrites, tolk_error *err);
+
 tolk_status exec_session_create_ir(const struct ir_model *m, const tolk_session_params *p,
                                    const struct op_def *extra, tolk_session **out,
                                    tolk_error *err);

@@ -304,6 +304,28 @@ static struct plan *build_plan(struct exec_run *r, uint64_t hash) {
   return p;
 }
 
+/* The arena follows the runs' needs down as well as up. A burst of wide
+ * batches grows it; once a whole window of runs has needed at most half of
+ * it, it is freed and the next run allocates only what its plan needs.
+ * Without this a long-running server would hold the widest batch it ever saw
+ * for good, and its memory would ratchet up with every rarer burst (ONNX
+ * Runtime's arena shrinkage run option, made automatic). The window keeps a
+ * decoder whose batch narrows and widens from step to step from reallocating
+ * at every step. */
+enum { ARENA_WINDOW = 256 };
+
+static void arena_follow_need(struct exec_run *r) {
+  if (r->planned_arena > r->window_need) r->window_need = r->planned_arena;
+  if (++r->window_runs < ARENA_WINDOW) return;
+  if (r->arena_cap > 2 * r->window_need) {
+    free(r->arena);
+    r->arena = NULL;
+    r->arena_cap = 0;
+  }
+  r->window_need = 0;
+  r->window_runs = 0;
+}
+
 void exec_plan_end(struct exec_run *r, bool ok) {
   tolk_session *s = r->s;
   struct plan *fresh = NULL;
@@ -314,6 +336,7 @@ void exec_plan_end(struct exec_run *r, bool ok) {
   }
   r->plan_reused = r->plan != NULL;
   r->planned_arena = r->plan ? r->plan->arena_bytes : fresh ? fresh->arena_bytes : 0;
+  arena_follow_need(r);
   pthread_mutex_lock(&s->mu);
   struct plan *p = r->plan;
   if (p) {

@@ -702,6 +702,7 @@ static void finish_run(struct exec_run *r, tolk_status st, tolk_run_stats *stats
     stats->nodes_run = r->nodes_run;
     stats->arena_bytes = r->planned_arena;
     stats->plan_reused = r->plan_reused;
+    stats->arena_held = r->arena_cap;
   }
   r->err = NULL;
   pthread_mutex_lock(&s->mu);

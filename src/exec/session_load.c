@@ -2,24 +2,53 @@
  * session_load.c — the public ways to create a session: from a loaded model
  * (borrowed), or from a file or buffer (the session loads and owns the
  * model). Kept apart from session.c so the compiler of graphs depends only on
- * the IR, not on the loader.
+ * the IR, not on the loader. At opt level EXTENDED or ALL the graph is
+ * rewritten first (optimize.c), on a model the session owns.
  */
 #include "exec.h"
 #include "onnx/onnx.h"
 
 static void free_model(struct tolk_model *m) { tolk_model_free(m); }
+static tolk_status adopt(tolk_model *m, tolk_session_params params, tolk_session **out,
+                         tolk_error *err);
+
+/* EXTENDED and ALL rewrite the graph first (the passes of tolk optimize but
+ * folding, which the session does itself): the same fusions as a file
+ * `tolk optimize` wrote. */
+static bool rewrites(const tolk_session_params *p) {
+  return p->opt_level == TOLK_OPT_EXTENDED || p->opt_level == TOLK_OPT_ALL;
+}
+
+/* A private copy of the borrowed `model` to rewrite: the same bytes
+ * (mapped once, borrowed again), loaded anew, so the caller's model and
+ * its other sessions stay as they are. The copy keeps the file mapping's
+ * address, so the session gives back packed weights' pages as it would. */
+static tolk_status private_copy(const tolk_model *model, tolk_model **out, tolk_error *err) {
+  tolk_status st = tolk_model_load_buffer(model->map, model->map_size, model->dir, model->params, out, err);
+  if (st) return st;
+  (*out)->ir.file_map = model->ir.file_map;
+  (*out)->ir.file_size = model->ir.file_size;
+  return TOLK_OK;
+}
 
 tolk_status tolk_session_create(const tolk_model *model, tolk_session_params params,
                                 tolk_session **out, tolk_error *err) {
   if (!out) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "out is NULL");
   *out = NULL;
   if (!model) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "model is NULL");
-  return exec_session_create_ir(tolk_model_ir(model), &params, NULL, out, err);
+  if (!rewrites(&params)) return exec_session_create_ir(tolk_model_ir(model), &params, NULL, out, err);
+  tolk_model *copy = NULL;
+  tolk_status st = private_copy(model, &copy, err);
+  if (st) return st;
+  return adopt(copy, params, out, err);
 }
 
 static tolk_status adopt(tolk_model *m, tolk_session_params params, tolk_session **out,
                          tolk_error *err) {
-  tolk_status st = exec_session_create_ir(tolk_model_ir(m), &params, NULL, out, err);
+  tolk_status st = TOLK_OK;
+  if (rewrites(&params))
+    st = exec_optimize_ir(tolk_model_ir(m), params.opt_level, false, NULL, NULL, NULL, err);
+  if (!st) st = exec_session_create_ir(tolk_model_ir(m), &params, NULL, out, err);
   if (st) {
     tolk_model_free(m);
     return st;

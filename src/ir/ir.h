@@ -163,6 +163,10 @@ struct ir_node {
   size_t n_attrs;
   struct ir_graph *graph; /* the graph containing this node */
   int index;              /* position in graph->nodes */
+  /* Position of its NodeProto in the file's graph as loaded; -1 for a node
+   * an optimisation pass made (src/ir/rewrite.h), which the writer then
+   * encodes from these fields instead of copying the stored bytes. */
+  int src_index;
   const char *doc;
 };
 

@@ -69,6 +69,7 @@ static tolk_status open_session(const char *path, const tolk_translator_params *
   /* int8 graphs: each row (token) quantized on its own, so that a sentence
    * translates the same in any batch (tolk.h, quant_rows). */
   sp.quant_rows = 1;
+  if (tp->opt_level != TOLK_OPT_NONE) sp.opt_level = (tolk_opt_level)tp->opt_level;
   st = tolk_session_create(*model, sp, out, err);
   if (st) tolk_error_prefix(err, "%s", path);
   return st;
@@ -259,24 +260,38 @@ static bool encoder_side(int kind) { return kind == KV_ENC_K || kind == KV_ENC_V
 
 tolk_status mt_state_select(struct mt_state *s, const int32_t *keep, size_t n, tolk_error *err) {
   int32_t *source = malloc((n ? n : 1) * sizeof *source);
-  if (!source) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  /* Encoder-side rows are the same for every row of one sentence: a row
+   * that already holds its new row's sentence keeps its own. In a served
+   * batch, where sentences join and leave at every few steps, this leaves
+   * most of them in place while the others are gathered. */
+  int32_t *keep_enc = malloc((n ? n : 1) * sizeof *keep_enc);
+  if (!source || !keep_enc) {
+    free(source);
+    free(keep_enc);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  }
   bool same_sentences = n == s->rows;
-  for (size_t i = 0; i < n; i++) {
+  tolk_status st = TOLK_OK;
+  for (size_t i = 0; i < n && !st; i++) {
     if (keep[i] < 0 || (size_t)keep[i] >= s->rows) {
-      free(source);
-      return tolk_fail(err, TOLK_ERR_INTERNAL, "decoder state: row %d out of %zu", keep[i], s->rows);
+      st = tolk_fail(err, TOLK_ERR_INTERNAL, "decoder state: row %d out of %zu", keep[i], s->rows);
+      break;
     }
     source[i] = s->source[keep[i]];
-    if (same_sentences) same_sentences = source[i] == s->source[i]; /* n == rows here */
+    bool kept = i < s->rows && source[i] == s->source[i];
+    keep_enc[i] = kept ? (int32_t)i : keep[i];
+    same_sentences &= kept;
   }
-  tolk_status st = TOLK_OK;
-  if (!same_sentences) {
+  if (!st && !same_sentences) {
     st = replace_gathered(&s->enc_hidden, keep, n, err);
-    if (!st) st = mt_rows_select(&s->enc_mask, keep, n, err);
+    if (!st) st = mt_rows_select(&s->enc_mask, keep_enc, n, err);
   }
-  for (int i = 0; s->kv && !st && i < s->m->layers * KV_KINDS; i++)
-    if (!same_sentences || !encoder_side(i % KV_KINDS)) st = mt_rows_select(&s->kv[i], keep, n, err);
+  for (int i = 0; s->kv && !st && i < s->m->layers * KV_KINDS; i++) {
+    bool enc = encoder_side(i % KV_KINDS);
+    if (!same_sentences || !enc) st = mt_rows_select(&s->kv[i], enc ? keep_enc : keep, n, err);
+  }
   if (!st && s->cache) st = tolk_kv_cache_select(s->cache, keep, n, err);
+  free(keep_enc);
   if (st) {
     free(source);
     return st;

@@ -29,13 +29,10 @@ static void fail_line(struct verify *v, const char *fmt, ...) TOLK_PRINTF(2, 3);
 
 static void fail_line(struct verify *v, const char *fmt, ...) {
   v->sum->failed++;
-  if (!v->report) return;
-  char line[TOLK_ERROR_MESSAGE_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  tolk_report_vline(v->report, v->user, fmt, ap);
   va_end(ap);
-  v->report(v->user, line);
 }
 
 /* Hashes `path` (shown as `shown`) against `want` (64 hex digits) and, when

@@ -669,6 +669,7 @@ static tolk_status read_node_head(struct onnx_loader *l, struct gctx *c, const s
   struct ir_node *nd = &c->node_mem[idx];
   nd->graph = g;
   nd->index = (int)idx;
+  nd->src_index = (int)idx;
   g->nodes[idx] = nd;
   c->node_f[idx] = *f;
   tolk_status st = node_head(l, c, f->data, f->len, nd);

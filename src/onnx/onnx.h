@@ -57,6 +57,12 @@ struct tolk_model {
 /* The IR of a loaded model; borrowed, lives as long as `m`. */
 struct ir_model *tolk_model_ir(const tolk_model *m);
 
+/* Writes m as a ModelProto into b (write.c): the stored bytes with the main
+ * graph as its IR now stands, after passes edited it in place
+ * (src/ir/rewrite.h). TOLK_ERR_NO_MEMORY / TOLK_ERR_LIMIT from the buffer. */
+struct pbw;
+tolk_status onnx_write_model(struct pbw *b, const tolk_model *m, tolk_error *err);
+
 /* Decodes one serialized TensorProto (as stored in the backend test data's
  * test_data_set_N/input_0.pb) into *out. The tensor, its dims, name and data
  * are allocated in `arena` and copied out of `buf`, so the caller may free or

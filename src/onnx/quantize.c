@@ -33,18 +33,6 @@ struct qctx {
   tolk_quantize_summary *sum;
 };
 
-static void say(struct qctx *c, const char *fmt, ...) TOLK_PRINTF(2, 3);
-
-static void say(struct qctx *c, const char *fmt, ...) {
-  if (!c->report) return;
-  char line[TOLK_ERROR_MESSAGE_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  c->report(c->user, line);
-}
-
 /* ------------------------------------------------------------ graphs */
 
 static size_t count_graphs(const struct ir_graph *g) {
@@ -272,7 +260,7 @@ static bool plan_graph(struct qctx *c, struct qgraph *q) {
       /* Gathers of shapes and indices are everywhere; only a weight's is news. */
       if (kind == Q_MATMUL || (w && w->flags & IR_VALUE_INITIALIZER)) {
         c->sum->skipped++;
-        say(c, "skipped %s '%s': %s", n->op_type, n->name, why);
+        tolk_report_line(c->report, c->user, "skipped %s '%s': %s", n->op_type, n->name, why);
       }
       continue;
     }
@@ -282,7 +270,8 @@ static bool plan_graph(struct qctx *c, struct qgraph *q) {
     c->sum->quantized++;
     char dims[64];
     shape_text(w->init, dims, sizeof dims);
-    say(c, "quantized %s '%s' (%s '%s' %s)", n->op_type, n->name, kind == Q_MATMUL ? "B" : "data", w->name, dims);
+    tolk_report_line(c->report, c->user, "quantized %s '%s' (%s '%s' %s)", n->op_type, n->name,
+                     kind == Q_MATMUL ? "B" : "data", w->name, dims);
   }
   return true;
 }
@@ -370,7 +359,7 @@ static bool plan_graph_static(struct qctx *c, struct qgraph *q) {
     if (!why && w && !(qw = weight_for(c, w, kind, &why)) && !why) return false;
     if (why) {
       c->sum->skipped++;
-      say(c, "skipped MatMul '%s': %s", n->name, why);
+      tolk_report_line(c->report, c->user, "skipped MatMul '%s': %s", n->name, why);
       continue;
     }
     /* The action first: the output's QuantizeLinear depends on it. */
@@ -382,9 +371,10 @@ static bool plan_graph_static(struct qctx *c, struct qgraph *q) {
     if (w) {
       char dims[64];
       shape_text(w->init, dims, sizeof dims);
-      say(c, "quantized MatMul '%s' (B '%s' %s)", n->name, w->name, dims);
+      tolk_report_line(c->report, c->user, "quantized MatMul '%s' (B '%s' %s)", n->name, w->name, dims);
     } else {
-      say(c, "quantized MatMul '%s' (activations '%s' and '%s')", n->name, n->inputs[0]->name, n->inputs[1]->name);
+      tolk_report_line(c->report, c->user, "quantized MatMul '%s' (activations '%s' and '%s')", n->name,
+                       n->inputs[0]->name, n->inputs[1]->name);
     }
   }
   return true;
@@ -433,7 +423,8 @@ static void plan_transposes(struct qctx *c) {
         q->action[k] = Q_TRANSPOSE;
         q->weight[k] = home->home[h];
         c->sum->quantized++;
-        say(c, "quantized Transpose '%s' (of the quantized '%s')", n->name, n->inputs[0]->name);
+        tolk_report_line(c->report, c->user, "quantized Transpose '%s' (of the quantized '%s')", n->name,
+                         n->inputs[0]->name);
         break;
       }
     }

@@ -71,6 +71,30 @@ struct wctx {
 
 static void rewrite_graph(struct wctx *w, uint32_t field, const uint8_t *p, size_t len, const struct ir_graph *g);
 
+/* A stored message read field by field to be written again: after
+ * walk_next, f is the field and [start, r.p) its bytes, key included, for
+ * walk_copy. */
+struct walk {
+  struct pb r;
+  struct pb_field f;
+  const uint8_t *start;
+};
+
+static struct walk walk_init(const uint8_t *p, size_t len) {
+  return (struct walk){.r = pb_init(p, len)};
+}
+
+/* The next field; false at the end. The loader has read these bytes, so a
+ * field that does not decode cannot happen; it would end the walk. */
+static bool walk_next(struct walk *k) {
+  const char *why;
+  k->start = k->r.p;
+  return !pb_eof(&k->r) && pb_next(&k->r, &k->f, &why);
+}
+
+/* Writes the current field as read. */
+static void walk_copy(struct pbw *b, const struct walk *k) { pbw_copy(b, k->start, k->r.p); }
+
 /* A string field made of a name and a suffix. */
 static void name2(struct pbw *b, uint32_t field, const char *name, const char *suffix) {
   size_t a = strlen(name), s = strlen(suffix);
@@ -83,13 +107,11 @@ static void name2(struct pbw *b, uint32_t field, const char *name, const char *s
 /* The name field (number `field`, a string) of the message [p, p+len);
  * sets *len_out and returns its bytes, or NULL when absent. */
 static const uint8_t *message_name(const uint8_t *p, size_t len, uint32_t field, size_t *len_out) {
-  struct pb r = pb_init(p, len);
-  struct pb_field f;
-  const char *why;
-  while (!pb_eof(&r) && pb_next(&r, &f, &why))
-    if (f.number == field && f.wire == PB_LEN) {
-      *len_out = f.len;
-      return f.data;
+  struct walk k = walk_init(p, len);
+  while (walk_next(&k))
+    if (k.f.number == field && k.f.wire == PB_LEN) {
+      *len_out = k.f.len;
+      return k.f.data;
     }
   return NULL;
 }
@@ -187,17 +209,15 @@ static void matmul_pattern(struct pbw *b, const struct ir_node *n, const struct 
 static void direct_pattern(struct pbw *b, const uint8_t *p, size_t len, const struct ir_node *n,
                            const struct qweight *q) {
   const char *y = n->outputs[0]->name, *w = q->w->name;
-  struct pb r = pb_init(p, len);
-  struct pb_field f;
-  const char *why;
+  struct walk k = walk_init(p, len);
   int n_in = 0;
   size_t m = pbw_begin(b, GRAPH_NODE);
-  while (!pb_eof(&r)) {
-    const uint8_t *start = r.p;
-    if (!pb_next(&r, &f, &why)) break; /* the loader read it: cannot happen */
-    if (f.number == NODE_INPUT && f.wire == PB_LEN && n_in++ == 0) name2(b, NODE_INPUT, w, "_quantized");
-    else if (f.number == NODE_OUTPUT && f.wire == PB_LEN) name2(b, NODE_OUTPUT, y, "_quantized");
-    else pbw_copy(b, start, r.p);
+  while (walk_next(&k)) {
+    const struct pb_field *f = &k.f;
+    if (f->number == NODE_INPUT && f->wire == PB_LEN && n_in++ == 0)
+      name2(b, NODE_INPUT, w, "_quantized");
+    else if (f->number == NODE_OUTPUT && f->wire == PB_LEN) name2(b, NODE_OUTPUT, y, "_quantized");
+    else walk_copy(b, &k);
   }
   pbw_end(b, m);
   struct part in[] = {{y, "_quantized"}, {w, "_scale"}, {w, "_zero_point"}}, out[] = {{y, ""}};
@@ -302,19 +322,16 @@ static void rewrite_attribute(struct wctx *w, const uint8_t *p, size_t len, cons
   const struct ir_attr *a = NULL;
   for (size_t i = 0; name && i < n->n_attrs; i++)
     if (strlen(n->attrs[i].name) == name_len && !memcmp(n->attrs[i].name, name, name_len)) a = &n->attrs[i];
-  struct pb r = pb_init(p, len);
-  struct pb_field f;
-  const char *why;
+  struct walk k = walk_init(p, len);
   size_t j = 0;
   size_t m = pbw_begin(w->b, NODE_ATTRIBUTE);
-  while (!pb_eof(&r)) {
-    const uint8_t *start = r.p;
-    if (!pb_next(&r, &f, &why)) break;
+  while (walk_next(&k)) {
+    const struct pb_field *f = &k.f;
     const struct ir_graph *g = NULL;
-    if (a && f.wire == PB_LEN && f.number == ATTR_G) g = ir_attr_graph(a, 0);
-    if (a && f.wire == PB_LEN && f.number == ATTR_GRAPHS) g = ir_attr_graph(a, j++);
-    if (g) rewrite_graph(w, f.number, f.data, f.len, g);
-    else pbw_copy(w->b, start, r.p);
+    if (a && f->wire == PB_LEN && f->number == ATTR_G) g = ir_attr_graph(a, 0);
+    if (a && f->wire == PB_LEN && f->number == ATTR_GRAPHS) g = ir_attr_graph(a, j++);
+    if (g) rewrite_graph(w, f->number, f->data, f->len, g);
+    else walk_copy(w->b, &k);
   }
   pbw_end(w->b, m);
 }
@@ -330,38 +347,33 @@ static bool has_subgraphs(const struct ir_node *n) {
  * quantized weight, or NULL). */
 static void rewrite_node(struct wctx *w, const uint8_t *p, size_t len, const struct ir_node *n,
                          const struct qweight *own) {
-  struct pb r = pb_init(p, len);
-  struct pb_field f;
-  const char *why, *suffix;
-  size_t m = pbw_begin(w->b, GRAPH_NODE), j = 0, k = 0;
-  while (!pb_eof(&r)) {
-    const uint8_t *start = r.p;
-    if (!pb_next(&r, &f, &why)) break;
-    bool is_len = f.wire == PB_LEN;
-    if (is_len && f.number == NODE_ATTRIBUTE) rewrite_attribute(w, f.data, f.len, n);
-    else if (is_len && f.number == NODE_INPUT && j < n->n_inputs && (suffix = renamed(w, n->inputs[j++], own)))
+  struct walk k = walk_init(p, len);
+  const char *suffix;
+  size_t m = pbw_begin(w->b, GRAPH_NODE), j = 0, o = 0;
+  while (walk_next(&k)) {
+    const struct pb_field *f = &k.f;
+    bool is_len = f->wire == PB_LEN;
+    if (is_len && f->number == NODE_ATTRIBUTE) rewrite_attribute(w, f->data, f->len, n);
+    else if (is_len && f->number == NODE_INPUT && j < n->n_inputs && (suffix = renamed(w, n->inputs[j++], own)))
       name2(w->b, NODE_INPUT, n->inputs[j - 1]->name, suffix);
-    else if (is_len && f.number == NODE_OUTPUT && k < n->n_outputs &&
-             (suffix = renamed_output(w, n->outputs[k++])))
-      name2(w->b, NODE_OUTPUT, n->outputs[k - 1]->name, suffix);
-    else pbw_copy(w->b, start, r.p);
+    else if (is_len && f->number == NODE_OUTPUT && o < n->n_outputs &&
+             (suffix = renamed_output(w, n->outputs[o++])))
+      name2(w->b, NODE_OUTPUT, n->outputs[o - 1]->name, suffix);
+    else walk_copy(w->b, &k);
   }
   pbw_end(w->b, m);
 }
 
 static void rewrite_graph(struct wctx *w, uint32_t field, const uint8_t *p, size_t len, const struct ir_graph *g) {
   const struct qgraph *q = qplan_graph(w->plan, g);
-  struct pb r = pb_init(p, len);
-  struct pb_field f;
-  const char *why;
-  size_t k = 0;
+  struct walk k = walk_init(p, len);
+  size_t next = 0;
   size_t m = pbw_begin(w->b, field);
-  while (!pb_eof(&r)) {
-    const uint8_t *start = r.p;
-    if (!pb_next(&r, &f, &why)) break;
-    bool is_len = f.wire == PB_LEN;
-    if (is_len && f.number == GRAPH_NODE && k < g->n_nodes) {
-      size_t i = k++;
+  while (walk_next(&k)) {
+    const struct pb_field *f = &k.f;
+    bool is_len = f->wire == PB_LEN;
+    if (is_len && f->number == GRAPH_NODE && next < g->n_nodes) {
+      size_t i = next++;
       const struct ir_node *n = g->nodes[i];
       const struct qweight *own = q->action[i] == Q_QDQ ? q->weight[i] : NULL;
       if (i == 0) {
@@ -371,18 +383,19 @@ static void rewrite_graph(struct wctx *w, uint32_t field, const uint8_t *p, size
       }
       if (q->action[i] == Q_MATMUL) matmul_pattern(w->b, n, q->weight[i]);
       else if (q->action[i] == Q_QOP) qlinear_matmul(w->b, n, q->weight[i]);
-      else if (q->action[i] && q->action[i] != Q_QDQ) direct_pattern(w->b, f.data, f.len, n, q->weight[i]);
-      else if (has_subgraphs(n) || renames(w, n, own)) rewrite_node(w, f.data, f.len, n, own);
-      else pbw_copy(w->b, start, r.p);
+      else if (q->action[i] && q->action[i] != Q_QDQ) direct_pattern(w->b, f->data, f->len, n, q->weight[i]);
+      else if (has_subgraphs(n) || renames(w, n, own)) rewrite_node(w, f->data, f->len, n, own);
+      else walk_copy(w->b, &k);
       dql_nodes(w->b, q, (int)i);
       qdq_nodes(w->b, q, (int)i, w->plan->qoperator);
-    } else if (is_len && f.number == GRAPH_INITIALIZER && names_dropped(w, g, f.data, f.len, TENSOR_NAME)) {
+    } else if (is_len && f->number == GRAPH_INITIALIZER &&
+               names_dropped(w, g, f->data, f->len, TENSOR_NAME)) {
       continue;
-    } else if (is_len && (f.number == GRAPH_INPUT || f.number == GRAPH_VALUE_INFO) &&
-               names_dropped(w, g, f.data, f.len, 1)) {
+    } else if (is_len && (f->number == GRAPH_INPUT || f->number == GRAPH_VALUE_INFO) &&
+               names_dropped(w, g, f->data, f->len, 1)) {
       continue;
     } else {
-      pbw_copy(w->b, start, r.p);
+      walk_copy(w->b, &k);
     }
   }
   for (size_t i = 0; i < q->n_home; i++) weight_initializers(w->b, q->home[i]);
@@ -392,13 +405,10 @@ static void rewrite_graph(struct wctx *w, uint32_t field, const uint8_t *p, size
 
 void quantize_write(struct pbw *b, const tolk_model *m, const struct qplan *p) {
   struct wctx w = {b, p};
-  struct pb r = pb_init(m->map, m->map_size);
-  struct pb_field f;
-  const char *why;
-  while (!pb_eof(&r)) {
-    const uint8_t *start = r.p;
-    if (!pb_next(&r, &f, &why)) break;
-    if (f.number == MODEL_GRAPH && f.wire == PB_LEN) rewrite_graph(&w, MODEL_GRAPH, f.data, f.len, m->ir.graph);
-    else pbw_copy(b, start, r.p);
+  struct walk k = walk_init(m->map, m->map_size);
+  while (walk_next(&k)) {
+    if (k.f.number == MODEL_GRAPH && k.f.wire == PB_LEN)
+      rewrite_graph(&w, MODEL_GRAPH, k.f.data, k.f.len, m->ir.graph);
+    else walk_copy(b, &k);
   }
 }

@@ -10,6 +10,7 @@
 
 #include "contrib_cpu.h"
 #include "kern/kern.h"
+#include "matmul.h"
 #include "quant_util.h"
 
 /* ------------------------------------------------------------ GELU family */
@@ -59,6 +60,33 @@ static tolk_status run_quick_gelu(struct op_ctx *c) {
 
 /* ----------------------------------------------------------- FusedMatMul */
 
+struct fmm_job {
+  bool ta, tb;
+  int64_t m, n, k;
+  float alpha;
+  const float *a, *b;
+  float *y;
+  int brank;
+  int64_t bd[IR_MAX_RANK], as[IR_MAX_RANK], bs[IR_MAX_RANK];
+  struct tolk_pool *inner; /* each product's GEMM's pool (mm_split) */
+};
+
+/* Products [begin, end) of the batch. */
+static void fmm_range(void *arg, int64_t begin, int64_t end) {
+  const struct fmm_job *j = arg;
+  int64_t m = j->m, n = j->n, k = j->k;
+  for (int64_t bi = begin; bi < end; bi++) {
+    int64_t rem = bi, ai = 0, bj = 0;
+    for (int d = j->brank - 1; d >= 0; d--) {
+      int64_t idx = rem % j->bd[d];
+      rem /= j->bd[d];
+      ai += idx * j->as[d], bj += idx * j->bs[d];
+    }
+    kern_sgemm(j->ta, j->tb, m, n, k, j->alpha, j->a + ai * m * k, j->ta ? m : k, j->b + bj * k * n,
+               j->tb ? k : n, 0.0f, j->y + bi * m * n, n, j->inner);
+  }
+}
+
 /* Y = alpha * op(A) @ op(B) with numpy-matmul batch broadcasting; op()
  * transposes the last two dims when transA / transB is set (rank-1 inputs
  * are never transposed). */
@@ -103,18 +131,12 @@ static tolk_status run_fused_matmul(struct op_ctx *c) {
   struct tensor *y = op_output(c, 0, TOLK_FLOAT, orank, odims);
   if (!y) return quant_err(c);
   if (y->numel == 0) return TOLK_OK;
-  const float *ad = a->data, *bdta = b->data;
-  float *yd = y->data;
-  for (int64_t bi = 0; bi < nbatch; bi++) {
-    int64_t rem = bi, ai = 0, bj = 0;
-    for (int d = brank - 1; d >= 0; d--) {
-      int64_t idx = rem % bd[d];
-      rem /= bd[d];
-      ai += idx * as[d], bj += idx * bs[d];
-    }
-    kern_sgemm(ta, tb, m, n, k, alpha, ad + ai * m * k, ta ? m : k, bdta + bj * k * n,
-               tb ? k : n, 0.0f, yd + bi * m * n, n, c->pool);
-  }
+  struct fmm_job j = {ta, tb, m, n, k, alpha, a->data, b->data, y->data, brank, {0}, {0}, {0}, c->pool};
+  memcpy(j.bd, bd, (size_t)brank * sizeof *bd);
+  memcpy(j.as, as, (size_t)brank * sizeof *as);
+  memcpy(j.bs, bs, (size_t)brank * sizeof *bs);
+  /* As MatMul does: many small products (attention heads) one per task. */
+  mm_split(c, nbatch, 2.0 * (double)m * (double)n * (double)k, fmm_range, &j, &j.inner);
   return TOLK_OK;
 }
 

@@ -130,11 +130,21 @@ int engine_open(const char *dir, size_t slot, const struct models_config *c, str
     return -1;
   }
   e->slot = slot;
-  snprintf(e->dir, sizeof e->dir, "%s", dir);
-  size_t l = strlen(e->dir);
+  size_t l = strlen(dir);
+  if (l >= sizeof e->dir) {
+    snprintf(msg, msgsz, "model folder path of %zu bytes: at most %zu", l, sizeof e->dir - 1);
+    free(e);
+    return -1;
+  }
+  memcpy(e->dir, dir, l + 1);
   while (l > 1 && e->dir[l - 1] == '/') e->dir[--l] = '\0';
   const char *base = strrchr(e->dir, '/');
-  snprintf(e->name, sizeof e->name, "%s", base ? base + 1 : e->dir);
+  base = base ? base + 1 : e->dir;
+  /* The name is for display and the API's model list: a long one is cut. */
+  size_t bl = strlen(base);
+  if (bl >= sizeof e->name) bl = sizeof e->name - 1;
+  memcpy(e->name, base, bl);
+  e->name[bl] = '\0';
   tolk_translator_params tp = tolk_translator_default_params();
   tp.threads = c->threads;
   tp.int8 = c->int8;

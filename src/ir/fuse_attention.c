@@ -1,0 +1,198 @@
+/*
+ * fuse_attention.c — the `all` level's attention fusion: the multi-head
+ * attention exporters spell out op by op becomes one com.microsoft
+ * MultiHeadAttention, as ORT's transformer optimizer does for BART/Marian
+ * (onnxruntime/python/tools/transformers/fusion_bart_attention.py):
+ *
+ *   Q3, K3, V3 = projections of T (MatMul by a 2-D weight, bias Add optional)
+ *   Qt = Transpose(Reshape(Q3, [B, S, -1|N, H]), 0 2 1 3)
+ *   Kt = Transpose(Reshape(K3, …), 0 2 3 1)        (or 0 2 1 3 with transB)
+ *   Vt = Transpose(Reshape(V3, …), 0 2 1 3)
+ *   P  = Softmax(MatMul|FusedMatMul(Qt, Kt, alpha) [+ M], last axis)
+ *   Y  = Reshape(Transpose(MatMul(P, Vt), 0 2 1 3), [B, S, -1|N·H])
+ * →
+ *   Y = MultiHeadAttention(Q3, K3, V3, attention_bias = M; num_heads N, scale alpha)
+ *
+ * With no shape inference in tolk, the reshapes are proved to split the
+ * last axis into (N, H) from what builds their shapes: a Concat of
+ * Unsqueeze(Gather(Shape(T), 0 or 1)) — T being the projection's input, so
+ * its batch and sequence are the projection's — and constants. N comes from
+ * the constant or from the projection weight's width over H. The mask M is
+ * taken only when a Slice on axis 3 makes it (so its rank is 4, as
+ * attention_bias must be; Optimum's Marian masks are sliced so). The nodes
+ * the fused node replaces die here; the reshapes, transposes and shape
+ * arithmetic no one reads any more go in the dead-node pass after.
+ */
+#include <string.h>
+
+#include "rewrite.h"
+
+static struct ir_node *made_by(const struct ir_value *v, const char *op) {
+  if (!v || !v->producer || *v->producer->domain || strcmp(v->producer->op_type, op)) return NULL;
+  return v->producer;
+}
+
+static bool only_into(const struct ir_rw *rw, const struct ir_node *n, const struct ir_node *into) {
+  return n->n_outputs == 1 && n->outputs[0] && ir_rw_sole_reader(rw, n->outputs[0]) == into;
+}
+
+/* The one int64 a constant of one element holds. */
+static bool int_const(const struct ir_value *v, int64_t *out) {
+  const struct ir_tensor *t = v ? v->init : NULL;
+  if (!t || t->dtype != TOLK_INT64 || t->numel != 1 || !t->data || (v->flags & IR_VALUE_GRAPH_INPUT))
+    return false;
+  memcpy(out, t->data, sizeof *out);
+  return true;
+}
+
+static bool perm_is(const struct ir_node *t, const int64_t *p, size_t n) {
+  const struct ir_attr *a = t ? ir_node_attr(t, "perm") : NULL;
+  return a && a->type == IR_ATTR_INTS && a->n == n && !memcmp(a->ints, p, n * sizeof *p);
+}
+
+/* Whether v is dimension `axis` of t as a 1-D tensor:
+ * Unsqueeze(Gather(Shape(t), axis), [0]). */
+static bool dim_of(const struct ir_value *v, const struct ir_value *t, int64_t axis) {
+  const struct ir_node *u = made_by(v, "Unsqueeze"), *g = NULL, *s = NULL;
+  int64_t k;
+  if (!u || u->n_inputs != 2 || !int_const(u->inputs[1], &k) || k != 0) return false;
+  if (!(g = made_by(u->inputs[0], "Gather")) || ir_attr_int(g, "axis", 0) != 0) return false;
+  if (!int_const(g->inputs[1], &k) || k != axis) return false;
+  s = made_by(g->inputs[0], "Shape");
+  return s && s->inputs[0] == t && !ir_node_attr(s, "start") && !ir_node_attr(s, "end");
+}
+
+/* The input T of a projection x = [Add(bias,)] MatMul(T, W), W a 2-D
+ * constant; *width receives W's columns. */
+static const struct ir_value *projected(const struct ir_value *x, int64_t *width) {
+  const struct ir_node *add = made_by(x, "Add"), *mm;
+  if (add && add->n_inputs == 2) {
+    for (size_t i = 0; i < 2; i++) {
+      const struct ir_value *b = add->inputs[i];
+      if (b && b->init && b->init->rank == 1 && (mm = made_by(add->inputs[1 - i], "MatMul"))) {
+        x = add->inputs[1 - i];
+        break;
+      }
+    }
+  }
+  mm = made_by(x, "MatMul");
+  const struct ir_value *w = mm ? mm->inputs[1] : NULL;
+  if (!w || !w->init || w->init->rank != 2 || (w->flags & IR_VALUE_GRAPH_INPUT)) return NULL;
+  *width = w->init->dims[1];
+  return mm->inputs[0];
+}
+
+/* x4 = Reshape(x3, [B, S|-1, N|-1, H]) splitting x3's last axis into N
+ * heads of H: sets *x3, *heads, *head. */
+static bool split_heads(const struct ir_value *x4, struct ir_value **x3, int64_t *heads, int64_t *head) {
+  const struct ir_node *r = made_by(x4, "Reshape"), *c;
+  int64_t width, n2, n1;
+  if (!r || r->n_inputs != 2 || !(c = made_by(r->inputs[1], "Concat")) || c->n_inputs != 4) return false;
+  const struct ir_value *t = projected(r->inputs[0], &width);
+  if (!t || !dim_of(c->inputs[0], t, 0) || !int_const(c->inputs[3], head) || *head <= 0 ||
+      !int_const(c->inputs[2], &n2) || (n2 != -1 && n2 <= 0))
+    return false;
+  if (!dim_of(c->inputs[1], t, 1) && !(int_const(c->inputs[1], &n1) && n1 == -1 && n2 > 0)) return false;
+  *heads = n2 > 0 ? n2 : width / *head;
+  if (*heads <= 0 || *heads * *head != width) return false;
+  *x3 = r->inputs[0];
+  return true;
+}
+
+/* y = Reshape(ctx, [B, S, -1|N·H]) with B and S those of t. */
+static bool merge_heads(const struct ir_node *r, const struct ir_value *t, int64_t width) {
+  const struct ir_node *c = r->n_inputs == 2 ? made_by(r->inputs[1], "Concat") : NULL;
+  int64_t last;
+  return c && c->n_inputs == 3 && dim_of(c->inputs[0], t, 0) && dim_of(c->inputs[1], t, 1) &&
+         int_const(c->inputs[2], &last) && (last == -1 || last == width);
+}
+
+/* The 4-D mask a Slice on axis 3 makes (see the file's comment). */
+static bool sliced_4d(const struct ir_value *m) {
+  const struct ir_node *s = made_by(m, "Slice");
+  int64_t axis;
+  return s && s->n_inputs >= 4 && int_const(s->inputs[3], &axis) && (axis == 3 || axis == -1);
+}
+
+struct attn {
+  struct ir_node *qk, *add, *softmax, *pv, *tr, *out;
+  struct ir_value *q3, *k3, *v3, *mask;
+  float scale;
+  int64_t heads, head;
+};
+
+/* Q·K^T with its scale, from the MatMul or FusedMatMul a->qk. */
+static bool match_qk(struct attn *a) {
+  static const int64_t bnsh[] = {0, 2, 1, 3}, bnhs[] = {0, 2, 3, 1};
+  const struct ir_node *qk = a->qk;
+  int trans_b = 0;
+  a->scale = 1.0f;
+  if (!strcmp(qk->domain, "com.microsoft") && !strcmp(qk->op_type, "FusedMatMul")) {
+    if (ir_attr_int(qk, "transA", 0) || ir_attr_int(qk, "transBatchA", 0) || ir_attr_int(qk, "transBatchB", 0))
+      return false;
+    trans_b = (int)ir_attr_int(qk, "transB", 0);
+    a->scale = ir_attr_float(qk, "alpha", 1.0f);
+  } else if (*qk->domain || strcmp(qk->op_type, "MatMul")) {
+    return false;
+  }
+  const struct ir_node *tq = made_by(qk->inputs[0], "Transpose"), *tk = made_by(qk->inputs[1], "Transpose");
+  if (!perm_is(tq, bnsh, 4) || !perm_is(tk, trans_b ? bnsh : bnhs, 4)) return false;
+  int64_t hk, sk;
+  return split_heads(tq->inputs[0], &a->q3, &a->heads, &a->head) &&
+         split_heads(tk->inputs[0], &a->k3, &hk, &sk) && hk == a->heads && sk == a->head;
+}
+
+static bool match_attention(struct ir_rw *rw, struct ir_node *out, struct attn *a) {
+  static const int64_t bnsh[] = {0, 2, 1, 3};
+  memset(a, 0, sizeof *a);
+  a->out = out;
+  if (strcmp(out->op_type, "Reshape") || *out->domain || !out->outputs[0]) return false;
+  if (!(a->tr = made_by(out->inputs[0], "Transpose")) || !perm_is(a->tr, bnsh, 4) || !only_into(rw, a->tr, out))
+    return false;
+  if (!(a->pv = made_by(a->tr->inputs[0], "MatMul")) || !only_into(rw, a->pv, a->tr)) return false;
+  if (!(a->softmax = made_by(a->pv->inputs[0], "Softmax")) || !only_into(rw, a->softmax, a->pv)) return false;
+  int64_t axis = ir_attr_int(a->softmax, "axis", a->softmax->opset >= 13 ? -1 : 1);
+  if (axis != -1 && axis != 3) return false;
+  struct ir_value *scores = a->softmax->inputs[0];
+  if ((a->add = made_by(scores, "Add"))) {
+    if (!only_into(rw, a->add, a->softmax)) return false;
+    for (size_t i = 0; i < 2 && !a->qk; i++) {
+      struct ir_node *p = a->add->inputs[i] ? a->add->inputs[i]->producer : NULL;
+      if (p && sliced_4d(a->add->inputs[1 - i]) && only_into(rw, p, a->add)) {
+        a->qk = p;
+        a->mask = a->add->inputs[1 - i];
+      }
+    }
+  } else {
+    a->qk = scores ? scores->producer : NULL;
+    if (a->qk && !only_into(rw, a->qk, a->softmax)) return false;
+  }
+  if (!a->qk || !match_qk(a)) return false;
+  const struct ir_node *tv = made_by(a->pv->inputs[1], "Transpose");
+  int64_t hv, sv, width;
+  if (!perm_is(tv, bnsh, 4) || !split_heads(tv->inputs[0], &a->v3, &hv, &sv) || hv != a->heads) return false;
+  const struct ir_value *t = projected(a->q3, &width);
+  return t && merge_heads(out, t, a->heads * sv);
+}
+
+int ir_pass_attention(struct ir_rw *rw) {
+  int n = 0;
+  for (size_t k = 0; k < rw->g->n_nodes; k++) {
+    struct attn a;
+    if (rw->dead[k] || !match_attention(rw, rw->g->nodes[k], &a)) continue;
+    struct ir_node *gone[] = {a.out, a.tr, a.pv, a.softmax, a.add, a.qk};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
+      if (gone[i]) ir_rw_kill(rw, gone[i]);
+    struct ir_value *in[6] = {a.q3, a.k3, a.v3, NULL, NULL, a.mask};
+    char name[512];
+    struct ir_node *m = ir_rw_node(rw, a.out, "MultiHeadAttention", "com.microsoft",
+                                   ir_rw_node_name(rw, a.out->name, "AttentionFusion", name, sizeof name), in,
+                                   a.mask ? 6 : 3, a.out->outputs, 1, 2);
+    if (!m) return -1;
+    ir_rw_attr_int(m, 0, "num_heads", a.heads);
+    ir_rw_attr_float(m, 1, "scale", a.scale);
+    n++;
+  }
+  if (rw->oom) return -1;
+  return ir_rw_commit(rw) ? n : -1;
+}

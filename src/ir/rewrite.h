@@ -1,0 +1,137 @@
+/*
+ * rewrite.h — editing a model's main graph in place: the ground the
+ * optimisation passes (rewrite.c, fuse.c, fuse_attention.c; constant
+ * folding in src/exec/optimize.c, which needs the kernels) stand on, and
+ * what the writer (src/onnx/write.c) reads back.
+ *
+ * A pass kills nodes and places new ones where a killed node stood, then
+ * ir_rw_commit() compacts the node list (renumbering node->index; a node a
+ * pass made has src_index -1). Values keep their identity: a fused node
+ * writes the very ir_value the pattern's last node wrote, so readers, graph
+ * outputs and names stay as they were. A value whose producer was killed and
+ * not replaced has producer NULL and is gone from the graph.
+ *
+ * Each graph — the main one, and each If/Loop/Scan body — is edited on its
+ * own (one ir_rw each). A value a nested graph reads, like a graph output,
+ * is pinned: its name must stay, so a pass may fold its producer into an
+ * initializer of that name but never rename it or fuse it away.
+ * The edits allocate in the model's arena; the side tables are malloc'd and
+ * freed by ir_rw_end.
+ */
+#ifndef TOLK_IR_REWRITE_H
+#define TOLK_IR_REWRITE_H
+
+#include "ir.h"
+
+struct ir_rw {
+  struct ir_model *m;
+  struct ir_graph *g;    /* the graph edited in place (m's main graph or a body in it) */
+  uint32_t *uses;        /* per value index: live node inputs reading it */
+  uint8_t *pinned;       /* per value index: a graph output or read by a subgraph */
+  bool *dead;            /* per node position: killed, dropped by ir_rw_commit */
+  struct ir_node **placed; /* per node position: a new node put in its place, or NULL */
+  size_t cap_values;     /* capacity of g->values (and of uses, pinned) */
+  size_t cap_nodes;      /* capacity of dead, placed */
+  size_t cap_inits;      /* capacity of g->initializers */
+  int serial;            /* makes the names of new values unique */
+  bool oom;              /* an allocation failed: the graph is unchanged since */
+};
+
+/* Prepares to edit graph g of model m; false when out of memory (call
+ * ir_rw_end all the same). */
+bool ir_rw_begin(struct ir_rw *rw, struct ir_model *m, struct ir_graph *g);
+void ir_rw_end(struct ir_rw *rw);
+
+/* Recounts uses and pins (after edits; commit does it too). */
+bool ir_rw_count(struct ir_rw *rw);
+
+/* Live nodes in the graph. */
+size_t ir_rw_live_nodes(const struct ir_rw *rw);
+
+/* The single live node reading v, or NULL when v has not exactly one
+ * reader or is pinned. */
+struct ir_node *ir_rw_sole_reader(const struct ir_rw *rw, const struct ir_value *v);
+
+/* Kills node n: its outputs lose their producer. */
+void ir_rw_kill(struct ir_rw *rw, struct ir_node *n);
+
+/* A new value named after `base` + `suffix` (made unique in the graph), or
+ * NULL when out of memory. */
+struct ir_value *ir_rw_value(struct ir_rw *rw, const char *base, const char *suffix);
+
+/* A new node of op_type/domain named name, reading in[0..n_in) (NULL
+ * entries: omitted inputs) and writing out[0..n_out), with n_attrs zeroed
+ * attributes for the caller to fill (ir_rw_attr_*), placed where the killed
+ * node `where` stood. Its outputs' producer becomes it. NULL when out of
+ * memory. */
+struct ir_node *ir_rw_node(struct ir_rw *rw, struct ir_node *where, const char *op_type,
+                           const char *domain, const char *name, struct ir_value *const *in,
+                           size_t n_in, struct ir_value *const *out, size_t n_out, size_t n_attrs);
+/* A name for a node a fusion makes, unique in the graph: ORT's
+ * "ANCHOR/FUSION/" after the node it replaces, numbered when that is taken
+ * or the anchor has no name. Written into buf (n bytes), returned. */
+const char *ir_rw_node_name(struct ir_rw *rw, const char *anchor, const char *fusion, char *buf, size_t n);
+void ir_rw_attr_int(struct ir_node *n, size_t k, const char *name, int64_t v);
+void ir_rw_attr_float(struct ir_node *n, size_t k, const char *name, float v);
+
+/* Replaces every live reading of `from` by `to` (not for pinned values). */
+void ir_rw_replace_uses(struct ir_rw *rw, struct ir_value *from, struct ir_value *to);
+
+/* Makes v a constant of the graph holding t (killing nothing: the caller
+ * kills v's producer). False when out of memory. */
+bool ir_rw_make_initializer(struct ir_rw *rw, struct ir_value *v, struct ir_tensor *t);
+
+/* A new tensor in the model's arena: dtype, dims, a copy of nbytes bytes. */
+struct ir_tensor *ir_rw_tensor(struct ir_rw *rw, int32_t dtype, const int64_t *dims, int rank,
+                               const void *data, size_t nbytes);
+
+/* Drops the killed nodes, puts the placed ones in their slots, renumbers,
+ * drops initializers nothing reads any more (unless graph inputs) and
+ * recounts. False when out of memory. */
+bool ir_rw_commit(struct ir_rw *rw);
+
+/* A float constant's single value: v is an initializer of one element
+ * (any rank) of dtype float. */
+bool ir_rw_scalar(const struct ir_value *v, float *out);
+
+/* ------------------------------------------------------------ passes
+ * Each returns the number of rewrites it made, or -1 when out of memory
+ * (the graph is then valid but partly rewritten). */
+
+/* Constant nodes (value, value_float(s), value_int(s)) become
+ * initializers: what the fusions match needs no kernel to be seen. */
+int ir_pass_constants(struct ir_rw *rw);
+/* Removes nodes no graph output depends on (ORT's dead-node removal):
+ * a node is kept if an output is pinned or read by a kept node. */
+int ir_pass_dce(struct ir_rw *rw);
+/* Merges nodes of the same op, domain, attributes and inputs (ORT's
+ * common-subexpression elimination): duplicate Shape/Gather/Unsqueeze/
+ * Concat chains of one tensor collapse into one. */
+int ir_pass_cse(struct ir_rw *rw);
+/* Replaces a Shape of a value whose declared shape is fully static by an
+ * int64 initializer, so constant folding takes the chain behind it. */
+int ir_pass_static_shape(struct ir_rw *rw);
+
+/* Fusions (fuse.c), ONNX Runtime's extended level. */
+/* x * Sigmoid(x) (SiLU) and x * Sigmoid(alpha * x) -> com.microsoft
+ * QuickGelu(x, alpha). */
+int ir_pass_quick_gelu(struct ir_rw *rw);
+/* x * 0.5 * (1 + Erf(x / sqrt 2)) -> com.microsoft Gelu, or BiasGelu when
+ * x = Add(y, bias) with a 1-D constant bias. */
+int ir_pass_gelu(struct ir_rw *rw);
+/* MatMul(Transpose(a, perm swapping the last two axes), b) and
+ * MatMul(a, Transpose(b)) -> com.microsoft FusedMatMul(transA/transB), and
+ * a scalar Mul or Div by a constant before or after a MatMul folded into
+ * FusedMatMul's alpha (ORT's MatMulTransposeFusion, MatMulScaleFusion). */
+int ir_pass_fused_matmul(struct ir_rw *rw);
+/* The decomposed LayerNormalization exporters write for opsets before 17
+ * (ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div, Mul gamma, Add
+ * beta) -> LayerNormalization on the last axis; only in models importing
+ * ai.onnx 17 or later, where that op exists. */
+int ir_pass_layernorm(struct ir_rw *rw);
+
+/* The all level (fuse_attention.c): Marian/BART multi-head attention
+ * spelled out op by op -> com.microsoft MultiHeadAttention. */
+int ir_pass_attention(struct ir_rw *rw);
+
+#endif /* TOLK_IR_REWRITE_H */

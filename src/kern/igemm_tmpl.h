@@ -1,0 +1,116 @@
+/*
+ * igemm_tmpl.h — the register tile of the 8-bit GEMM (igemm.h), written once
+ * and instantiated per ISA, as sgemm_tmpl.h does for fp32. The including file
+ * (compiled with its tier's flags) defines the vector type and the tier's
+ * inner product as a few inline functions, then includes this; the loop over
+ * k, the accumulators and the dispatch on mr are the same for every tier.
+ *
+ * Each of the mr rows keeps two accumulators (c0, c1), each step of the k
+ * loop loads two B vectors (b0, b1) from the panel and, for every row,
+ * multiplies them into that row's accumulators with the row's packed A.
+ * 6 rows × 2 = 12 accumulators. They are named variables rather than an
+ * array: GCC keeps an array of vectors in memory when the row loop is not
+ * fully unrolled, which costs half the speed. MR is a constant in every
+ * instantiation, so the `MR > r` tests fold away, and so does `flag`
+ * (igt_tile_mr is instantiated for true and false).
+ *
+ * The includer defines before including:
+ *   IGT_NAME     the tile function to define, of igemm.h's tile signature
+ *   IGT_A        the element type of packed A (int32_t pairs, uint32_t quads)
+ *   IGT_BUILT    1 when the compiler knows the tier's instructions, else 0:
+ *                then IGT_NAME is an empty stand-in that igemm.c never
+ *                selects, and nothing below is needed
+ *   IGT_BUILT_FN optional: the name of a `bool f(void)` to define, telling
+ *                igemm.c whether the tier was built
+ * and, with IGT_BUILT 1:
+ *   IGT_V        the vector type
+ *   IGT_STEP     A elements one k step consumes: 1, or 2 where c0 and c1
+ *                take alternate elements (and their B) to hide the
+ *                multiply-add's latency; then an odd count ends with one
+ *                step into c0 alone
+ *   igt_zero()                           a zero vector
+ *   igt_load(panel, t, flag, &b0, &b1)   the B vectors of step t (A index t)
+ *   igt_madd(&c0, &c1, a, b0, b1)        c0, c1 += row's A at a · b0, b1
+ *   igt_store(row, c0, c1)               the row's 16 int32 sums to row[0..15]
+ *   with IGT_STEP 2 also
+ *   igt_load_last(panel, t, flag)        b0 of the last, odd step
+ *   igt_madd_last(c0, a, b0)             c0 + A at a · b0
+ * `flag` is the tile's bool: B signed (AVX2) or B to flip (VNNI).
+ */
+#include "igemm.h"
+
+#ifdef IGT_BUILT_FN
+bool IGT_BUILT_FN(void) { return IGT_BUILT; }
+#endif
+
+#if !IGT_BUILT
+void IGT_NAME(int mr, int64_t n, const IGT_A *pa, int64_t pa_ld, const uint8_t *panel, bool flag,
+              int32_t *tile) {
+  (void)mr, (void)n, (void)pa, (void)pa_ld, (void)panel, (void)flag, (void)tile;
+}
+#else
+
+#define IGT_AI static inline __attribute__((always_inline))
+
+#define IGT_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define IGT_ROW_MADD(r) \
+  if (MR > r) igt_madd(&c##r##0, &c##r##1, pa + r * pa_ld + t, b0, b1);
+#define IGT_ROW_MADD_LAST(r) \
+  if (MR > r) c##r##0 = igt_madd_last(c##r##0, pa + r * pa_ld + t, b0);
+#define IGT_ROW_STORE(r) \
+  if (MR > r) igt_store(tile + r * KERN_IGEMM_NR, c##r##0, c##r##1);
+
+IGT_AI void igt_tile_mr(const int MR, int64_t n, const IGT_A *pa, int64_t pa_ld,
+                        const uint8_t *panel, const bool flag, int32_t *tile) {
+  IGT_V c00 = igt_zero(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00,
+        c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+  int64_t t = 0;
+  for (; t + IGT_STEP <= n; t += IGT_STEP) {
+    IGT_V b0, b1;
+    igt_load(panel, t, flag, &b0, &b1);
+    IGT_ROWS(IGT_ROW_MADD)
+  }
+#if IGT_STEP == 2
+  if (t < n) {
+    IGT_V b0 = igt_load_last(panel, t, flag);
+    IGT_ROWS(IGT_ROW_MADD_LAST)
+  }
+#elif IGT_STEP != 1
+#error "igemm_tmpl.h: IGT_STEP is 1 or 2"
+#endif
+  IGT_ROWS(IGT_ROW_STORE)
+}
+
+#if KERN_IGEMM_MR != 6
+#error "igemm_tmpl.h: the rows above assume KERN_IGEMM_MR == 6"
+#endif
+
+#define IGT_CASE(MR)                                       \
+  case MR:                                                 \
+    if (flag)                                              \
+      igt_tile_mr(MR, n, pa, pa_ld, panel, true, tile);    \
+    else                                                   \
+      igt_tile_mr(MR, n, pa, pa_ld, panel, false, tile);   \
+    break;
+
+void IGT_NAME(int mr, int64_t n, const IGT_A *pa, int64_t pa_ld, const uint8_t *panel, bool flag,
+              int32_t *tile) {
+  switch (mr) {
+    IGT_CASE(1)
+    IGT_CASE(2)
+    IGT_CASE(3)
+    IGT_CASE(4)
+    IGT_CASE(5)
+    IGT_CASE(6)
+  default: break;
+  }
+}
+
+#undef IGT_CASE
+#undef IGT_ROW_STORE
+#undef IGT_ROW_MADD_LAST
+#undef IGT_ROW_MADD
+#undef IGT_ROWS
+#undef IGT_AI
+
+#endif /* IGT_BUILT */
