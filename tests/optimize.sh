@@ -10,20 +10,8 @@ tolk=$1 conformance=$2 case=$3
 src=$(cd "$(dirname "$0")/.." && pwd)
 tiny=$src/tests/fixtures/marian-tiny
 golden=$src/tests/fixtures/golden/marian-tiny
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-# Runs tolk optimize expecting exit 2, a stderr line matching $1, and an empty $tmp/out.
-expect_refusal() {
-  local re=$1; shift
-  mkdir -p "$tmp/out"
-  "$tolk" optimize "$@" >"$tmp/stdout" 2>"$tmp/stderr"
-  local rc=$?
-  [ $rc -eq 2 ] || fail "exit status $rc, wanted 2: $(cat "$tmp/stderr")"
-  grep -Eq -- "$re" "$tmp/stderr" || fail "stderr does not match /$re/: $(cat "$tmp/stderr")"
-  [ -z "$(ls -A "$tmp/out")" ] || fail "files left behind: $(ls -A "$tmp/out")"
-}
+verb=optimize
+. "$src/tests/refusal.sh"
 
 case $case in
 golden-*)

@@ -9,20 +9,8 @@ set -u
 tolk=$1 case=$2
 src=$(cd "$(dirname "$0")/.." && pwd)
 tiny=$src/tests/fixtures/marian-tiny
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-# Runs tolk quantize expecting exit 2, a stderr line matching $1, and an empty $tmp/out.
-expect_refusal() {
-  local re=$1; shift
-  mkdir -p "$tmp/out"
-  "$tolk" quantize "$@" >"$tmp/stdout" 2>"$tmp/stderr"
-  local rc=$?
-  [ $rc -eq 2 ] || fail "exit status $rc, wanted 2: $(cat "$tmp/stderr")"
-  grep -Eq -- "$re" "$tmp/stderr" || fail "stderr does not match /$re/: $(cat "$tmp/stderr")"
-  [ -z "$(ls -A "$tmp/out")" ] || fail "files left behind: $(ls -A "$tmp/out")"
-}
+verb=quantize
+. "$src/tests/refusal.sh"
 
 case $case in
 folder)
