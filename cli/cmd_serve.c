@@ -28,7 +28,7 @@ static const struct cli_option options[] = {
     [OPT_MAX_BATCH_ROWS] = {"max-batch-rows", 0, "N", "rows (beams count) in one decoding batch (0: no bound);\nmore wait in the queue"},
     [OPT_MAX_WAIT_MS] = {"max-wait-ms", 0, "N", "an idle scheduler waits up to N ms for company"},
     [OPT_MAX_QUEUE] = {"max-queue", 0, "N", "sentences waiting, all requests together; more: 503"},
-    [OPT_MAX_QUEUE_WAIT] = {"max-queue-wait", 0, "S", "refuse (503) a text that would wait over S s to start,\nat the rate the queue drains (0: only what would miss --timeout)"},
+    [OPT_MAX_QUEUE_WAIT] = {"max-queue-wait", 0, "S|Nx", "refuse (503) a text that would wait over S s to start,\nat the rate the queue drains, or over N times the time a\nsentence stays in the batch at the current load (0.25x)\n(0: only what would miss --timeout)"},
     [OPT_TIMEOUT] = {"timeout", 0, "S", "a request's translation deadline in seconds; past it: 504"},
     [OPT_DRAIN] = {"drain", 0, "S", "on SIGTERM, seconds for the requests in flight"},
     [OPT_CONN_TIMEOUT] = {"conn-timeout", 0, "S", "a request must arrive whole within S s; idle connections close"},
@@ -83,6 +83,19 @@ static bool seconds(const struct cli_args *a, double *out) {
   return true;
 }
 
+/* --max-queue-wait: seconds, or a multiple of a sentence's stay ("0.25x"). */
+static bool queue_wait(const struct cli_args *a, struct tolk_serve_config *c) {
+  char *end;
+  double v = strtod(a->value, &end);
+  bool stays = *end == 'x' && end[1] == '\0';
+  c->max_queue_wait_s = c->max_queue_wait_stays = 0;
+  if (end != a->value && (stays || !*end) && v >= 0 && v <= (stays ? 1000 : 1e9) && !(stays && v == 0)) {
+    *(stays ? &c->max_queue_wait_stays : &c->max_queue_wait_s) = v;
+    return true;
+  }
+  return cli_bad_value(a, "seconds from 0 to 1e9 (0.1), or a multiple of a sentence's stay up to 1000 (0.25x)"), false;
+}
+
 static bool bytes(const struct cli_args *a, size_t *out) {
   char *end;
   unsigned long long v = strtoull(a->value, &end, 10);
@@ -129,7 +142,7 @@ static bool serve_option(const struct cli_args *a, int opt, struct tolk_serve_co
   case OPT_MAX_BATCH_ROWS: return whole(a, 0, 1 << 20, &c->max_batch_rows);
   case OPT_MAX_WAIT_MS: return whole(a, 0, 10000, &c->max_wait_ms);
   case OPT_MAX_QUEUE: return whole(a, 1, 1 << 20, &c->max_queue);
-  case OPT_MAX_QUEUE_WAIT: return seconds(a, &c->max_queue_wait_s);
+  case OPT_MAX_QUEUE_WAIT: return queue_wait(a, c);
   case OPT_TIMEOUT: return seconds(a, &c->timeout_s);
   case OPT_DRAIN: return seconds(a, &c->drain_s);
   case OPT_CONN_TIMEOUT: return seconds(a, &c->conn_timeout_s);

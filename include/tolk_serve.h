@@ -24,6 +24,8 @@ struct tolk_serve_config {
   int max_batch_rows;                 /* rows (beams count) in one decoding batch; 0: no bound */
   double timeout_s;                   /* a request's translation deadline (504 past it) */
   double max_queue_wait_s;            /* refuse (503) what would wait longer to start; 0: only the deadline */
+  double max_queue_wait_stays;        /* the same bound as a multiple of a sentence's expected time in the
+                                         batch at the current load (when max_queue_wait_s is 0; 0: none) */
   double drain_s;                     /* SIGTERM: how long in-flight requests may take */
   double conn_timeout_s;              /* idle connections, and the time to send a request */
   size_t max_body;                    /* bytes (413 past it) */

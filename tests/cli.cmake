@@ -47,4 +47,10 @@ tolk_usage_error_test(cli_usage_serve_bad_port serve "--port wants a whole numbe
 tolk_usage_error_test(cli_usage_serve_bad_rate serve "--rate-limit wants a rate such as 60/min, not '60'" --rate-limit 60)
 tolk_usage_error_test(cli_usage_serve_bad_body serve "--max-body wants a size from 1 to 4G: bytes, or k or M .1M., not '1G'"
   --max-body 1G)
+tolk_usage_error_test(cli_usage_serve_bad_queue_wait serve
+  "--max-queue-wait wants seconds from 0 to 1e9 .0.1., or a multiple of a sentence's stay up to 1000 .0.25x., not '-1x'"
+  --max-queue-wait -1x)
+tolk_usage_error_test(cli_usage_serve_bad_queue_wait_s serve
+  "--max-queue-wait wants seconds from 0 to 1e9 .0.1., or a multiple of a sentence's stay up to 1000 .0.25x., not 'soon'"
+  --max-queue-wait soon)
 tolk_usage_error_test(cli_usage_serve_operand serve "unexpected argument 'extra'" --check extra)

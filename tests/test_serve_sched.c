@@ -200,12 +200,15 @@ static void cancel_deadline_shutdown(const tolk_translator *tr) {
 
 /* --max-queue-wait: once the queue has drained under load, a text that
  * would wait longer than the budget (or past its deadline) to start is
- * refused at submission, and one that would not is taken. */
-static void wait_budget(const tolk_translator *tr) {
+ * refused at submission, and one that would not is taken. The budget is
+ * max_queue_wait_ms, or stays × the time a sentence is expected to stay
+ * in the batch. */
+static void wait_budget(const tolk_translator *tr, int ms, double stays) {
   struct sched_params sp = sched_default_params();
   sp.max_batch_tokens = 16; /* one sentence at a time: a slow, measurable drain */
   sp.max_queue = 100000;
-  sp.max_queue_wait_ms = 300;
+  sp.max_queue_wait_ms = ms;
+  sp.max_queue_wait_stays = stays;
   struct sched *s;
   tolk_error err;
   CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_OK);
@@ -220,12 +223,24 @@ static void wait_budget(const tolk_translator *tr) {
   /* Nothing has run yet, nothing to estimate a wait from: only max_queue
    * applies, so the big text is taken. */
   CHECK(sched_submit(s, text, strlen(text), &tp, &cbs, &p, &big, &err) == TOLK_OK);
-  struct timespec t = {1, 0};
-  nanosleep(&t, NULL);
-  CHECK(sched_queued(s) > 0);
+  /* Once a few sentences have finished the drain is measured; ~990 still
+   * queued then wait 495 stays at two rows, whatever the machine's speed
+   * (a fixed sleep let a fast one drain most of them first). */
+  for (int done = 0; done < 8;) {
+    sched_yield();
+    pthread_mutex_lock(&p.mu);
+    done = p.sentences;
+    pthread_mutex_unlock(&p.mu);
+  }
+  CHECK(sched_queued(s) > 900);
   CHECK_MSG(sched_submit(s, text, strlen(text), &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && j == NULL,
             "a text that would wait seconds was taken");
-  CHECK_MSG(strstr(err.message, SCHED_QUEUE_FULL) && strstr(err.message, "past the 0.3 s allowed"), "%s", err.message);
+  const char *past = strstr(err.message, "past the ");
+  double allowed = past ? strtod(past + 9, NULL) : -1;
+  CHECK_MSG(strstr(err.message, SCHED_QUEUE_FULL) && past && strstr(past, " s allowed"), "%s", err.message);
+  if (ms) CHECK_MSG(allowed == 0.3, "%s", err.message);
+  /* a stay of 30 tokens, one sentence at a time, takes some ms but not seconds */
+  else CHECK_MSG(allowed > 0 && allowed < 2 * stays, "%s", err.message);
   /* The same text as a later one of a request already taken is not judged
    * by the budget: it waits behind its own request. */
   tp.follows = true;
@@ -331,7 +346,8 @@ int main(void) {
   sched_free(s);
   refusals(tr, m);
   cancel_deadline_shutdown(tr);
-  wait_budget(tr);
+  wait_budget(tr, 300, 0);
+  wait_budget(tr, 0, 2);
   row_bound(tr);
   beam_wider_than_rows(tr);
   char *text = metrics_render(root, NULL);

@@ -46,7 +46,7 @@
 #define SCHED_LEAVE_TABLE 64
 
 struct sched_params sched_default_params(void) {
-  struct sched_params p = {8192, 1024, 0, 0, 0};
+  struct sched_params p = {8192, 1024, 0, 0, 0, 0};
   return p;
 }
 
@@ -306,6 +306,12 @@ static double expected_wait(const struct sched *s, const struct sched_job *j) {
   return first + (double)(k / s->n_slots) * s->stay_s;
 }
 
+/* Under s->mu: how long a text may wait to start (0: no bound). */
+static double wait_budget(const struct sched *s) {
+  if (s->p.max_queue_wait_ms > 0) return s->p.max_queue_wait_ms * 1e-3;
+  return s->p.max_queue_wait_stays > 0 ? s->p.max_queue_wait_stays * s->stay_s : 0;
+}
+
 tolk_status sched_submit(struct sched *s, const char *text, size_t len, const struct sched_text_params *p,
                          const struct sched_callbacks *cb, void *user, struct sched_job **out, tolk_error *err) {
   *out = NULL;
@@ -342,7 +348,7 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
   bool fits = !s->stop && s->queued + j->doc.n <= (size_t)s->p.max_queue;
   double wait_s = expected_wait(s, j), budget_s = 0;
   if (fits && wait_s > 0) {
-    budget_s = s->p.max_queue_wait_ms > 0 && !p->follows ? s->p.max_queue_wait_ms * 1e-3 : 0;
+    budget_s = p->follows ? 0 : wait_budget(s);
     double left_s = j->deadline_ns ? (double)(j->deadline_ns - j->submit_ns) * 1e-9 : 0;
     if (left_s > 0 && (budget_s == 0 || left_s < budget_s)) budget_s = left_s;
     fits = budget_s == 0 || wait_s <= budget_s;
@@ -369,7 +375,7 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
       return tolk_fail(err, TOLK_ERR_LIMIT, SCHED_QUEUE_FULL ": %zu sentences waiting, %zu more do not fit in %d",
                        queued, n, s->p.max_queue);
     return tolk_fail(err, TOLK_ERR_LIMIT, SCHED_QUEUE_FULL ": %zu sentences waiting, %zu more would start in about %.1f s, "
-                     "past the %.1f s allowed", queued, n, wait_s, budget_s);
+                     "past the %.2g s allowed", queued, n, wait_s, budget_s);
   }
   metrics_gauge(s->m, METRIC_G_QUEUE_DEPTH, (double)queued);
   *out = j;

@@ -51,6 +51,13 @@ struct sched_params {
    * would only time out. Until the queue has drained under load once,
    * there is no rate, and only max_queue applies. */
   int max_queue_wait_ms;
+  /* The same bound as a multiple of the time a sentence is expected to
+   * stay in the batch at the current load (0: none; used only when
+   * max_queue_wait_ms is 0). Waiting is then held to a share of the
+   * service time whatever the model, precision or machine: a fixed number
+   * of seconds that suits a slow fp32 model lets a faster int8 one's
+   * admitted texts wait twice as long relative to their translation. */
+  double max_queue_wait_stays;
   /* A batch's rows (beams count) stay at or under this (0: only
    * max_batch_tokens bounds them). Past the rows that fill the cores a
    * step only gets longer for everyone in the batch: this is what keeps

@@ -85,6 +85,7 @@ static struct models_config models_config(const struct tolk_serve_config *c) {
   mc.sched.max_queue = c->max_queue;
   mc.sched.max_batch_rows = c->max_batch_rows;
   mc.sched.max_queue_wait_ms = (int)(c->max_queue_wait_s * 1e3 + 0.5);
+  mc.sched.max_queue_wait_stays = c->max_queue_wait_stays;
   return mc;
 }
 
