@@ -10,8 +10,8 @@
 # SECONDS_PER_RUN (10), NEW_TOKENS (32; 0: natural length, no min_new_tokens and max_new_tokens 256, each
 # server stops at its own </s>: for a trained model), BEAM (1), USERS (1,8,32,64), LOCUST_SECONDS (15), ROUNDS (2: the
 # open-loop runs of every server, interleaved; the table gives medians; Locust runs in the first), PORT (8190),
-# TOLK_ARGS (tolk serve flags, default --max-batch-rows 3 --max-queue-wait 0.25x: a batch no larger than
-# what keeps a step near a one-row step on 2 cores, and waits held to a quarter of a sentence's time in the batch; the
+# TOLK_ARGS (tolk serve flags, default --max-batch-rows 3 --max-queue-wait 0.5x: a batch no larger than
+# what keeps a step near a one-row step on 2 cores, and waits held to half a sentence's time in the batch, a quarter of that in overload; the
 # row bound is BEAM when BEAM > 3, since one sentence takes BEAM rows and tolk serve refuses a beam
 # wider than the bound),
 # LT_PYTHON (/tmp/lt-venv/bin/python: LibreTranslate's venv, bench/lt_venv.sh; for the libretranslate-int8
@@ -34,4 +34,4 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'),
 exec "$py" "$root/bench/serve_bench.py" all --model "$model" --tolk "$build/tolk" --threads "$threads" \
   --work "${WORK:-/tmp/tolk-bench-serve}" --servers "${SERVERS:-tolk-fp32,tolk-int8,transformers-fp32,optimum-fp32,optimum-int8,ct2-fp32,ct2-int8}" \
   --seconds "${SECONDS_PER_RUN:-10}" --new-tokens "${NEW_TOKENS:-32}" --users "${USERS:-1,8,32,64}" --beam "$beam" \
-  --locust-seconds "${LOCUST_SECONDS:-15}" --rounds "${ROUNDS:-2}" --port "${PORT:-8190}" --lt-python "${LT_PYTHON:-/tmp/lt-venv/bin/python}" --tolk-args "${TOLK_ARGS:---max-batch-rows $rows --max-queue-wait 0.25x}"
+  --locust-seconds "${LOCUST_SECONDS:-15}" --rounds "${ROUNDS:-2}" --port "${PORT:-8190}" --lt-python "${LT_PYTHON:-/tmp/lt-venv/bin/python}" --tolk-args "${TOLK_ARGS:---max-batch-rows $rows --max-queue-wait 0.5x}"

@@ -103,6 +103,11 @@ struct sched {
   bool idle;
   double leave_s[SCHED_LEAVE_TABLE];
   double stay_s, drain_per_s;
+  /* Whether the queue stands: every sentence admitted over the last stay
+   * had waited more than two turns. A burst leaves some sentence that
+   * found a free row; overload does not, and then the wait budget is
+   * quartered (wait_budget). */
+  bool standing;
   _Atomic size_t live_rows, queued_now;
   /* scheduler thread only */
   struct mt_batcher *batch;
@@ -117,6 +122,10 @@ struct sched {
    * batch (0 until one has finished) */
   uint64_t turns;
   double turn_s, turns_per_sentence;
+  /* the shortest wait of the sentences admitted since window_start_ns
+   * (standing's evidence; -1: none admitted yet) */
+  double window_min_s;
+  int64_t window_start_ns;
 };
 
 static int64_t now_ns(void) {
@@ -306,10 +315,16 @@ static double expected_wait(const struct sched *s, const struct sched_job *j) {
   return first + (double)(k / s->n_slots) * s->stay_s;
 }
 
-/* Under s->mu: how long a text may wait to start (0: no bound). */
+/* Under s->mu: how long a text may wait to start (0: no bound). A queue
+ * that stands is overload, not a burst (the distinction CoDel draws for
+ * packet queues): admitting more that wait long only delays them all, and
+ * the goodput is the batch's whichever wait is allowed, so a quarter of
+ * the budget then keeps what is admitted near its unloaded latency, while
+ * a burst still gets the whole budget instead of refusals. */
 static double wait_budget(const struct sched *s) {
-  if (s->p.max_queue_wait_ms > 0) return s->p.max_queue_wait_ms * 1e-3;
-  return s->p.max_queue_wait_stays > 0 ? s->p.max_queue_wait_stays * s->stay_s : 0;
+  double b = s->p.max_queue_wait_ms > 0 ? s->p.max_queue_wait_ms * 1e-3
+             : s->p.max_queue_wait_stays > 0 ? s->p.max_queue_wait_stays * s->stay_s : 0;
+  return s->standing ? b / 4 : b;
 }
 
 tolk_status sched_submit(struct sched *s, const char *text, size_t len, const struct sched_text_params *p,
@@ -364,7 +379,7 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
     pthread_cond_signal(&s->cv);
   }
   size_t queued = s->queued;
-  bool stopping = s->stop;
+  bool stopping = s->stop, standing = s->standing;
   pthread_mutex_unlock(&s->mu);
   if (!fits) {
     metrics_count(s->m, METRIC_C_REJECTED_QUEUE, 1);
@@ -375,7 +390,7 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
       return tolk_fail(err, TOLK_ERR_LIMIT, SCHED_QUEUE_FULL ": %zu sentences waiting, %zu more do not fit in %d",
                        queued, n, s->p.max_queue);
     return tolk_fail(err, TOLK_ERR_LIMIT, SCHED_QUEUE_FULL ": %zu sentences waiting, %zu more would start in about %.1f s, "
-                     "past the %.2g s allowed", queued, n, wait_s, budget_s);
+                     "past the %.2g s allowed%s", queued, n, wait_s, budget_s, standing ? " while the queue stands" : "");
   }
   metrics_gauge(s->m, METRIC_G_QUEUE_DEPTH, (double)queued);
   *out = j;
@@ -615,6 +630,8 @@ static void admit(struct sched *s, struct sentence **x, size_t n) {
     x[i]->out.encode_ms = ms_between(t0, t1);
     s->running[s->n_running++] = x[i];
     metrics_observe(s->m, METRIC_H_QUEUE_MS, x[i]->out.queue_ms);
+    double waited = x[i]->out.queue_ms * 1e-3;
+    if (s->window_min_s < 0 || waited < s->window_min_s) s->window_min_s = waited;
     metrics_observe(s->m, METRIC_H_ENCODE_MS, x[i]->out.encode_ms);
   }
   free(src);
@@ -687,6 +704,17 @@ static void estimate_drain(struct sched *s, int64_t turn_ns) {
   s->drain_per_s = (double)sentences / s->stay_s;
 }
 
+/* Under s->mu, after a turn: once a stay has passed, whether every
+ * sentence admitted in it had waited over two turns (none admitted: the
+ * queue does not stand). Judged per stay, not by the queue emptying: under
+ * a quartered budget the few admitted often leave it empty for a moment. */
+static void judge_standing(struct sched *s, int64_t now) {
+  if ((double)(now - s->window_start_ns) * 1e-9 < s->stay_s) return;
+  s->standing = s->window_min_s > 2 * s->turn_s;
+  s->window_min_s = -1;
+  s->window_start_ns = now;
+}
+
 static void *loop(void *arg) {
   struct sched *s = arg;
   size_t max_admit = (size_t)s->p.max_queue;
@@ -727,6 +755,7 @@ static void *loop(void *arg) {
     metrics_gauge(s->m, METRIC_G_QUEUE_DEPTH, (double)sched_queued(s));
     pthread_mutex_lock(&s->mu);
     estimate_drain(s, stepped ? turn_ns : 0);
+    judge_standing(s, now_ns());
   }
   pthread_mutex_unlock(&s->mu);
   free(admitted);
@@ -748,6 +777,8 @@ tolk_status sched_create(const tolk_translator *tr, const struct sched_params *p
   s->tr = tr;
   s->p = *p;
   s->m = metrics;
+  s->window_min_s = -1;
+  s->window_start_ns = now_ns();
   atomic_init(&s->live_rows, 0);
   atomic_init(&s->queued_now, 0);
   s->queue = malloc((size_t)p->max_queue * sizeof *s->queue);
