@@ -705,12 +705,14 @@ static void estimate_drain(struct sched *s, int64_t turn_ns) {
 }
 
 /* Under s->mu, after a turn: once a stay has passed, whether every
- * sentence admitted in it had waited over two turns (none admitted: the
- * queue does not stand). Judged per stay, not by the queue emptying: under
- * a quartered budget the few admitted often leave it empty for a moment. */
+ * sentence admitted in it had waited over two turns; with none admitted,
+ * the queue stands as before if anything is queued (a full batch that no
+ * sentence left) and not if nothing is. Judged per stay, not by the queue
+ * emptying: under a quartered budget the few admitted often leave it
+ * empty for a moment. */
 static void judge_standing(struct sched *s, int64_t now) {
   if ((double)(now - s->window_start_ns) * 1e-9 < s->stay_s) return;
-  s->standing = s->window_min_s > 2 * s->turn_s;
+  s->standing = s->window_min_s >= 0 ? s->window_min_s > 2 * s->turn_s : s->standing && s->queued;
   s->window_min_s = -1;
   s->window_start_ns = now;
 }
