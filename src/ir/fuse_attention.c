@@ -27,15 +27,6 @@
 
 #include "rewrite.h"
 
-static struct ir_node *made_by(const struct ir_value *v, const char *op) {
-  if (!v || !v->producer || *v->producer->domain || strcmp(v->producer->op_type, op)) return NULL;
-  return v->producer;
-}
-
-static bool only_into(const struct ir_rw *rw, const struct ir_node *n, const struct ir_node *into) {
-  return n->n_outputs == 1 && n->outputs[0] && ir_rw_sole_reader(rw, n->outputs[0]) == into;
-}
-
 /* The one int64 a constant of one element holds. */
 static bool int_const(const struct ir_value *v, int64_t *out) {
   const struct ir_tensor *t = v ? v->init : NULL;
@@ -53,29 +44,29 @@ static bool perm_is(const struct ir_node *t, const int64_t *p, size_t n) {
 /* Whether v is dimension `axis` of t as a 1-D tensor:
  * Unsqueeze(Gather(Shape(t), axis), [0]). */
 static bool dim_of(const struct ir_value *v, const struct ir_value *t, int64_t axis) {
-  const struct ir_node *u = made_by(v, "Unsqueeze"), *g = NULL, *s = NULL;
+  const struct ir_node *u = ir_made_by(v, "Unsqueeze"), *g = NULL, *s = NULL;
   int64_t k;
   if (!u || u->n_inputs != 2 || !int_const(u->inputs[1], &k) || k != 0) return false;
-  if (!(g = made_by(u->inputs[0], "Gather")) || ir_attr_int(g, "axis", 0) != 0) return false;
+  if (!(g = ir_made_by(u->inputs[0], "Gather")) || ir_attr_int(g, "axis", 0) != 0) return false;
   if (!int_const(g->inputs[1], &k) || k != axis) return false;
-  s = made_by(g->inputs[0], "Shape");
+  s = ir_made_by(g->inputs[0], "Shape");
   return s && s->inputs[0] == t && !ir_node_attr(s, "start") && !ir_node_attr(s, "end");
 }
 
 /* The input T of a projection x = [Add(bias,)] MatMul(T, W), W a 2-D
  * constant; *width receives W's columns. */
 static const struct ir_value *projected(const struct ir_value *x, int64_t *width) {
-  const struct ir_node *add = made_by(x, "Add"), *mm;
+  const struct ir_node *add = ir_made_by(x, "Add"), *mm;
   if (add && add->n_inputs == 2) {
     for (size_t i = 0; i < 2; i++) {
       const struct ir_value *b = add->inputs[i];
-      if (b && b->init && b->init->rank == 1 && (mm = made_by(add->inputs[1 - i], "MatMul"))) {
+      if (b && b->init && b->init->rank == 1 && (mm = ir_made_by(add->inputs[1 - i], "MatMul"))) {
         x = add->inputs[1 - i];
         break;
       }
     }
   }
-  mm = made_by(x, "MatMul");
+  mm = ir_made_by(x, "MatMul");
   const struct ir_value *w = mm ? mm->inputs[1] : NULL;
   if (!w || !w->init || w->init->rank != 2 || (w->flags & IR_VALUE_GRAPH_INPUT)) return NULL;
   *width = w->init->dims[1];
@@ -85,9 +76,9 @@ static const struct ir_value *projected(const struct ir_value *x, int64_t *width
 /* x4 = Reshape(x3, [B, S|-1, N|-1, H]) splitting x3's last axis into N
  * heads of H: sets *x3, *heads, *head. */
 static bool split_heads(const struct ir_value *x4, struct ir_value **x3, int64_t *heads, int64_t *head) {
-  const struct ir_node *r = made_by(x4, "Reshape"), *c;
+  const struct ir_node *r = ir_made_by(x4, "Reshape"), *c;
   int64_t width, n2, n1;
-  if (!r || r->n_inputs != 2 || !(c = made_by(r->inputs[1], "Concat")) || c->n_inputs != 4) return false;
+  if (!r || r->n_inputs != 2 || !(c = ir_made_by(r->inputs[1], "Concat")) || c->n_inputs != 4) return false;
   const struct ir_value *t = projected(r->inputs[0], &width);
   if (!t || !dim_of(c->inputs[0], t, 0) || !int_const(c->inputs[3], head) || *head <= 0 ||
       !int_const(c->inputs[2], &n2) || (n2 != -1 && n2 <= 0))
@@ -101,7 +92,7 @@ static bool split_heads(const struct ir_value *x4, struct ir_value **x3, int64_t
 
 /* y = Reshape(ctx, [B, S, -1|N·H]) with B and S those of t. */
 static bool merge_heads(const struct ir_node *r, const struct ir_value *t, int64_t width) {
-  const struct ir_node *c = r->n_inputs == 2 ? made_by(r->inputs[1], "Concat") : NULL;
+  const struct ir_node *c = r->n_inputs == 2 ? ir_made_by(r->inputs[1], "Concat") : NULL;
   int64_t last;
   return c && c->n_inputs == 3 && dim_of(c->inputs[0], t, 0) && dim_of(c->inputs[1], t, 1) &&
          int_const(c->inputs[2], &last) && (last == -1 || last == width);
@@ -109,7 +100,7 @@ static bool merge_heads(const struct ir_node *r, const struct ir_value *t, int64
 
 /* The 4-D mask a Slice on axis 3 makes (see the file's comment). */
 static bool sliced_4d(const struct ir_value *m) {
-  const struct ir_node *s = made_by(m, "Slice");
+  const struct ir_node *s = ir_made_by(m, "Slice");
   int64_t axis;
   return s && s->n_inputs >= 4 && int_const(s->inputs[3], &axis) && (axis == 3 || axis == -1);
 }
@@ -135,7 +126,7 @@ static bool match_qk(struct attn *a) {
   } else if (*qk->domain || strcmp(qk->op_type, "MatMul")) {
     return false;
   }
-  const struct ir_node *tq = made_by(qk->inputs[0], "Transpose"), *tk = made_by(qk->inputs[1], "Transpose");
+  const struct ir_node *tq = ir_made_by(qk->inputs[0], "Transpose"), *tk = ir_made_by(qk->inputs[1], "Transpose");
   if (!perm_is(tq, bnsh, 4) || !perm_is(tk, trans_b ? bnsh : bnhs, 4)) return false;
   int64_t hk, sk;
   return split_heads(tq->inputs[0], &a->q3, &a->heads, &a->head) &&
@@ -147,28 +138,28 @@ static bool match_attention(struct ir_rw *rw, struct ir_node *out, struct attn *
   memset(a, 0, sizeof *a);
   a->out = out;
   if (strcmp(out->op_type, "Reshape") || *out->domain || !out->outputs[0]) return false;
-  if (!(a->tr = made_by(out->inputs[0], "Transpose")) || !perm_is(a->tr, bnsh, 4) || !only_into(rw, a->tr, out))
+  if (!(a->tr = ir_made_by(out->inputs[0], "Transpose")) || !perm_is(a->tr, bnsh, 4) || !ir_rw_only_into(rw, a->tr, out))
     return false;
-  if (!(a->pv = made_by(a->tr->inputs[0], "MatMul")) || !only_into(rw, a->pv, a->tr)) return false;
-  if (!(a->softmax = made_by(a->pv->inputs[0], "Softmax")) || !only_into(rw, a->softmax, a->pv)) return false;
+  if (!(a->pv = ir_made_by(a->tr->inputs[0], "MatMul")) || !ir_rw_only_into(rw, a->pv, a->tr)) return false;
+  if (!(a->softmax = ir_made_by(a->pv->inputs[0], "Softmax")) || !ir_rw_only_into(rw, a->softmax, a->pv)) return false;
   int64_t axis = ir_attr_int(a->softmax, "axis", a->softmax->opset >= 13 ? -1 : 1);
   if (axis != -1 && axis != 3) return false;
   struct ir_value *scores = a->softmax->inputs[0];
-  if ((a->add = made_by(scores, "Add"))) {
-    if (!only_into(rw, a->add, a->softmax)) return false;
+  if ((a->add = ir_made_by(scores, "Add"))) {
+    if (!ir_rw_only_into(rw, a->add, a->softmax)) return false;
     for (size_t i = 0; i < 2 && !a->qk; i++) {
       struct ir_node *p = a->add->inputs[i] ? a->add->inputs[i]->producer : NULL;
-      if (p && sliced_4d(a->add->inputs[1 - i]) && only_into(rw, p, a->add)) {
+      if (p && sliced_4d(a->add->inputs[1 - i]) && ir_rw_only_into(rw, p, a->add)) {
         a->qk = p;
         a->mask = a->add->inputs[1 - i];
       }
     }
   } else {
     a->qk = scores ? scores->producer : NULL;
-    if (a->qk && !only_into(rw, a->qk, a->softmax)) return false;
+    if (a->qk && !ir_rw_only_into(rw, a->qk, a->softmax)) return false;
   }
   if (!a->qk || !match_qk(a)) return false;
-  const struct ir_node *tv = made_by(a->pv->inputs[1], "Transpose");
+  const struct ir_node *tv = ir_made_by(a->pv->inputs[1], "Transpose");
   int64_t hv, sv, width;
   if (!perm_is(tv, bnsh, 4) || !split_heads(tv->inputs[0], &a->v3, &hv, &sv) || hv != a->heads) return false;
   const struct ir_value *t = projected(a->q3, &width);

@@ -296,6 +296,36 @@ bool ir_rw_scalar(const struct ir_value *v, float *out) {
   return true;
 }
 
+/* ------------------------------------------------------------ matchers */
+
+struct ir_node *ir_made_by(const struct ir_value *v, const char *op) {
+  if (!v || !v->producer || *v->producer->domain || strcmp(v->producer->op_type, op)) return NULL;
+  return v->producer;
+}
+
+bool ir_is_op(const struct ir_node *n, const char *op) { return !*n->domain && !strcmp(n->op_type, op); }
+
+bool ir_scalar_in(const struct ir_node *n, size_t i, float *out) {
+  return i < n->n_inputs && n->inputs[i] && ir_rw_scalar(n->inputs[i], out);
+}
+
+bool ir_vector_const(const struct ir_value *v) {
+  return v && v->init && v->init->rank == 1 && v->init->dtype == TOLK_FLOAT && v->init->numel > 1 &&
+         !(v->flags & IR_VALUE_GRAPH_INPUT);
+}
+
+bool ir_rw_only_into(const struct ir_rw *rw, const struct ir_node *n, const struct ir_node *into) {
+  return n->n_outputs == 1 && n->outputs[0] && ir_rw_sole_reader(rw, n->outputs[0]) == into;
+}
+
+int ir_rw_each(struct ir_rw *rw, bool (*at)(struct ir_rw *rw, struct ir_node *n)) {
+  int n = 0;
+  for (size_t k = 0; k < rw->g->n_nodes; k++)
+    if (!rw->dead[k] && at(rw, rw->g->nodes[k])) n++;
+  if (rw->oom) return -1;
+  return ir_rw_commit(rw) ? n : -1;
+}
+
 /* ------------------------------------------------------------ dead nodes */
 
 int ir_pass_dce(struct ir_rw *rw) {

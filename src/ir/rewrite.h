@@ -94,6 +94,28 @@ bool ir_rw_commit(struct ir_rw *rw);
  * (any rank) of dtype float. */
 bool ir_rw_scalar(const struct ir_value *v, float *out);
 
+/* ------------------------------------------------------------ matchers
+ * What the fusions (fuse.c, fuse_attention.c, fuse_skip.c) test patterns
+ * with. */
+
+/* v's live producer when it is an ai.onnx `op`, else NULL. */
+struct ir_node *ir_made_by(const struct ir_value *v, const char *op);
+/* Whether n is the ai.onnx `op`. */
+bool ir_is_op(const struct ir_node *n, const char *op);
+/* A float initializer of one element as input i of n (ir_rw_scalar). */
+bool ir_scalar_in(const struct ir_node *n, size_t i, float *out);
+/* A 1-D float constant of more than one element: it broadcasts along the
+ * last axis, so its length is that axis' (a bias, LayerNormalization's
+ * scale). */
+bool ir_vector_const(const struct ir_value *v);
+/* Whether n has one output and it feeds only `into` (ir_rw_sole_reader). */
+bool ir_rw_only_into(const struct ir_rw *rw, const struct ir_node *n, const struct ir_node *into);
+
+/* The common loop of the fusions: at(rw, node) for every live node in
+ * order (it kills what it matched and places the fused node), then
+ * commits. The number of rewrites, or -1 when out of memory. */
+int ir_rw_each(struct ir_rw *rw, bool (*at)(struct ir_rw *rw, struct ir_node *n));
+
 /* ------------------------------------------------------------ passes
  * Each returns the number of rewrites it made, or -1 when out of memory
  * (the graph is then valid but partly rewritten). */
