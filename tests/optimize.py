@@ -1,11 +1,12 @@
-"""tests/optimize.py TOLK FIXTURES CASE: the graphs `tolk optimize` writes, checked by the references
+"""tests/optimize.py TOLK FIXTURES CASE CONFORMANCE: the graphs `tolk optimize` writes, checked by the references
 (tests/optimize_ort.sh runs it with build-pyvenv's onnx and onnxruntime).
 
 marian: each marian-tiny graph at each level passes onnx.checker (full_check: ONNX's shape
   inference too), and ONNX Runtime — its own optimizations off, so it runs the graph as written —
   gives the same outputs on the original and the optimized graph within 1e-5 on three random input
   sets; the node count drops, no Constant node is left, the extended level fuses Marian's SiLU
-  into QuickGelu and its scaled QK^T into FusedMatMul as ORT's own extended level does, and the all
+  into QuickGelu, its scaled QK^T into FusedMatMul as ORT's own extended level does and every residual
+  Add + LayerNormalization into SkipLayerNormalization, and the all
   level the encoder's and the first decoder's self-attention into MultiHeadAttention.
 shapes: two Shape -> Gather -> Unsqueeze -> Concat chains giving Reshape its shape fold away on a
   static input at basic, and the two equal Reshapes then merge; on a symbolic batch the chains stay,
@@ -16,6 +17,10 @@ limits: a model with external data is refused (exit 2, the message, no file); on
 layernorm: LayerNormalization written out (ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div, Mul,
   Add; and with d·d, without the bias Add) becomes LayerNormalization at extended in an opset-17 model,
   stays written out in an opset-16 one (the op does not exist there), same outputs.
+skiplayernorm: residual Adds before LayerNormalization — x + (x·W + b), the sum also a graph output
+  (input_skip_bias_sum), and a sum without bias — become SkipLayerNormalization at extended (bias as its
+  fifth input), while x + p with p of another shape (broadcast) stays; tolk's outputs of the original and
+  the optimized graph (tests/conformance) and ORT's agree within 1e-5, and `tolk check` passes.
 gelu: a BERT-style feed-forward block with the Erf form of GELU, in both of ORT's orders, with and
   without a bias Add before it, becomes Gelu / BiasGelu at extended (not at basic), same outputs.
 """
@@ -116,6 +121,11 @@ def marian(tolk, fixtures, tmp):
                 fail(f"{what}: fused at basic: {dict(after)}")
             if level != "basic" and (fused[0] != before["Sigmoid"] or after["Sigmoid"]):
                 fail(f"{what}: QuickGelu {fused[0]}, Sigmoid {after['Sigmoid']}: {dict(after)}")
+            # Every residual Add + LayerNormalization of Marian's post-LN blocks, the projection's
+            # bias with it.
+            skip = after["com.microsoft:SkipLayerNormalization"]
+            if level != "basic" and (skip != before["LayerNormalization"] or after["LayerNormalization"]):
+                fail(f"{what}: SkipLayerNormalization {skip} of {before['LayerNormalization']}: {dict(after)}")
             # The self-attentions without a past (the encoder's, the first decoder's, the merged
             # decoder's first-step branch) become MultiHeadAttention at all; where they stay, their
             # scaled QK^T is a FusedMatMul.
@@ -299,8 +309,81 @@ def layernorm(tolk, tmp):
         print(f"ok: layernorm opset {opset} at {level}: {dict(after)}")
 
 
+def tolk_agrees(conformance, tmp, paths, feed, want, what):
+    """tolk runs each graph in paths on feed and gives ORT's outputs `want` within 1e-5."""
+    d = os.path.join(tmp, "data_" + what.replace(" ", "_"), "test_data_set_0")
+    os.makedirs(d)
+    for i, (name, v) in enumerate(feed.items()):
+        onnx.save_tensor(numpy_helper.from_array(v, name), os.path.join(d, f"input_{i}.pb"))
+    for i, (name, v) in enumerate(want):
+        onnx.save_tensor(numpy_helper.from_array(v, name), os.path.join(d, f"output_{i}.pb"))
+    for p in paths:
+        r = subprocess.run([conformance, "--atol", str(TOL), "--rtol", "0", "--model", p, os.path.dirname(d)],
+                           capture_output=True, text=True)
+        if r.returncode:
+            fail(f"{what}: tolk on {os.path.basename(p)} differs from ORT: {r.stdout[-400:]} {r.stderr[-400:]}")
+
+
+def tolk_check(tolk, path):
+    r = subprocess.run([tolk, "check", "-q", path], capture_output=True, text=True)
+    if r.returncode:
+        fail(f"tolk check {path}: exit {r.returncode}: {r.stdout} {r.stderr}")
+
+
+def skip_model(path):
+    """Three residual blocks on x [2, 3, 8]: LN(x + (x·W1 + b1)); LN(y1 + y1·W2), its sum s2 also a
+    graph output; and LN(y2 + p) with p [3, 8] (broadcast: not fusable)."""
+    rng = np.random.default_rng(4)
+    c = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.float32), name)
+    inits = [c("W1", rng.standard_normal((8, 8))), c("b1", rng.standard_normal(8)),
+             c("W2", rng.standard_normal((8, 8))), c("g", rng.standard_normal(8) + 1),
+             c("be", rng.standard_normal(8))]
+    n = helper.make_node
+    ln = lambda i, o: n("LayerNormalization", [i, "g", "be"], [o], axis=-1, epsilon=1e-5)
+    nodes = [
+        n("MatMul", ["x", "W1"], ["m1"]), n("Add", ["m1", "b1"], ["a1"]), n("Add", ["x", "a1"], ["s1"]),
+        ln("s1", "y1"),
+        n("MatMul", ["y1", "W2"], ["m2"]), n("Add", ["m2", "y1"], ["s2"]), ln("s2", "y2"),
+        n("Add", ["y2", "p"], ["s3"]), ln("s3", "y3"),
+    ]
+    f = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    g = helper.make_graph(nodes, "skip", [f("x", [2, 3, 8]), f("p", [3, 8])],
+                          [f("y3", [2, 3, 8]), f("s2", [2, 3, 8])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def skiplayernorm(tolk, tmp, conformance):
+    src = os.path.join(tmp, "skip.onnx")
+    skip_model(src)
+    for level, want in [("basic", 0), ("extended", 2)]:
+        dst = os.path.join(tmp, f"skip.{level}.onnx")
+        optimize(tolk, src, dst, level)
+        out = onnx.load(dst)
+        onnx.checker.check_model(out, full_check=True)
+        tolk_check(tolk, dst)
+        after = ops(dst)
+        if after["com.microsoft:SkipLayerNormalization"] != want or after["LayerNormalization"] != 3 - want:
+            fail(f"skip at {level}: {dict(after)}, wanted {want} SkipLayerNormalization")
+        if want:
+            fused = [x for x in out.graph.node if x.op_type == "SkipLayerNormalization"]
+            shapes = [(list(x.input), list(x.output)) for x in fused]
+            if (len(fused[0].input) != 5 or fused[0].input[4] != "b1" or len(fused[1].input) != 4 or
+                    len(fused[1].output) != 4 or fused[1].output[3] != "s2"):
+                fail(f"skip at {level}: inputs/outputs {shapes}")
+        same_outputs(src, dst, f"skip at {level}")
+        rng = np.random.default_rng(5)
+        sess = session(src)
+        feed = feeds(sess, rng)
+        tolk_agrees(conformance, tmp, [src, dst], feed,
+                    [(o.name, v) for o, v in zip(sess.get_outputs(), sess.run(None, feed))], f"skip {level}")
+        print(f"ok: skip at {level}: {dict(after)}")
+
+
 def main():
     tolk, fixtures, case = sys.argv[1:4]
+    conformance = sys.argv[4] if len(sys.argv) > 4 else None
     with tempfile.TemporaryDirectory() as tmp:
         if case == "marian":
             marian(tolk, fixtures, tmp)
@@ -312,6 +395,8 @@ def main():
             shapes(tolk, tmp)
         elif case == "layernorm":
             layernorm(tolk, tmp)
+        elif case == "skiplayernorm":
+            skiplayernorm(tolk, tmp, conformance)
         else:
             fail("unknown case " + case)
 

@@ -120,6 +120,7 @@ static const struct pass passes[] = {
     {"QuickGelu fusion", ir_pass_quick_gelu, TOLK_OPT_EXTENDED},
     {"Gelu fusion", ir_pass_gelu, TOLK_OPT_EXTENDED},
     {"FusedMatMul fusion", ir_pass_fused_matmul, TOLK_OPT_EXTENDED},
+    {"SkipLayerNormalization fusion", ir_pass_skip_layernorm, TOLK_OPT_EXTENDED},
     {"dead nodes", ir_pass_dce, TOLK_OPT_EXTENDED},
     {"attention fusion", ir_pass_attention, TOLK_OPT_ALL},
     {"dead nodes", ir_pass_dce, TOLK_OPT_ALL},

@@ -27,30 +27,9 @@
 
 #include "rewrite.h"
 
-/* The one int64 a constant of one element holds. */
-static bool int_const(const struct ir_value *v, int64_t *out) {
-  const struct ir_tensor *t = v ? v->init : NULL;
-  if (!t || t->dtype != TOLK_INT64 || t->numel != 1 || !t->data || (v->flags & IR_VALUE_GRAPH_INPUT))
-    return false;
-  memcpy(out, t->data, sizeof *out);
-  return true;
-}
-
 static bool perm_is(const struct ir_node *t, const int64_t *p, size_t n) {
   const struct ir_attr *a = t ? ir_node_attr(t, "perm") : NULL;
   return a && a->type == IR_ATTR_INTS && a->n == n && !memcmp(a->ints, p, n * sizeof *p);
-}
-
-/* Whether v is dimension `axis` of t as a 1-D tensor:
- * Unsqueeze(Gather(Shape(t), axis), [0]). */
-static bool dim_of(const struct ir_value *v, const struct ir_value *t, int64_t axis) {
-  const struct ir_node *u = ir_made_by(v, "Unsqueeze"), *g = NULL, *s = NULL;
-  int64_t k;
-  if (!u || u->n_inputs != 2 || !int_const(u->inputs[1], &k) || k != 0) return false;
-  if (!(g = ir_made_by(u->inputs[0], "Gather")) || ir_attr_int(g, "axis", 0) != 0) return false;
-  if (!int_const(g->inputs[1], &k) || k != axis) return false;
-  s = ir_made_by(g->inputs[0], "Shape");
-  return s && s->inputs[0] == t && !ir_node_attr(s, "start") && !ir_node_attr(s, "end");
 }
 
 /* The input T of a projection x = [Add(bias,)] MatMul(T, W), W a 2-D
@@ -80,10 +59,10 @@ static bool split_heads(const struct ir_value *x4, struct ir_value **x3, int64_t
   int64_t width, n2, n1;
   if (!r || r->n_inputs != 2 || !(c = ir_made_by(r->inputs[1], "Concat")) || c->n_inputs != 4) return false;
   const struct ir_value *t = projected(r->inputs[0], &width);
-  if (!t || !dim_of(c->inputs[0], t, 0) || !int_const(c->inputs[3], head) || *head <= 0 ||
-      !int_const(c->inputs[2], &n2) || (n2 != -1 && n2 <= 0))
+  if (!t || !ir_dim_of(c->inputs[0], t, 0) || !ir_int_const(c->inputs[3], head) || *head <= 0 ||
+      !ir_int_const(c->inputs[2], &n2) || (n2 != -1 && n2 <= 0))
     return false;
-  if (!dim_of(c->inputs[1], t, 1) && !(int_const(c->inputs[1], &n1) && n1 == -1 && n2 > 0)) return false;
+  if (!ir_dim_of(c->inputs[1], t, 1) && !(ir_int_const(c->inputs[1], &n1) && n1 == -1 && n2 > 0)) return false;
   *heads = n2 > 0 ? n2 : width / *head;
   if (*heads <= 0 || *heads * *head != width) return false;
   *x3 = r->inputs[0];
@@ -94,15 +73,15 @@ static bool split_heads(const struct ir_value *x4, struct ir_value **x3, int64_t
 static bool merge_heads(const struct ir_node *r, const struct ir_value *t, int64_t width) {
   const struct ir_node *c = r->n_inputs == 2 ? ir_made_by(r->inputs[1], "Concat") : NULL;
   int64_t last;
-  return c && c->n_inputs == 3 && dim_of(c->inputs[0], t, 0) && dim_of(c->inputs[1], t, 1) &&
-         int_const(c->inputs[2], &last) && (last == -1 || last == width);
+  return c && c->n_inputs == 3 && ir_dim_of(c->inputs[0], t, 0) && ir_dim_of(c->inputs[1], t, 1) &&
+         ir_int_const(c->inputs[2], &last) && (last == -1 || last == width);
 }
 
 /* The 4-D mask a Slice on axis 3 makes (see the file's comment). */
 static bool sliced_4d(const struct ir_value *m) {
   const struct ir_node *s = ir_made_by(m, "Slice");
   int64_t axis;
-  return s && s->n_inputs >= 4 && int_const(s->inputs[3], &axis) && (axis == 3 || axis == -1);
+  return s && s->n_inputs >= 4 && ir_int_const(s->inputs[3], &axis) && (axis == 3 || axis == -1);
 }
 
 struct attn {

@@ -172,6 +172,7 @@ struct ir_node *ir_rw_node(struct ir_rw *rw, struct ir_node *where, const char *
   for (size_t i = 0; i < n_in; i++)
     if (in[i] && in[i]->graph == rw->g) rw->uses[in[i]->index]++;
   for (size_t i = 0; i < n_out; i++) {
+    if (!out[i]) continue;
     out[i]->producer = n;
     out[i]->producer_output = (int)i;
   }
@@ -316,6 +317,24 @@ bool ir_vector_const(const struct ir_value *v) {
 
 bool ir_rw_only_into(const struct ir_rw *rw, const struct ir_node *n, const struct ir_node *into) {
   return n->n_outputs == 1 && n->outputs[0] && ir_rw_sole_reader(rw, n->outputs[0]) == into;
+}
+
+bool ir_int_const(const struct ir_value *v, int64_t *out) {
+  const struct ir_tensor *t = v ? v->init : NULL;
+  if (!t || t->dtype != TOLK_INT64 || t->numel != 1 || !t->data || (v->flags & IR_VALUE_GRAPH_INPUT))
+    return false;
+  memcpy(out, t->data, sizeof *out);
+  return true;
+}
+
+bool ir_dim_of(const struct ir_value *v, const struct ir_value *t, int64_t axis) {
+  const struct ir_node *u = ir_made_by(v, "Unsqueeze"), *g = NULL, *s = NULL;
+  int64_t k;
+  if (!u || u->n_inputs != 2 || !ir_int_const(u->inputs[1], &k) || k != 0) return false;
+  if (!(g = ir_made_by(u->inputs[0], "Gather")) || ir_attr_int(g, "axis", 0) != 0) return false;
+  if (!ir_int_const(g->inputs[1], &k) || k != axis) return false;
+  s = ir_made_by(g->inputs[0], "Shape");
+  return s && s->inputs[0] == t && !ir_node_attr(s, "start") && !ir_node_attr(s, "end");
 }
 
 int ir_rw_each(struct ir_rw *rw, bool (*at)(struct ir_rw *rw, struct ir_node *n)) {

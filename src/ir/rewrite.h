@@ -108,6 +108,11 @@ bool ir_scalar_in(const struct ir_node *n, size_t i, float *out);
  * last axis, so its length is that axis' (a bias, LayerNormalization's
  * scale). */
 bool ir_vector_const(const struct ir_value *v);
+/* The one int64 a constant of one element holds. */
+bool ir_int_const(const struct ir_value *v, int64_t *out);
+/* Whether v is dimension `axis` of t as a 1-D tensor, as exporters spell
+ * it: Unsqueeze(Gather(Shape(t), axis), [0]). */
+bool ir_dim_of(const struct ir_value *v, const struct ir_value *t, int64_t axis);
 /* Whether n has one output and it feeds only `into` (ir_rw_sole_reader). */
 bool ir_rw_only_into(const struct ir_rw *rw, const struct ir_node *n, const struct ir_node *into);
 
@@ -115,6 +120,24 @@ bool ir_rw_only_into(const struct ir_rw *rw, const struct ir_node *n, const stru
  * order (it kills what it matched and places the fused node), then
  * commits. The number of rewrites, or -1 when out of memory. */
 int ir_rw_each(struct ir_rw *rw, bool (*at)(struct ir_rw *rw, struct ir_node *n));
+
+/* What the fusions know of a value's shape without shape inference
+ * (fuse_shape.c): `root` is a value whose dims all but the last are v's
+ * (v itself when nothing better is known), `width` v's last dim and
+ * `rank` its rank (-1: unknown). Computed for every value of the graph in
+ * one walk over its nodes; valid until the graph changes. */
+struct ir_rows {
+  int32_t root;  /* value index in the graph */
+  int32_t rank;
+  int64_t width;
+};
+
+/* rows[i] for each value i of rw's graph (malloc'd, the caller frees),
+ * or NULL when out of memory (rw->oom set). */
+struct ir_rows *ir_rows_of(struct ir_rw *rw);
+/* Whether a and b, values of rw's graph, provably have the same shape. */
+bool ir_rows_same(const struct ir_rw *rw, const struct ir_rows *rows, const struct ir_value *a,
+                  const struct ir_value *b);
 
 /* ------------------------------------------------------------ passes
  * Each returns the number of rewrites it made, or -1 when out of memory
@@ -151,6 +174,11 @@ int ir_pass_fused_matmul(struct ir_rw *rw);
  * beta) -> LayerNormalization on the last axis; only in models importing
  * ai.onnx 17 or later, where that op exists. */
 int ir_pass_layernorm(struct ir_rw *rw);
+
+/* LayerNormalization(Add(x, skip [+ bias])) -> com.microsoft
+ * SkipLayerNormalization (fuse_skip.c), when x and skip provably have the
+ * same 3-D shape; the bias is a 1-D constant Add before the residual one. */
+int ir_pass_skip_layernorm(struct ir_rw *rw);
 
 /* The all level (fuse_attention.c): Marian/BART multi-head attention
  * spelled out op by op -> com.microsoft MultiHeadAttention. */
