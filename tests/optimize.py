@@ -7,7 +7,7 @@ marian: each marian-tiny graph at each level passes onnx.checker (full_check: ON
   sets; the node count drops, no Constant node is left, the extended level fuses Marian's SiLU
   into QuickGelu, its scaled QK^T into FusedMatMul as ORT's own extended level does and every residual
   Add + LayerNormalization into SkipLayerNormalization, and the all
-  level the encoder's and the first decoder's self-attention into MultiHeadAttention.
+  level every attention into MultiHeadAttention (self- and cross-attention, with and without a past).
 shapes: two Shape -> Gather -> Unsqueeze -> Concat chains giving Reshape its shape fold away on a
   static input at basic, and the two equal Reshapes then merge; on a symbolic batch the chains stay,
   merged into one.
@@ -126,15 +126,16 @@ def marian(tolk, fixtures, tmp):
             skip = after["com.microsoft:SkipLayerNormalization"]
             if level != "basic" and (skip != before["LayerNormalization"] or after["LayerNormalization"]):
                 fail(f"{what}: SkipLayerNormalization {skip} of {before['LayerNormalization']}: {dict(after)}")
-            # The self-attentions without a past (the encoder's, the first decoder's, the merged
-            # decoder's first-step branch) become MultiHeadAttention at all; where they stay, their
-            # scaled QK^T is a FusedMatMul.
+            # Every attention becomes MultiHeadAttention at all: the encoder's self-attention, the
+            # decoders' self-attention (with a past: the cache Concat's result as a 4-D key and value)
+            # and cross-attention (with a past: the encoder's keys and values as inputs), in both of
+            # the merged decoder's branches; below all, their scaled QK^T is a FusedMatMul.
             mha = after["com.microsoft:MultiHeadAttention"]
-            want_mha = 2 if level == "all" and g != "decoder_with_past_model" else 0
+            want_mha = {"encoder_model": 2, "decoder_model_merged": 8}.get(g, 4) if level == "all" else 0
             if mha != want_mha or (level == "extended" and fused[1] < 2):
                 fail(f"{what}: MultiHeadAttention {mha} (wanted {want_mha}), FusedMatMul {fused[1]}: "
                      f"{dict(after)}")
-            if g == "encoder_model" and level == "all" and after["Softmax"]:
+            if level == "all" and after["Softmax"]:
                 fail(f"{what}: a Softmax is left: {dict(after)}")
             same_outputs(src, dst, what)
             print(f"ok: {what}: {n0} -> {n1} nodes, outputs within {TOL}")

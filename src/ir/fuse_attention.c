@@ -53,14 +53,17 @@ static const struct ir_value *projected(const struct ir_value *x, int64_t *width
 }
 
 /* x4 = Reshape(x3, [B, S|-1, N|-1, H]) splitting x3's last axis into N
- * heads of H: sets *x3, *heads, *head. */
-static bool split_heads(const struct ir_value *x4, struct ir_value **x3, int64_t *heads, int64_t *head) {
+ * heads of H: sets *x3, *heads, *head. B is dim 0 of the projection's
+ * input T or of `batch` (cross-attention takes the query's batch: the
+ * reshape then succeeds only when the two are equal). */
+static bool split_heads(const struct ir_value *x4, const struct ir_value *batch, struct ir_value **x3,
+                        int64_t *heads, int64_t *head) {
   const struct ir_node *r = ir_made_by(x4, "Reshape"), *c;
   int64_t width, n2, n1;
   if (!r || r->n_inputs != 2 || !(c = ir_made_by(r->inputs[1], "Concat")) || c->n_inputs != 4) return false;
   const struct ir_value *t = projected(r->inputs[0], &width);
-  if (!t || !ir_dim_of(c->inputs[0], t, 0) || !ir_int_const(c->inputs[3], head) || *head <= 0 ||
-      !ir_int_const(c->inputs[2], &n2) || (n2 != -1 && n2 <= 0))
+  if (!t || !(ir_dim_of(c->inputs[0], t, 0) || (batch && ir_dim_of(c->inputs[0], batch, 0))) ||
+      !ir_int_const(c->inputs[3], head) || *head <= 0 || !ir_int_const(c->inputs[2], &n2) || (n2 != -1 && n2 <= 0))
     return false;
   if (!ir_dim_of(c->inputs[1], t, 1) && !(ir_int_const(c->inputs[1], &n1) && n1 == -1 && n2 > 0)) return false;
   *heads = n2 > 0 ? n2 : width / *head;
@@ -87,15 +90,51 @@ static bool sliced_4d(const struct ir_value *m) {
 struct attn {
   struct ir_node *qk, *add, *softmax, *pv, *tr, *out;
   struct ir_value *q3, *k3, *v3, *mask;
+  const struct ir_value *t; /* the query projection's input */
   float scale;
-  int64_t heads, head;
+  int64_t heads, head, head_v;
+  bool kv4; /* k3 and v3 are [B, N, T, H] (a past's), not [B, T, N·H] */
 };
 
-/* Q·K^T with its scale, from the MatMul or FusedMatMul a->qk. */
+static const int64_t bnsh[] = {0, 2, 1, 3};
+
+/* A declared dim: its value, -1 when not static. */
+static int64_t dim(const struct ir_value *v, int d) {
+  const struct ir_type *t = &v->type;
+  return t->kind == IR_TYPE_TENSOR && t->rank == 4 ? t->dims[d].value : -1;
+}
+
+/* v as a 4-D key or value [B, N, T, H] of the query's batch, heads and
+ * head size `head` (0: any, returned in *h): a graph input so declared (the
+ * encoder's keys of a decoder with past; its batch is the model's), or
+ * Concat(past, Transpose(Reshape(projection of the query's own input)), on
+ * the sequence axis) — the self-attention cache, whose present output the
+ * Concat keeps writing. */
+static bool kv_4d(const struct ir_value *v, const struct attn *a, int64_t head, int64_t *h) {
+  const struct ir_node *c = ir_made_by(v, "Concat"), *tr;
+  struct ir_value *x3;
+  int64_t n, hd;
+  if (v && !v->producer && !v->init && (v->flags & IR_VALUE_GRAPH_INPUT)) {
+    *h = dim(v, 3);
+    return dim(v, 1) == a->heads && *h > 0 && (!head || *h == head);
+  }
+  int64_t axis = c ? ir_attr_int(c, "axis", 0) : 0;
+  if (!c || c->n_inputs != 2 || (axis != 2 && axis != -2) || !(tr = ir_made_by(c->inputs[1], "Transpose")) ||
+      !perm_is(tr, bnsh, 4) || !split_heads(tr->inputs[0], NULL, &x3, &n, &hd) || n != a->heads ||
+      (head && hd != head))
+    return false;
+  int64_t width;
+  *h = hd;
+  return projected(x3, &width) == a->t;
+}
+
+/* Q·K^T with its scale, from the MatMul or FusedMatMul a->qk: K as
+ * Transpose(split heads) or as a 4-D past (kv_4d). */
 static bool match_qk(struct attn *a) {
-  static const int64_t bnsh[] = {0, 2, 1, 3}, bnhs[] = {0, 2, 3, 1};
+  static const int64_t bnhs[] = {0, 2, 3, 1}, swap[] = {0, 1, 3, 2};
   const struct ir_node *qk = a->qk;
   int trans_b = 0;
+  int64_t width;
   a->scale = 1.0f;
   if (!strcmp(qk->domain, "com.microsoft") && !strcmp(qk->op_type, "FusedMatMul")) {
     if (ir_attr_int(qk, "transA", 0) || ir_attr_int(qk, "transBatchA", 0) || ir_attr_int(qk, "transBatchB", 0))
@@ -106,14 +145,20 @@ static bool match_qk(struct attn *a) {
     return false;
   }
   const struct ir_node *tq = ir_made_by(qk->inputs[0], "Transpose"), *tk = ir_made_by(qk->inputs[1], "Transpose");
-  if (!perm_is(tq, bnsh, 4) || !perm_is(tk, trans_b ? bnsh : bnhs, 4)) return false;
+  if (!perm_is(tq, bnsh, 4) || !split_heads(tq->inputs[0], NULL, &a->q3, &a->heads, &a->head) ||
+      !(a->t = projected(a->q3, &width)))
+    return false;
   int64_t hk, sk;
-  return split_heads(tq->inputs[0], &a->q3, &a->heads, &a->head) &&
-         split_heads(tk->inputs[0], &a->k3, &hk, &sk) && hk == a->heads && sk == a->head;
+  if (perm_is(tk, trans_b ? bnsh : bnhs, 4) && split_heads(tk->inputs[0], a->t, &a->k3, &hk, &sk))
+    return hk == a->heads && sk == a->head;
+  /* K^T of a 4-D K: FusedMatMul's transB, or a Transpose of its last two axes. */
+  struct ir_value *k4 = trans_b ? qk->inputs[1] : perm_is(tk, swap, 4) ? tk->inputs[0] : NULL;
+  a->kv4 = k4 && kv_4d(k4, a, a->head, &hk);
+  a->k3 = k4;
+  return a->kv4;
 }
 
 static bool match_attention(struct ir_rw *rw, struct ir_node *out, struct attn *a) {
-  static const int64_t bnsh[] = {0, 2, 1, 3};
   memset(a, 0, sizeof *a);
   a->out = out;
   if (strcmp(out->op_type, "Reshape") || *out->domain || !out->outputs[0]) return false;
@@ -138,11 +183,16 @@ static bool match_attention(struct ir_rw *rw, struct ir_node *out, struct attn *
     if (a->qk && !ir_rw_only_into(rw, a->qk, a->softmax)) return false;
   }
   if (!a->qk || !match_qk(a)) return false;
-  const struct ir_node *tv = ir_made_by(a->pv->inputs[1], "Transpose");
-  int64_t hv, sv, width;
-  if (!perm_is(tv, bnsh, 4) || !split_heads(tv->inputs[0], &a->v3, &hv, &sv) || hv != a->heads) return false;
-  const struct ir_value *t = projected(a->q3, &width);
-  return t && merge_heads(out, t, a->heads * sv);
+  int64_t hv;
+  if (a->kv4) {
+    a->v3 = a->pv->inputs[1];
+    if (!kv_4d(a->v3, a, 0, &a->head_v)) return false;
+  } else {
+    const struct ir_node *tv = ir_made_by(a->pv->inputs[1], "Transpose");
+    if (!perm_is(tv, bnsh, 4) || !split_heads(tv->inputs[0], a->t, &a->v3, &hv, &a->head_v) || hv != a->heads)
+      return false;
+  }
+  return merge_heads(out, a->t, a->heads * a->head_v);
 }
 
 int ir_pass_attention(struct ir_rw *rw) {
