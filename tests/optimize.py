@@ -21,6 +21,11 @@ skiplayernorm: residual Adds before LayerNormalization — x + (x·W + b), the s
   (input_skip_bias_sum), and a sum without bias — become SkipLayerNormalization at extended (bias as its
   fifth input), while x + p with p of another shape (broadcast) stays; tolk's outputs of the original and
   the optimized graph (tests/conformance) and ORT's agree within 1e-5, and `tolk check` passes.
+layout: at basic, Transpose(Transpose(x)) composing to the identity goes, one composing to another perm
+  becomes one Transpose, Reshape(Reshape(x)) one Reshape, a Reshape to x's own static shape goes; a Reshape
+  whose shape has a 0 (a dim of the inner result) and a pair whose result is a graph output stay; a pair
+  composing to a swap of the last two axes before a MatMul becomes FusedMatMul's transA at extended.
+  Outputs bit-identical in ORT, tolk within 1e-5 of ORT, `tolk check` passes.
 gelu: a BERT-style feed-forward block with the Erf form of GELU, in both of ORT's orders, with and
   without a bias Add before it, becomes Gelu / BiasGelu at extended (not at basic), same outputs.
 """
@@ -350,6 +355,66 @@ def tolk_check(tolk, path):
         fail(f"tolk check {path}: exit {r.returncode}: {r.stdout} {r.stderr}")
 
 
+def layout_model(path):
+    n = helper.make_node
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.int64), name)
+    rng = np.random.default_rng(6)
+    inits = [i64("s64", [6, 4]), i64("s46", [4, 6]), i64("s234", [2, 3, 4]), i64("s0m", [0, -1]),
+             numpy_helper.from_array(rng.standard_normal((2, 4, 5)).astype(np.float32), "B")]
+    nodes = [
+        n("Transpose", ["x"], ["t1"], perm=[1, 0, 2]), n("Transpose", ["t1"], ["t2"], perm=[1, 0, 2]),
+        n("Relu", ["t2"], ["y1"]),
+        n("Transpose", ["x"], ["t3"], perm=[2, 0, 1]), n("Transpose", ["t3"], ["t4"], perm=[0, 2, 1]),
+        n("Relu", ["t4"], ["y2"]),
+        n("Reshape", ["x", "s64"], ["r1"]), n("Reshape", ["r1", "s46"], ["r2"]), n("Relu", ["r2"], ["y3"]),
+        n("Reshape", ["x", "s234"], ["r3"]), n("Relu", ["r3"], ["y4"]),
+        n("Reshape", ["x", "s64"], ["r4"]), n("Reshape", ["r4", "s0m"], ["r5"]), n("Relu", ["r5"], ["y5"]),
+        n("Transpose", ["x"], ["t5"], perm=[0, 2, 1]), n("Transpose", ["t5"], ["y6"], perm=[0, 2, 1]),
+        n("Transpose", ["a"], ["t7"], perm=[1, 0, 2]), n("Transpose", ["t7"], ["t8"], perm=[1, 2, 0]),
+        n("MatMul", ["t8", "B"], ["y7"]),
+    ]
+    f = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    outs = [f("y1", [2, 3, 4]), f("y2", [4, 3, 2]), f("y3", [4, 6]), f("y4", [2, 3, 4]), f("y5", [6, 4]),
+            f("y6", [2, 3, 4]), f("y7", [2, 3, 5])]
+    g = helper.make_graph(nodes, "layout", [f("x", [2, 3, 4]), f("a", [2, 4, 3])], outs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(m, full_check=True)
+    onnx.save(m, path)
+
+
+def layout(tolk, tmp, conformance):
+    src = os.path.join(tmp, "layout.onnx")
+    layout_model(src)
+    # basic: y1's pair and y4's Reshape go, y2's pair is one Transpose, y3's Reshapes one, y5's two
+    # Reshapes stay (its shape has a 0), y6's pair stays (its result is a graph output), y7's pair is
+    # one Transpose (0 2 1) before the MatMul; extended takes that into FusedMatMul.
+    for level, want in [("basic", {"Relu": 5, "Transpose": 4, "Reshape": 3, "MatMul": 1}),
+                        ("extended", {"Relu": 5, "Transpose": 3, "Reshape": 3, "com.microsoft:FusedMatMul": 1})]:
+        dst = os.path.join(tmp, f"layout.{level}.onnx")
+        optimize(tolk, src, dst, level)
+        out = onnx.load(dst)
+        onnx.checker.check_model(out, full_check=True)
+        tolk_check(tolk, dst)
+        after = dict(ops(dst))
+        if after != want:
+            fail(f"layout at {level}: {after}, wanted {want}")
+        perms = sorted(list(a.ints) for x in out.graph.node if x.op_type == "Transpose" for a in x.attribute)
+        want_perms = [[0, 2, 1], [0, 2, 1], [2, 1, 0]] + ([[0, 2, 1]] if level == "basic" else [])
+        if perms != sorted(want_perms):
+            fail(f"layout at {level}: perms {perms}, wanted {sorted(want_perms)}")
+        sa, sb = session(src), session(dst)
+        feed = feeds(sa, np.random.default_rng(7))
+        ra = sa.run(None, feed)
+        for o, x, y in zip(sa.get_outputs(), ra, sb.run(None, feed)):
+            if level == "basic" and not np.array_equal(x, y):
+                fail(f"layout at {level}: output {o.name} not bit-identical")
+            if not np.max(np.abs(x - y)) <= TOL:
+                fail(f"layout at {level}: output {o.name} differs")
+        tolk_agrees(conformance, tmp, [src, dst], feed, [(o.name, v) for o, v in zip(sa.get_outputs(), ra)],
+                    f"layout {level}")
+        print(f"ok: layout at {level}: {after}")
+
+
 def skip_model(path):
     """Three residual blocks on x [2, 3, 8]: LN(x + (x·W1 + b1)); LN(y1 + y1·W2), its sum s2 also a
     graph output; and LN(y2 + p) with p [3, 8] (broadcast: not fusable)."""
@@ -416,6 +481,8 @@ def main():
             shapes(tolk, tmp)
         elif case == "layernorm":
             layernorm(tolk, tmp)
+        elif case == "layout":
+            layout(tolk, tmp, conformance)
         elif case == "skiplayernorm":
             skiplayernorm(tolk, tmp, conformance)
         else:

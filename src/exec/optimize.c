@@ -115,6 +115,8 @@ static const struct pass passes[] = {
     {"static shapes", ir_pass_static_shape, TOLK_OPT_BASIC},
     {"constant folding", NULL, TOLK_OPT_BASIC},
     {"common subexpressions", ir_pass_cse, TOLK_OPT_BASIC},
+    {"Transpose elimination", ir_pass_transpose, TOLK_OPT_BASIC},
+    {"Reshape elimination", ir_pass_reshape, TOLK_OPT_BASIC},
     {"dead nodes", ir_pass_dce, TOLK_OPT_BASIC},
     {"LayerNormalization fusion", ir_pass_layernorm, TOLK_OPT_EXTENDED},
     {"QuickGelu fusion", ir_pass_quick_gelu, TOLK_OPT_EXTENDED},

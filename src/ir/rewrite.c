@@ -204,6 +204,17 @@ void ir_rw_attr_float(struct ir_node *n, size_t k, const char *name, float v) {
   n->attrs[k].f = v;
 }
 
+bool ir_rw_attr_ints(struct ir_rw *rw, struct ir_node *n, size_t k, const char *name, const int64_t *v, size_t len) {
+  int64_t *copy = tolk_arena_array(&rw->m->arena, len ? len : 1, sizeof *copy);
+  if (!copy) return !(rw->oom = true);
+  if (len) memcpy(copy, v, len * sizeof *v);
+  n->attrs[k].name = name;
+  n->attrs[k].type = IR_ATTR_INTS;
+  n->attrs[k].ints = copy;
+  n->attrs[k].n = len;
+  return true;
+}
+
 void ir_rw_replace_uses(struct ir_rw *rw, struct ir_value *from, struct ir_value *to) {
   struct ir_graph *g = rw->g;
   for (size_t k = 0; k < g->n_nodes; k++) {

@@ -73,6 +73,9 @@ struct ir_node *ir_rw_node(struct ir_rw *rw, struct ir_node *where, const char *
 const char *ir_rw_node_name(struct ir_rw *rw, const char *anchor, const char *fusion, char *buf, size_t n);
 void ir_rw_attr_int(struct ir_node *n, size_t k, const char *name, int64_t v);
 void ir_rw_attr_float(struct ir_node *n, size_t k, const char *name, float v);
+/* An INTS attribute: a copy of v[0..len) in the model's arena; false when
+ * out of memory. */
+bool ir_rw_attr_ints(struct ir_rw *rw, struct ir_node *n, size_t k, const char *name, const int64_t *v, size_t len);
 
 /* Replaces every live reading of `from` by `to` (not for pinned values). */
 void ir_rw_replace_uses(struct ir_rw *rw, struct ir_value *from, struct ir_value *to);
@@ -179,6 +182,14 @@ int ir_pass_layernorm(struct ir_rw *rw);
  * SkipLayerNormalization (fuse_skip.c), when x and skip provably have the
  * same 3-D shape; the bias is a 1-D constant Add before the residual one. */
 int ir_pass_skip_layernorm(struct ir_rw *rw);
+
+/* Layout ops that cancel (fuse_layout.c), at the basic level: Transpose of
+ * a Transpose -> one Transpose of the composed perm, or none when it is
+ * the identity; Reshape of a Reshape -> one Reshape (when the outer shape
+ * has no 0, which would copy a dim of the inner result); a Reshape of a
+ * value declared with a static shape to that same shape -> removed. */
+int ir_pass_transpose(struct ir_rw *rw);
+int ir_pass_reshape(struct ir_rw *rw);
 
 /* The all level (fuse_attention.c): Marian/BART multi-head attention
  * spelled out op by op -> com.microsoft MultiHeadAttention. */
