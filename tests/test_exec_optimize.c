@@ -107,7 +107,28 @@ static void graph(const char *name, tolk_opt_level level, size_t want_mha, size_
   tolk_model_free(m);
 }
 
+/* A session keeping its key/value cache in place at ALL: the cache's
+ * Concat and its readers stay as exported for kv.c (4 pairs in place, as
+ * at BASIC), while the cross-attention (the encoder's keys) still fuses. */
+static void kv_in_place(void) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/marian-tiny/decoder_with_past_model.onnx", tu_fixtures());
+  tolk_session_params p = tolk_session_default_params();
+  p.opt_level = TOLK_OPT_ALL;
+  p.kv_cache = 1;
+  tolk_session *s = NULL;
+  tolk_error err;
+  CHECK_MSG(tolk_session_create_from_file(path, p, &s, &err) == TOLK_OK, "%s", err.message);
+  if (!s) return;
+  CHECK_MSG(tolk_session_kv_count(s) == 4, "%zu cache pairs in place", tolk_session_kv_count(s));
+  CHECK_MSG(count_op(s, "MultiHeadAttention") == 2 && count_op(s, "SkipLayerNormalization") == 6,
+            "%zu MultiHeadAttention, %zu SkipLayerNormalization", count_op(s, "MultiHeadAttention"),
+            count_op(s, "SkipLayerNormalization"));
+  tolk_session_free(s);
+}
+
 int main(void) {
+  kv_in_place();
   graph("encoder_model", TOLK_OPT_ALL, 2, 4);
   /* Self- and cross-attention; with a past, the cache's Concat feeds them
    * as 4-D keys and values. */

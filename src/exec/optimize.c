@@ -186,8 +186,8 @@ static void graphs_of(struct ir_graph *g, struct ir_graph **out, size_t *n) {
       }
 }
 
-tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold, tolk_report_fn report,
-                             void *user, size_t *rewrites, tolk_error *err) {
+tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold, bool keep_cache,
+                             tolk_report_fn report, void *user, size_t *rewrites, tolk_error *err) {
   struct octx c = {.report = report, .user = user, .err = err};
   size_t n = 0;
   graphs_of(m->graph, NULL, &n);
@@ -199,7 +199,10 @@ tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold
     graphs_of(m->graph, gs, &n);
     c.n_rws = n;
   }
-  for (size_t r = 0; ok && r < c.n_rws; r++) ok = ir_rw_begin(&c.rws[r], m, gs[r]);
+  for (size_t r = 0; ok && r < c.n_rws; r++) {
+    ok = ir_rw_begin(&c.rws[r], m, gs[r]);
+    c.rws[r].keep_cache = keep_cache;
+  }
   tolk_status st = ok ? run_passes(&c, level, fold)
                       : tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory before optimizing the graph");
   for (size_t r = 0; r < c.n_rws; r++) ir_rw_end(&c.rws[r]);
@@ -260,7 +263,7 @@ tolk_status tolk_model_optimize(const char *in_path, const char *out_path, tolk_
   if (!st) st = check_input(m, in_path, out_path, level, err);
   if (!st) {
     sum.nodes_before = count_nodes(m->ir.graph);
-    st = exec_optimize_ir(&m->ir, level, true, report, user, &sum.rewrites, err);
+    st = exec_optimize_ir(&m->ir, level, true, false, report, user, &sum.rewrites, err);
   }
   if (!st) st = onnx_write_model(&b, m, err);
   if (!st) st = verify_output(&b, out_path, err);

@@ -211,8 +211,24 @@ static void absorb_input(struct ir_rw *rw, struct ir_node *mat, struct mm *f, si
   }
 }
 
+/* Whether input i of mat reads a cache (ir_rw_is_cache) through the
+ * Transpose and scalar Mul kv.c expects before it. */
+static bool reads_cache(const struct ir_rw *rw, const struct ir_node *mat, size_t i) {
+  const struct ir_value *v = mat->inputs[i];
+  float s;
+  for (int step = 0; v && step < 3; step++) {
+    if (ir_rw_is_cache(rw, v)) return true;
+    const struct ir_node *p = v->producer;
+    if (!p || p->n_inputs < 1) return false;
+    if (ir_is_op(p, "Transpose")) v = p->inputs[0];
+    else if (!(v = scaled(p, NULL, &s))) return false;
+  }
+  return false;
+}
+
 static bool fused_matmul_at(struct ir_rw *rw, struct ir_node *mat) {
   if (!ir_is_op(mat, "MatMul") || mat->n_inputs != 2 || mat->n_outputs != 1 || !mat->outputs[0]) return false;
+  if (reads_cache(rw, mat, 0) || reads_cache(rw, mat, 1)) return false;
   struct mm f = {{mat->inputs[0], mat->inputs[1]}, {0}, 0, 1.0f, {0, 0}};
   absorb_input(rw, mat, &f, 0);
   absorb_input(rw, mat, &f, 1);

@@ -90,6 +90,7 @@ static bool sliced_4d(const struct ir_value *m) {
 struct attn {
   struct ir_node *qk, *add, *softmax, *pv, *tr, *out;
   struct ir_value *q3, *k3, *v3, *mask;
+  const struct ir_rw *rw;
   const struct ir_value *t; /* the query projection's input */
   float scale;
   int64_t heads, head, head_v;
@@ -109,7 +110,8 @@ static int64_t dim(const struct ir_value *v, int d) {
  * encoder's keys of a decoder with past; its batch is the model's), or
  * Concat(past, Transpose(Reshape(projection of the query's own input)), on
  * the sequence axis) — the self-attention cache, whose present output the
- * Concat keeps writing. */
+ * Concat keeps writing; not when a session keeps that cache in place
+ * (ir_rw_is_cache). */
 static bool kv_4d(const struct ir_value *v, const struct attn *a, int64_t head, int64_t *h) {
   const struct ir_node *c = ir_made_by(v, "Concat"), *tr;
   struct ir_value *x3;
@@ -119,7 +121,7 @@ static bool kv_4d(const struct ir_value *v, const struct attn *a, int64_t head, 
     return dim(v, 1) == a->heads && *h > 0 && (!head || *h == head);
   }
   int64_t axis = c ? ir_attr_int(c, "axis", 0) : 0;
-  if (!c || c->n_inputs != 2 || (axis != 2 && axis != -2) || !(tr = ir_made_by(c->inputs[1], "Transpose")) ||
+  if (!c || ir_rw_is_cache(a->rw, v) || c->n_inputs != 2 || (axis != 2 && axis != -2) || !(tr = ir_made_by(c->inputs[1], "Transpose")) ||
       !perm_is(tr, bnsh, 4) || !split_heads(tr->inputs[0], NULL, &x3, &n, &hd) || n != a->heads ||
       (head && hd != head))
     return false;
@@ -160,6 +162,7 @@ static bool match_qk(struct attn *a) {
 
 static bool match_attention(struct ir_rw *rw, struct ir_node *out, struct attn *a) {
   memset(a, 0, sizeof *a);
+  a->rw = rw;
   a->out = out;
   if (strcmp(out->op_type, "Reshape") || *out->domain || !out->outputs[0]) return false;
   if (!(a->tr = ir_made_by(out->inputs[0], "Transpose")) || !perm_is(a->tr, bnsh, 4) || !ir_rw_only_into(rw, a->tr, out))

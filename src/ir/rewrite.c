@@ -348,6 +348,12 @@ bool ir_dim_of(const struct ir_value *v, const struct ir_value *t, int64_t axis)
   return s && s->inputs[0] == t && !ir_node_attr(s, "start") && !ir_node_attr(s, "end");
 }
 
+bool ir_rw_is_cache(const struct ir_rw *rw, const struct ir_value *v) {
+  const struct ir_node *c = rw->keep_cache ? ir_made_by(v, "Concat") : NULL;
+  const struct ir_value *past = c && c->n_inputs == 2 ? c->inputs[0] : NULL;
+  return past && (past->flags & IR_VALUE_GRAPH_INPUT) && !past->init && (v->flags & IR_VALUE_GRAPH_OUTPUT);
+}
+
 int ir_rw_each(struct ir_rw *rw, bool (*at)(struct ir_rw *rw, struct ir_node *n)) {
   int n = 0;
   for (size_t k = 0; k < rw->g->n_nodes; k++)

@@ -35,6 +35,10 @@ struct ir_rw {
   size_t cap_inits;      /* capacity of g->initializers */
   int serial;            /* makes the names of new values unique */
   bool oom;              /* an allocation failed: the graph is unchanged since */
+  /* Set by the caller after ir_rw_begin: a session keeping its key/value
+   * cache in place (src/exec/kv.c) finds the cache Concat and its readers
+   * as exported, so the fusions leave them (ir_rw_is_cache). */
+  bool keep_cache;
 };
 
 /* Prepares to edit graph g of model m; false when out of memory (call
@@ -116,6 +120,9 @@ bool ir_int_const(const struct ir_value *v, int64_t *out);
 /* Whether v is dimension `axis` of t as a 1-D tensor, as exporters spell
  * it: Unsqueeze(Gather(Shape(t), axis), [0]). */
 bool ir_dim_of(const struct ir_value *v, const struct ir_value *t, int64_t axis);
+/* With rw->keep_cache, whether v is a decoder's self-attention cache:
+ * Concat(past graph input, new) written to a graph output. */
+bool ir_rw_is_cache(const struct ir_rw *rw, const struct ir_value *v);
 /* Whether n has one output and it feeds only `into` (ir_rw_sole_reader). */
 bool ir_rw_only_into(const struct ir_rw *rw, const struct ir_node *n, const struct ir_node *into);
 
