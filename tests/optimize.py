@@ -7,7 +7,8 @@ marian: each marian-tiny graph at each level passes onnx.checker (full_check: ON
   sets; the node count drops, no Constant node is left, the extended level fuses Marian's SiLU
   into QuickGelu, its scaled QK^T into FusedMatMul as ORT's own extended level does and every residual
   Add + LayerNormalization into SkipLayerNormalization, and the all
-  level every attention into MultiHeadAttention (self- and cross-attention, with and without a past).
+  level every attention into MultiHeadAttention (self- and cross-attention, with and without a past; the
+  self-attention with a past with past_key/past_value in and present_key/present_value out).
 shapes: two Shape -> Gather -> Unsqueeze -> Concat chains giving Reshape its shape fold away on a
   static input at basic, and the two equal Reshapes then merge; on a symbolic batch the chains stay,
   merged into one.
@@ -61,6 +62,14 @@ def graph_ops(g, c):
             for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
                 graph_ops(sub, c)
     return c
+
+
+def all_nodes(g):
+    for n in g.node:
+        yield n
+        for a in n.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield from all_nodes(sub)
 
 
 def ops(path):
@@ -140,6 +149,15 @@ def marian(tolk, fixtures, tmp):
             if mha != want_mha or (level == "extended" and fused[1] < 2):
                 fail(f"{what}: MultiHeadAttention {mha} (wanted {want_mha}), FusedMatMul {fused[1]}: "
                      f"{dict(after)}")
+            # With a past, the self-attention takes past_key/past_value and writes the present
+            # outputs the cache Concats wrote.
+            if level == "all" and g in ("decoder_with_past_model", "decoder_model_merged"):
+                nodes = list(all_nodes(onnx.load(dst).graph))
+                past = [x for x in nodes if x.op_type == "MultiHeadAttention" and len(x.input) == 8 and
+                        x.input[6].startswith("past_key_values.") and x.output[1].startswith("present.")]
+                concat = [x.output[0] for x in nodes if x.op_type == "Concat" and x.output[0].startswith("present.")]
+                if len(past) != 2 or concat:
+                    fail(f"{what}: {len(past)} MultiHeadAttention with a past, cache Concats {concat}")
             if level == "all" and after["Softmax"]:
                 fail(f"{what}: a Softmax is left: {dict(after)}")
             same_outputs(src, dst, what)

@@ -22,6 +22,17 @@
  * attention_bias must be; Optimum's Marian masks are sliced so). The nodes
  * the fused node replaces die here; the reshapes, transposes and shape
  * arithmetic no one reads any more go in the dead-node pass after.
+ *
+ * Cross-attention: K3 and V3 project another tensor, their reshapes take
+ * the query's batch. With a past, K and V come 4-D, [B, N, T, H]:
+ *  - the encoder's keys and values as graph inputs (cross-attention of a
+ *    decoder with past) go in as MultiHeadAttention's 4-D key and value;
+ *  - the self-attention cache, Kc = Concat(past_k, Kt) on the sequence
+ *    axis, becomes past_key/past_value in and present_key/present_value
+ *    out (past_form); where that cannot be (below opset 15, another reader
+ *    of the cache), Kc and Vc stay and go in as the 4-D key and value;
+ *  - a session keeping its cache in place (ir_rw_is_cache) keeps Kc, Vc
+ *    and the attention around them as exported, for src/exec/kv.c.
  */
 #include <string.h>
 
@@ -95,6 +106,12 @@ struct attn {
   float scale;
   int64_t heads, head, head_v;
   bool kv4; /* k3 and v3 are [B, N, T, H] (a past's), not [B, T, N·H] */
+  /* The past form (past_form): MultiHeadAttention reads the new keys and
+   * values and the past, and writes the present the cache Concats wrote. */
+  struct ir_node *ck, *cv;
+  struct ir_value *past_k, *past_v, *kn, *vn;
+  struct ir_node *len[4][3]; /* Unsqueeze(Gather(Shape(present key), 2)): the mask's length */
+  size_t n_len;
 };
 
 static const int64_t bnsh[] = {0, 2, 1, 3};
@@ -105,29 +122,37 @@ static int64_t dim(const struct ir_value *v, int d) {
   return t->kind == IR_TYPE_TENSOR && t->rank == 4 ? t->dims[d].value : -1;
 }
 
+/* The self-attention cache Concat(past, Transpose(Reshape(x3, [B, S, N,
+ * H]), 0 2 1 3)) on the sequence axis, x3 a projection of the query's own
+ * input T: its past, x3 and head size; *s_of_t (may be NULL) tells whether
+ * the reshape's S is dim 1 of T. */
+static bool cache_concat(const struct ir_value *v, const struct attn *a, struct ir_value **past, struct ir_value **x3,
+                         int64_t *head, bool *s_of_t) {
+  const struct ir_node *c = ir_made_by(v, "Concat"), *tr, *r, *dims;
+  int64_t n, width, axis = c ? ir_attr_int(c, "axis", 0) : 0;
+  if (!c || c->n_inputs != 2 || (axis != 2 && axis != -2) || !(tr = ir_made_by(c->inputs[1], "Transpose")) ||
+      !perm_is(tr, bnsh, 4) || !split_heads(tr->inputs[0], NULL, x3, &n, head) || n != a->heads ||
+      projected(*x3, &width) != a->t)
+    return false;
+  *past = c->inputs[0];
+  r = ir_made_by(tr->inputs[0], "Reshape");
+  dims = ir_made_by(r->inputs[1], "Concat");
+  if (s_of_t) *s_of_t = ir_dim_of(dims->inputs[1], a->t, 1);
+  return true;
+}
+
 /* v as a 4-D key or value [B, N, T, H] of the query's batch, heads and
  * head size `head` (0: any, returned in *h): a graph input so declared (the
- * encoder's keys of a decoder with past; its batch is the model's), or
- * Concat(past, Transpose(Reshape(projection of the query's own input)), on
- * the sequence axis) — the self-attention cache, whose present output the
- * Concat keeps writing; not when a session keeps that cache in place
- * (ir_rw_is_cache). */
+ * encoder's keys of a decoder with past; its batch is the model's), or the
+ * self-attention cache (cache_concat) — not when a session keeps that
+ * cache in place (ir_rw_is_cache). */
 static bool kv_4d(const struct ir_value *v, const struct attn *a, int64_t head, int64_t *h) {
-  const struct ir_node *c = ir_made_by(v, "Concat"), *tr;
-  struct ir_value *x3;
-  int64_t n, hd;
+  struct ir_value *past, *x3;
   if (v && !v->producer && !v->init && (v->flags & IR_VALUE_GRAPH_INPUT)) {
     *h = dim(v, 3);
     return dim(v, 1) == a->heads && *h > 0 && (!head || *h == head);
   }
-  int64_t axis = c ? ir_attr_int(c, "axis", 0) : 0;
-  if (!c || ir_rw_is_cache(a->rw, v) || c->n_inputs != 2 || (axis != 2 && axis != -2) || !(tr = ir_made_by(c->inputs[1], "Transpose")) ||
-      !perm_is(tr, bnsh, 4) || !split_heads(tr->inputs[0], NULL, &x3, &n, &hd) || n != a->heads ||
-      (head && hd != head))
-    return false;
-  int64_t width;
-  *h = hd;
-  return projected(x3, &width) == a->t;
+  return !ir_rw_is_cache(a->rw, v) && cache_concat(v, a, &past, &x3, h, NULL) && (!head || *h == head);
 }
 
 /* Q·K^T with its scale, from the MatMul or FusedMatMul a->qk: K as
@@ -198,19 +223,106 @@ static bool match_attention(struct ir_rw *rw, struct ir_node *out, struct attn *
   return merge_heads(out, a->t, a->heads * a->head_v);
 }
 
+/* Whether v is Gather(Shape(present key), 2) unsqueezed into [len] as the
+ * mask's Slice reads it; a->len receives the three nodes. */
+static bool length_chain(const struct ir_rw *rw, struct ir_node *shape, struct attn *a) {
+  int64_t k;
+  if (!ir_is_op(shape, "Shape") || shape->n_inputs != 1 || ir_node_attr(shape, "start") || ir_node_attr(shape, "end") ||
+      a->n_len == sizeof a->len / sizeof a->len[0])
+    return false;
+  struct ir_node *g = ir_rw_sole_reader(rw, shape->outputs[0]), *u;
+  if (!g || !ir_is_op(g, "Gather") || g->inputs[0] != shape->outputs[0] || ir_attr_int(g, "axis", 0) != 0 ||
+      !ir_int_const(g->inputs[1], &k) || (k != 2 && k != -2) || g->inputs[1]->init->rank != 0 ||
+      !(u = ir_rw_sole_reader(rw, g->outputs[0])) || !ir_is_op(u, "Unsqueeze") || u->n_inputs != 2 ||
+      !ir_int_const(u->inputs[1], &k) || k != 0 || u->inputs[1]->init->rank != 1)
+    return false;
+  a->len[a->n_len][0] = shape, a->len[a->n_len][1] = g, a->len[a->n_len][2] = u;
+  a->n_len++;
+  return true;
+}
+
+/* The self-attention with a past as MultiHeadAttention takes it: past_key
+ * and past_value in, present_key and present_value out (ORT's BART
+ * fusion), instead of the cache Concats feeding it 4-D keys. The present
+ * key's length, which the mask's Slice reads through Shape(present key),
+ * must then come from elsewhere — the node would otherwise read its own
+ * output — and is rebuilt as Shape(past, 2..3) + Shape(T, 1..2), T the
+ * projections' input (the keys' reshape takes its dim 1): Shape's start
+ * and end need opset 15. Anything else reading the caches keeps the 4-D
+ * form. */
+static bool past_form(const struct ir_rw *rw, struct attn *a) {
+  int64_t h;
+  bool s_of_t;
+  struct ir_value *k4 = a->k3, *v4 = a->v3;
+  if (!a->kv4 || ir_model_opset(rw->m, "") < 15 || !cache_concat(k4, a, &a->past_k, &a->kn, &h, &s_of_t) ||
+      !s_of_t || !cache_concat(v4, a, &a->past_v, &a->vn, &h, NULL) || k4->graph != rw->g || v4->graph != rw->g ||
+      rw->uses[v4->index] != 1)
+    return false;
+  a->n_len = 0;
+  uint32_t seen = 0;
+  for (size_t k = 0; k < rw->g->n_nodes; k++) {
+    struct ir_node *n = rw->g->nodes[k];
+    if (rw->dead[k] || n == a->qk) continue;
+    for (size_t i = 0; i < n->n_inputs; i++)
+      if (n->inputs[i] == k4) {
+        if (!length_chain(rw, n, a)) return false;
+        seen++;
+      }
+  }
+  if (seen + 1 != rw->uses[k4->index]) return false;
+  a->ck = k4->producer;
+  a->cv = v4->producer;
+  return true;
+}
+
+/* Shape(x) from dim `start` to `start` + 1, placed where `where` stood. */
+static struct ir_value *dim_shape(struct ir_rw *rw, struct ir_node *where, struct ir_value *x, int64_t start) {
+  char name[512];
+  struct ir_value *v = ir_rw_value(rw, where->outputs[0]->name, start == 2 ? "_past_length" : "_new_length");
+  const char *nm = v ? ir_rw_node_name(rw, where->name, "AttentionFusion", name, sizeof name) : NULL;
+  struct ir_node *s = nm ? ir_rw_node(rw, where, "Shape", "", nm, &x, 1, &v, 1, 2) : NULL;
+  if (!s) return NULL;
+  ir_rw_attr_int(s, 0, "start", start);
+  ir_rw_attr_int(s, 1, "end", start + 1);
+  return v;
+}
+
+/* The past form's rewrite of the length chains and the cache Concats. */
+static bool rewrite_past(struct ir_rw *rw, struct attn *a) {
+  for (size_t i = 0; i < a->n_len; i++) {
+    struct ir_node *shape = a->len[i][0], *g = a->len[i][1], *u = a->len[i][2];
+    ir_rw_kill(rw, shape);
+    ir_rw_kill(rw, g);
+    ir_rw_kill(rw, u);
+    struct ir_value *in[2] = {dim_shape(rw, shape, a->past_k, 2), dim_shape(rw, g, (struct ir_value *)(uintptr_t)a->t, 1)};
+    char name[512];
+    if (!in[0] || !in[1] ||
+        !ir_rw_node(rw, u, "Add", "", ir_rw_node_name(rw, u->name, "AttentionFusion", name, sizeof name), in, 2,
+                    u->outputs, 1, 0))
+      return false;
+  }
+  ir_rw_kill(rw, a->ck);
+  ir_rw_kill(rw, a->cv);
+  return true;
+}
+
 int ir_pass_attention(struct ir_rw *rw) {
   int n = 0;
   for (size_t k = 0; k < rw->g->n_nodes; k++) {
     struct attn a;
     if (rw->dead[k] || !match_attention(rw, rw->g->nodes[k], &a)) continue;
+    bool past = past_form(rw, &a);
     struct ir_node *gone[] = {a.out, a.tr, a.pv, a.softmax, a.add, a.qk};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
       if (gone[i]) ir_rw_kill(rw, gone[i]);
-    struct ir_value *in[6] = {a.q3, a.k3, a.v3, NULL, NULL, a.mask};
+    if (past && !rewrite_past(rw, &a)) return -1;
+    struct ir_value *in[8] = {a.q3, a.k3, a.v3, NULL, NULL, a.mask, a.past_k, a.past_v};
+    struct ir_value *out[3] = {a.out->outputs[0], a.k3, a.v3};
+    if (past) in[1] = a.kn, in[2] = a.vn;
     char name[512];
     struct ir_node *m = ir_rw_node(rw, a.out, "MultiHeadAttention", "com.microsoft",
                                    ir_rw_node_name(rw, a.out->name, "AttentionFusion", name, sizeof name), in,
-                                   a.mask ? 6 : 3, a.out->outputs, 1, 2);
+                                   past ? 8 : a.mask ? 6 : 3, out, past ? 3 : 1, 2);
     if (!m) return -1;
     ir_rw_attr_int(m, 0, "num_heads", a.heads);
     ir_rw_attr_float(m, 1, "scale", a.scale);
