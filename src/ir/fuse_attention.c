@@ -45,7 +45,7 @@ static bool perm_is(const struct ir_node *t, const int64_t *p, size_t n) {
 
 /* The input T of a projection x = [Add(bias,)] MatMul(T, W), W a 2-D
  * constant; *width receives W's columns. */
-static const struct ir_value *projected(const struct ir_value *x, int64_t *width) {
+static struct ir_value *projected(const struct ir_value *x, int64_t *width) {
   const struct ir_node *add = ir_made_by(x, "Add"), *mm;
   if (add && add->n_inputs == 2) {
     for (size_t i = 0; i < 2; i++) {
@@ -102,7 +102,7 @@ struct attn {
   struct ir_node *qk, *add, *softmax, *pv, *tr, *out;
   struct ir_value *q3, *k3, *v3, *mask;
   const struct ir_rw *rw;
-  const struct ir_value *t; /* the query projection's input */
+  struct ir_value *t; /* the query projection's input */
   float scale;
   int64_t heads, head, head_v;
   bool kv4; /* k3 and v3 are [B, N, T, H] (a past's), not [B, T, N·H] */
@@ -190,7 +190,8 @@ static bool match_attention(struct ir_rw *rw, struct ir_node *out, struct attn *
   a->rw = rw;
   a->out = out;
   if (strcmp(out->op_type, "Reshape") || *out->domain || !out->outputs[0]) return false;
-  if (!(a->tr = ir_made_by(out->inputs[0], "Transpose")) || !perm_is(a->tr, bnsh, 4) || !ir_rw_only_into(rw, a->tr, out))
+  if (!(a->tr = ir_made_by(out->inputs[0], "Transpose")) || !perm_is(a->tr, bnsh, 4) ||
+      !ir_rw_only_into(rw, a->tr, out))
     return false;
   if (!(a->pv = ir_made_by(a->tr->inputs[0], "MatMul")) || !ir_rw_only_into(rw, a->pv, a->tr)) return false;
   if (!(a->softmax = ir_made_by(a->pv->inputs[0], "Softmax")) || !ir_rw_only_into(rw, a->softmax, a->pv)) return false;
@@ -223,8 +224,9 @@ static bool match_attention(struct ir_rw *rw, struct ir_node *out, struct attn *
   return merge_heads(out, a->t, a->heads * a->head_v);
 }
 
-/* Whether v is Gather(Shape(present key), 2) unsqueezed into [len] as the
- * mask's Slice reads it; a->len receives the three nodes. */
+/* Whether `shape`, a reader of the present key, starts the length chain
+ * Unsqueeze(Gather(Shape(present key), 2), [0]) the mask's Slice reads;
+ * a->len receives its three nodes. */
 static bool length_chain(const struct ir_rw *rw, struct ir_node *shape, struct attn *a) {
   int64_t k;
   if (!ir_is_op(shape, "Shape") || shape->n_inputs != 1 || ir_node_attr(shape, "start") || ir_node_attr(shape, "end") ||
@@ -294,7 +296,7 @@ static bool rewrite_past(struct ir_rw *rw, struct attn *a) {
     ir_rw_kill(rw, shape);
     ir_rw_kill(rw, g);
     ir_rw_kill(rw, u);
-    struct ir_value *in[2] = {dim_shape(rw, shape, a->past_k, 2), dim_shape(rw, g, (struct ir_value *)(uintptr_t)a->t, 1)};
+    struct ir_value *in[2] = {dim_shape(rw, shape, a->past_k, 2), dim_shape(rw, g, a->t, 1)};
     char name[512];
     if (!in[0] || !in[1] ||
         !ir_rw_node(rw, u, "Add", "", ir_rw_node_name(rw, u->name, "AttentionFusion", name, sizeof name), in, 2,
