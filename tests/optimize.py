@@ -182,6 +182,23 @@ def marian_almost(tolk, fixtures, tmp):
     same_outputs(src, dst, "almost-matched cross-attention")
     print(f"ok: a past key of unproved heads stays unfused: {dict(after)}")
 
+    # Layer 0's present value read by one more node: its cache Concats stay and feed
+    # MultiHeadAttention 4-D keys and values; layer 1 takes the past form.
+    m = onnx.load(os.path.join(fixtures, "marian-tiny", "decoder_with_past_model.onnx"))
+    m.graph.node.append(helper.make_node("Identity", ["present.0.decoder.value"], ["v0_copy"]))
+    m.graph.output.append(helper.make_tensor_value_info("v0_copy", TensorProto.FLOAT, ["batch_size", 4, "t", 16]))
+    src, dst = os.path.join(tmp, "reader.onnx"), os.path.join(tmp, "reader.all.onnx")
+    onnx.save(m, src)
+    optimize(tolk, src, dst, "all")
+    onnx.checker.check_model(onnx.load(dst), full_check=True)
+    nodes = list(all_nodes(onnx.load(dst).graph))
+    mha = [len(x.input) for x in nodes if x.op_type == "MultiHeadAttention"]
+    concat = sorted(x.output[0] for x in nodes if x.op_type == "Concat" and x.output[0].startswith("present."))
+    if sorted(mha) != [6, 6, 6, 8] or concat != ["present.0.decoder.key", "present.0.decoder.value"]:
+        fail(f"cache read elsewhere: MultiHeadAttention inputs {mha}, cache Concats {concat}")
+    same_outputs(src, dst, "cache read elsewhere")
+    print("ok: a cache read elsewhere keeps its Concat and feeds 4-D keys")
+
 
 def gelu_model(path):
     """Two feed-forward blocks on x [2, 3, 8]: MatMul, bias Add, GELU (Erf form, the 0.5 last), and
