@@ -18,10 +18,9 @@
  * node stands where the residual Add stood: everything it reads comes
  * before, everything reading what it writes after.
  *
- * The fused kernel (src/ops/contrib_norm.c) adds in the order x + skip +
- * bias, where the graph added skip + bias first: the sum may differ in the
- * last bit, so the fused output is within float rounding of the unfused
- * one, not bit-identical.
+ * The fused kernel (src/ops/contrib_norm.c) adds x + (skip + bias), the
+ * graph's order, and normalises with LayerNormalization's own row kernel:
+ * tolk's fused output is the unfused graph's bit for bit.
  */
 #include <stdlib.h>
 #include <string.h>
