@@ -15,6 +15,7 @@
  *   bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--beam N] [--new-tokens N]
  *                   [--threads N] [--batch N] [--latency-n N] [--skip-latency]
  *                   [--skip-throughput] [--no-verify] [--engine NAME] [--mode NAME]
+ *                   [--opt basic|extended|all]
  * FILE: one sentence per line, its token ids (ending in </s>) separated by spaces.
  */
 #include <errno.h>
@@ -166,7 +167,7 @@ static double generate(const tolk_translator *tr, const tolk_ids *src, size_t n,
 int main(int argc, char **argv) {
   const char *dir = NULL, *ids_path = NULL, *engine = "tolk", *mode = NULL;
   int int8 = 0, beam = 1, new_tokens = 32, threads = 2, batch = 16, latency_n = -1;
-  int do_latency = 1, do_throughput = 1, verify = 1, int8_lm_head = 0;
+  int do_latency = 1, do_throughput = 1, verify = 1, int8_lm_head = 0, opt = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--int8")) int8 = 1;
@@ -176,7 +177,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--skip-throughput")) do_throughput = 0;
     else if (!v) {
       fprintf(stderr, "usage: bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--beam N] [--new-tokens N] "
-                      "[--threads N] [--batch N] [--latency-n N] [--skip-latency] [--skip-throughput] [--no-verify]\n");
+                      "[--threads N] [--batch N] [--latency-n N] [--skip-latency] [--skip-throughput] [--no-verify] "
+                      "[--opt basic|extended|all]\n");
       return 2;
     } else if (!strcmp(a, "-m")) dir = v, i++;
     else if (!strcmp(a, "--ids")) ids_path = v, i++;
@@ -187,6 +189,17 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--threads")) threads = parse_int(v, "--threads", 0, 1024), i++;
     else if (!strcmp(a, "--batch")) batch = parse_int(v, "--batch", 1, 1 << 20), i++;
     else if (!strcmp(a, "--latency-n")) latency_n = parse_int(v, "--latency-n", -1, INT_MAX), i++;
+    else if (!strcmp(a, "--opt")) {
+      /* The graphs' opt level (tolk_translator_params.opt_level); the
+       * translator's default is BASIC. */
+      opt = !strcmp(v, "basic") ? TOLK_OPT_BASIC : !strcmp(v, "extended") ? TOLK_OPT_EXTENDED
+            : !strcmp(v, "all") ? TOLK_OPT_ALL : -1;
+      if (opt < 0) {
+        fprintf(stderr, "bench_translate: --opt wants basic, extended or all, not '%s'\n", v);
+        return 2;
+      }
+      i++;
+    }
     else {
       fprintf(stderr, "bench_translate: unknown option %s\n", a);
       return 2;
@@ -209,6 +222,7 @@ int main(int argc, char **argv) {
   tp.int8 = int8;
   tp.int8_lm_head = int8_lm_head;
   tp.verify = verify;
+  tp.opt_level = opt;
   tolk_translator *tr;
   tolk_error e;
   if (tolk_translator_create(dir, tp, &tr, &e)) die(dir, &e);

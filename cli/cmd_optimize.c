@@ -33,8 +33,10 @@ static const struct cli_verb verb = {
     "Saves the graph as tolk optimizes it, as ONNX Runtime's optimized_model_filepath\n"
     "does, If/Loop/Scan bodies included. basic: constant folding with tolk's kernels,\n"
     "static Shape chains, common subexpressions and dead nodes; extended: + fusions\n"
-    "into com.microsoft QuickGelu, Gelu/BiasGelu and FusedMatMul, and written-out\n"
-    "LayerNormalization (opset 17+); all: + attention into MultiHeadAttention.\n"
+    "into com.microsoft QuickGelu, Gelu/BiasGelu and FusedMatMul, written-out\n"
+    "LayerNormalization (opset 17+), and residual Add + LayerNormalization into\n"
+    "SkipLayerNormalization; all: + attention (self, cross, with a past) into\n"
+    "MultiHeadAttention.\n"
     "The output is checked, written to a temporary file and renamed: complete or\n"
     "absent. tolk run --opt LEVEL applies the same rewrites at session creation.",
     options, "exit status: 0 done, 2 bad usage or a model that could not be optimized", false};

@@ -1,7 +1,8 @@
 /*
  * test_exec_optimize.c — the session option of tolk optimize: a session
- * created at opt level ALL (or EXTENDED) on marian-tiny's encoder and first
- * decoder compiles the fused graph (QuickGelu, MultiHeadAttention, fewer
+ * created at opt level ALL (or EXTENDED) on marian-tiny's encoder and
+ * decoders compiles the fused graph (QuickGelu, SkipLayerNormalization,
+ * MultiHeadAttention with and without a past, fewer
  * kernels run), gives the outputs of the BASIC session within 1e-5 on the
  * fixture's inputs, and leaves the borrowed model as it was (the rewrite
  * works on a private copy), so a BASIC session on it afterwards still runs
@@ -33,10 +34,10 @@ static size_t model_domain_nodes(const tolk_model *m, const char *domain) {
 /* Runs s on DIR/input_N.pb; *out[0..n) receive its outputs. */
 static bool run(tolk_session *s, const char *dir, tolk_tensor **out, size_t n_out, uint32_t *nodes) {
   size_t n_in = tolk_session_input_count(s);
-  const char *names[8];
-  tolk_tensor *in[8] = {0};
+  const char *names[16];
+  tolk_tensor *in[16] = {0};
   tolk_error err;
-  bool ok = n_in <= 8;
+  bool ok = n_in <= 16;
   for (size_t i = 0; ok && i < n_in; i++) {
     char path[4200];
     snprintf(path, sizeof path, "%s/input_%zu.pb", dir, i);
@@ -50,7 +51,7 @@ static bool run(tolk_session *s, const char *dir, tolk_tensor **out, size_t n_ou
     CHECK_MSG(ok, "%s", err.message);
     *nodes = st.nodes_run;
   }
-  for (size_t i = 0; i < n_in; i++) tolk_tensor_free(in[i]);
+  for (size_t i = 0; i < n_in && i < 16; i++) tolk_tensor_free(in[i]);
   return ok;
 }
 
@@ -62,7 +63,7 @@ static double max_diff(const tolk_tensor *a, const tolk_tensor *b) {
   return d;
 }
 
-static void graph(const char *name, tolk_opt_level level, size_t want_mha) {
+static void graph(const char *name, tolk_opt_level level, size_t want_mha, size_t want_skip) {
   char path[4096], data[4096];
   snprintf(path, sizeof path, "%s/marian-tiny/%s.onnx", tu_fixtures(), name);
   snprintf(data, sizeof data, "%s/golden/marian-tiny/%s/test_data_set_0", tu_fixtures(), name);
@@ -82,6 +83,9 @@ static void graph(const char *name, tolk_opt_level level, size_t want_mha) {
     CHECK(count_op(fused, "QuickGelu") == 2 && count_op(plain, "QuickGelu") == 0);
     CHECK_MSG(count_op(fused, "MultiHeadAttention") == want_mha, "%s: %zu MultiHeadAttention, wanted %zu", name,
               count_op(fused, "MultiHeadAttention"), want_mha);
+    CHECK_MSG(count_op(fused, "SkipLayerNormalization") == want_skip && count_op(fused, "LayerNormalization") == 0,
+              "%s: %zu SkipLayerNormalization, wanted %zu", name, count_op(fused, "SkipLayerNormalization"),
+              want_skip);
     tolk_tensor *a[16] = {0}, *b[16] = {0};
     size_t n_out = tolk_session_output_count(plain);
     uint32_t na = 0, nb = 0;
@@ -103,10 +107,34 @@ static void graph(const char *name, tolk_opt_level level, size_t want_mha) {
   tolk_model_free(m);
 }
 
+/* A session keeping its key/value cache in place at ALL: the cache's
+ * Concat and its readers stay as exported for kv.c (4 pairs in place, as
+ * at BASIC), while the cross-attention (the encoder's keys) still fuses. */
+static void kv_in_place(void) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/marian-tiny/decoder_with_past_model.onnx", tu_fixtures());
+  tolk_session_params p = tolk_session_default_params();
+  p.opt_level = TOLK_OPT_ALL;
+  p.kv_cache = 1;
+  tolk_session *s = NULL;
+  tolk_error err;
+  CHECK_MSG(tolk_session_create_from_file(path, p, &s, &err) == TOLK_OK, "%s", err.message);
+  if (!s) return;
+  CHECK_MSG(tolk_session_kv_count(s) == 4, "%zu cache pairs in place", tolk_session_kv_count(s));
+  CHECK_MSG(count_op(s, "MultiHeadAttention") == 2 && count_op(s, "SkipLayerNormalization") == 6,
+            "%zu MultiHeadAttention, %zu SkipLayerNormalization", count_op(s, "MultiHeadAttention"),
+            count_op(s, "SkipLayerNormalization"));
+  tolk_session_free(s);
+}
+
 int main(void) {
-  graph("encoder_model", TOLK_OPT_ALL, 2);
-  graph("decoder_model", TOLK_OPT_ALL, 2);
-  graph("encoder_model", TOLK_OPT_EXTENDED, 0);
+  kv_in_place();
+  graph("encoder_model", TOLK_OPT_ALL, 2, 4);
+  /* Self- and cross-attention; with a past, the cache's Concat feeds them
+   * as 4-D keys and values. */
+  graph("decoder_model", TOLK_OPT_ALL, 4, 6);
+  graph("decoder_with_past_model", TOLK_OPT_ALL, 4, 6);
+  graph("encoder_model", TOLK_OPT_EXTENDED, 0, 4);
   /* From a file: the session owns the model and rewrites it in place. */
   char path[4096];
   snprintf(path, sizeof path, "%s/marian-tiny/encoder_model.onnx", tu_fixtures());

@@ -298,10 +298,12 @@ struct tolk_tensor {
 /* The graph rewrites of tolk_model_optimize (optimize.c) on m's main
  * graph, in place, at `level` (BASIC, EXTENDED or ALL); constant folding
  * through a session only with `fold` (a session folds at creation anyway).
- * Each pass is reported to `report` (may be NULL); *rewrites (may be NULL)
- * receives their total. */
-tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold, tolk_report_fn report,
-                             void *user, size_t *rewrites, tolk_error *err);
+ * With `keep_cache` (a session keeping its key/value cache in place) the
+ * decoder's cache Concat(past, new) -> present and what reads it stay as
+ * written, for src/exec/kv.c to rewire. Each pass is reported to `report`
+ * (may be NULL); *rewrites (may be NULL) receives their total. */
+tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold, bool keep_cache,
+                             tolk_report_fn report, void *user, size_t *rewrites, tolk_error *err);
 
 tolk_status exec_session_create_ir(const struct ir_model *m, const tolk_session_params *p,
                                    const struct op_def *extra, tolk_session **out,

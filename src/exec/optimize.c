@@ -115,11 +115,14 @@ static const struct pass passes[] = {
     {"static shapes", ir_pass_static_shape, TOLK_OPT_BASIC},
     {"constant folding", NULL, TOLK_OPT_BASIC},
     {"common subexpressions", ir_pass_cse, TOLK_OPT_BASIC},
+    {"Transpose elimination", ir_pass_transpose, TOLK_OPT_BASIC},
+    {"Reshape elimination", ir_pass_reshape, TOLK_OPT_BASIC},
     {"dead nodes", ir_pass_dce, TOLK_OPT_BASIC},
     {"LayerNormalization fusion", ir_pass_layernorm, TOLK_OPT_EXTENDED},
     {"QuickGelu fusion", ir_pass_quick_gelu, TOLK_OPT_EXTENDED},
     {"Gelu fusion", ir_pass_gelu, TOLK_OPT_EXTENDED},
     {"FusedMatMul fusion", ir_pass_fused_matmul, TOLK_OPT_EXTENDED},
+    {"SkipLayerNormalization fusion", ir_pass_skip_layernorm, TOLK_OPT_EXTENDED},
     {"dead nodes", ir_pass_dce, TOLK_OPT_EXTENDED},
     {"attention fusion", ir_pass_attention, TOLK_OPT_ALL},
     {"dead nodes", ir_pass_dce, TOLK_OPT_ALL},
@@ -183,8 +186,8 @@ static void graphs_of(struct ir_graph *g, struct ir_graph **out, size_t *n) {
       }
 }
 
-tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold, tolk_report_fn report,
-                             void *user, size_t *rewrites, tolk_error *err) {
+tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold, bool keep_cache,
+                             tolk_report_fn report, void *user, size_t *rewrites, tolk_error *err) {
   struct octx c = {.report = report, .user = user, .err = err};
   size_t n = 0;
   graphs_of(m->graph, NULL, &n);
@@ -196,7 +199,10 @@ tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold
     graphs_of(m->graph, gs, &n);
     c.n_rws = n;
   }
-  for (size_t r = 0; ok && r < c.n_rws; r++) ok = ir_rw_begin(&c.rws[r], m, gs[r]);
+  for (size_t r = 0; ok && r < c.n_rws; r++) {
+    ok = ir_rw_begin(&c.rws[r], m, gs[r]);
+    c.rws[r].keep_cache = keep_cache;
+  }
   tolk_status st = ok ? run_passes(&c, level, fold)
                       : tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory before optimizing the graph");
   for (size_t r = 0; r < c.n_rws; r++) ir_rw_end(&c.rws[r]);
@@ -257,7 +263,7 @@ tolk_status tolk_model_optimize(const char *in_path, const char *out_path, tolk_
   if (!st) st = check_input(m, in_path, out_path, level, err);
   if (!st) {
     sum.nodes_before = count_nodes(m->ir.graph);
-    st = exec_optimize_ir(&m->ir, level, true, report, user, &sum.rewrites, err);
+    st = exec_optimize_ir(&m->ir, level, true, false, report, user, &sum.rewrites, err);
   }
   if (!st) st = onnx_write_model(&b, m, err);
   if (!st) st = verify_output(&b, out_path, err);

@@ -47,7 +47,7 @@ static tolk_status adopt(tolk_model *m, tolk_session_params params, tolk_session
                          tolk_error *err) {
   tolk_status st = TOLK_OK;
   if (rewrites(&params))
-    st = exec_optimize_ir(tolk_model_ir(m), params.opt_level, false, NULL, NULL, NULL, err);
+    st = exec_optimize_ir(tolk_model_ir(m), params.opt_level, false, params.kv_cache != 0, NULL, NULL, NULL, err);
   if (!st) st = exec_session_create_ir(tolk_model_ir(m), &params, NULL, out, err);
   if (st) {
     tolk_model_free(m);

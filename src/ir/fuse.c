@@ -27,40 +27,22 @@
 
 #define MS "com.microsoft"
 
-/* v's live producer when it is an ai.onnx `op`, else NULL. */
-static struct ir_node *made_by(const struct ir_value *v, const char *op) {
-  if (!v || !v->producer || *v->producer->domain || strcmp(v->producer->op_type, op)) return NULL;
-  return v->producer;
-}
-
-static bool is_op(const struct ir_node *n, const char *op) { return !*n->domain && !strcmp(n->op_type, op); }
-
-/* A float initializer of one element as input i of n. */
-static bool scalar_in(const struct ir_node *n, size_t i, float *out) {
-  return i < n->n_inputs && n->inputs[i] && ir_rw_scalar(n->inputs[i], out);
-}
-
-/* Whether n's output feeds only `into`. */
-static bool only_into(const struct ir_rw *rw, const struct ir_node *n, const struct ir_node *into) {
-  return n->n_outputs == 1 && n->outputs[0] && ir_rw_sole_reader(rw, n->outputs[0]) == into;
-}
-
 static bool near(float a, float b, float tol) { return fabsf(a - b) <= tol * fabsf(b); }
 
 /* ------------------------------------------------------------ QuickGelu */
 
 static bool quick_gelu_at(struct ir_rw *rw, struct ir_node *mul) {
-  if (!is_op(mul, "Mul") || mul->n_inputs != 2 || mul->n_outputs != 1) return false;
+  if (!ir_is_op(mul, "Mul") || mul->n_inputs != 2 || mul->n_outputs != 1) return false;
   for (size_t s = 0; s < 2; s++) {
-    struct ir_node *sig = made_by(mul->inputs[s], "Sigmoid"), *scale = NULL;
+    struct ir_node *sig = ir_made_by(mul->inputs[s], "Sigmoid"), *scale = NULL;
     struct ir_value *x = mul->inputs[1 - s];
-    if (!sig || !x || !only_into(rw, sig, mul)) continue;
+    if (!sig || !x || !ir_rw_only_into(rw, sig, mul)) continue;
     float alpha = 1.0f;
     if (sig->inputs[0] != x) {
-      scale = made_by(sig->inputs[0], "Mul");
-      if (!scale || !only_into(rw, scale, sig)) continue;
-      if (!(scale->inputs[0] == x && scalar_in(scale, 1, &alpha)) &&
-          !(scale->inputs[1] == x && scalar_in(scale, 0, &alpha)))
+      scale = ir_made_by(sig->inputs[0], "Mul");
+      if (!scale || !ir_rw_only_into(rw, scale, sig)) continue;
+      if (!(scale->inputs[0] == x && ir_scalar_in(scale, 1, &alpha)) &&
+          !(scale->inputs[1] == x && ir_scalar_in(scale, 0, &alpha)))
         continue;
     }
     char name[512];
@@ -77,13 +59,7 @@ static bool quick_gelu_at(struct ir_rw *rw, struct ir_node *mul) {
   return false;
 }
 
-int ir_pass_quick_gelu(struct ir_rw *rw) {
-  int n = 0;
-  for (size_t k = 0; k < rw->g->n_nodes; k++)
-    if (!rw->dead[k] && quick_gelu_at(rw, rw->g->nodes[k])) n++;
-  if (rw->oom) return -1;
-  return ir_rw_commit(rw) ? n : -1;
-}
+int ir_pass_quick_gelu(struct ir_rw *rw) { return ir_rw_each(rw, quick_gelu_at); }
 
 /* ------------------------------------------------------------ Gelu */
 
@@ -91,16 +67,16 @@ int ir_pass_quick_gelu(struct ir_rw *rw) {
 static bool div_sqrt2(const struct ir_node *d, const struct ir_value *x) {
   float c;
   if (d->n_inputs != 2 || d->inputs[0] != x) return false;
-  if (is_op(d, "Div")) return scalar_in(d, 1, &c) && near(c, 1.4142135f, 1e-4f);
-  return is_op(d, "Mul") && scalar_in(d, 1, &c) && near(c, 0.70710678f, 1e-4f);
+  if (ir_is_op(d, "Div")) return ir_scalar_in(d, 1, &c) && near(c, 1.4142135f, 1e-4f);
+  return ir_is_op(d, "Mul") && ir_scalar_in(d, 1, &c) && near(c, 0.70710678f, 1e-4f);
 }
 
 /* The other input of two-input n when one is a float scalar near `want`. */
 static struct ir_value *with_const(const struct ir_node *n, float want) {
   float c;
   if (n->n_inputs != 2) return NULL;
-  if (scalar_in(n, 1, &c) && near(c, want, 1e-6f)) return n->inputs[0];
-  if (scalar_in(n, 0, &c) && near(c, want, 1e-6f)) return n->inputs[1];
+  if (ir_scalar_in(n, 1, &c) && near(c, want, 1e-6f)) return n->inputs[0];
+  if (ir_scalar_in(n, 0, &c) && near(c, want, 1e-6f)) return n->inputs[1];
   return NULL;
 }
 
@@ -108,17 +84,17 @@ static struct ir_value *with_const(const struct ir_node *n, float want) {
  * the next; *erf and *div receive the nodes. */
 static bool erf_chain(const struct ir_rw *rw, const struct ir_node *add, const struct ir_node *user,
                       const struct ir_value *x, struct ir_node **erf, struct ir_node **div) {
-  if (!add || !x || !only_into(rw, add, user)) return false;
-  *erf = made_by(with_const(add, 1.0f), "Erf");
-  if (!*erf || !only_into(rw, *erf, add)) return false;
+  if (!add || !x || !ir_rw_only_into(rw, add, user)) return false;
+  *erf = ir_made_by(with_const(add, 1.0f), "Erf");
+  if (!*erf || !ir_rw_only_into(rw, *erf, add)) return false;
   *div = (*erf)->inputs[0] ? (*erf)->inputs[0]->producer : NULL;
-  return *div && div_sqrt2(*div, x) && only_into(rw, *div, *erf);
+  return *div && div_sqrt2(*div, x) && ir_rw_only_into(rw, *div, *erf);
 }
 
 /* Gelu ending at Mul `last`: Erf's chain from x, in ORT's two orders —
  * Mul(Mul(x, Add(Erf(x/√2), 1)), 0.5) and Mul(Mul(x, 0.5), Add(Erf(x/√2), 1)). */
 static bool gelu_at(struct ir_rw *rw, struct ir_node *last) {
-  if (!is_op(last, "Mul") || last->n_inputs != 2 || last->n_outputs != 1) return false;
+  if (!ir_is_op(last, "Mul") || last->n_inputs != 2 || last->n_outputs != 1) return false;
   struct ir_node *add = NULL, *half = NULL, *mul = NULL, *erf = NULL, *div = NULL;
   struct ir_value *x = NULL;
   bool found = false;
@@ -126,17 +102,17 @@ static bool gelu_at(struct ir_rw *rw, struct ir_node *last) {
     float c;
     mul = NULL;
     /* The 0.5 first: last = Mul(Mul(x, 0.5), add). */
-    half = made_by(last->inputs[1 - s], "Mul");
-    add = made_by(last->inputs[s], "Add");
+    half = ir_made_by(last->inputs[1 - s], "Mul");
+    add = ir_made_by(last->inputs[s], "Add");
     x = half ? with_const(half, 0.5f) : NULL;
-    found = x && only_into(rw, half, last) && erf_chain(rw, add, last, x, &erf, &div);
+    found = x && ir_rw_only_into(rw, half, last) && erf_chain(rw, add, last, x, &erf, &div);
     if (found) break;
     half = NULL;
     /* The 0.5 last: last = Mul(mul, 0.5), mul = Mul(x, add). */
-    mul = made_by(last->inputs[s], "Mul");
-    if (!mul || !scalar_in(last, 1 - s, &c) || !near(c, 0.5f, 1e-6f) || !only_into(rw, mul, last)) continue;
+    mul = ir_made_by(last->inputs[s], "Mul");
+    if (!mul || !ir_scalar_in(last, 1 - s, &c) || !near(c, 0.5f, 1e-6f) || !ir_rw_only_into(rw, mul, last)) continue;
     for (size_t t = 0; t < 2 && !found; t++) {
-      add = made_by(mul->inputs[t], "Add");
+      add = ir_made_by(mul->inputs[t], "Add");
       x = mul->inputs[1 - t];
       found = erf_chain(rw, add, mul, x, &erf, &div);
     }
@@ -145,14 +121,13 @@ static bool gelu_at(struct ir_rw *rw, struct ir_node *last) {
   /* x's readers are the pattern's two; a bias before it becomes BiasGelu (a
    * 1-D bias of more than one element broadcasts along the last axis, as
    * BiasGelu's must). */
-  struct ir_node *bias_add = made_by(x, "Add");
+  struct ir_node *bias_add = ir_made_by(x, "Add");
   struct ir_value *in[2] = {x, NULL};
   const struct ir_value *b = NULL;
   if (bias_add && !rw->pinned[x->index] && rw->uses[x->index] == 2 && bias_add->n_inputs == 2)
     for (size_t t = 0; t < 2 && !b; t++) {
       const struct ir_value *c = bias_add->inputs[t];
-      if (c && c->init && c->init->rank == 1 && c->init->dtype == TOLK_FLOAT &&
-          c->init->numel > 1 && !(c->flags & IR_VALUE_GRAPH_INPUT)) {
+      if (ir_vector_const(c)) {
         b = c;
         in[0] = bias_add->inputs[1 - t];
         in[1] = bias_add->inputs[t];
@@ -168,13 +143,7 @@ static bool gelu_at(struct ir_rw *rw, struct ir_node *last) {
                     in, b ? 2 : 1, last->outputs, 1, 0) != NULL;
 }
 
-int ir_pass_gelu(struct ir_rw *rw) {
-  int n = 0;
-  for (size_t k = 0; k < rw->g->n_nodes; k++)
-    if (!rw->dead[k] && gelu_at(rw, rw->g->nodes[k])) n++;
-  if (rw->oom) return -1;
-  return ir_rw_commit(rw) ? n : -1;
-}
+int ir_pass_gelu(struct ir_rw *rw) { return ir_rw_each(rw, gelu_at); }
 
 /* ------------------------------------------------------------ FusedMatMul */
 
@@ -193,16 +162,16 @@ static bool swaps_last_two(const struct ir_node *t) {
 static struct ir_value *scaled(const struct ir_node *n, const struct ir_value *v, float *scale) {
   float c;
   if (n->n_inputs != 2 || (v && n->inputs[0] != v && n->inputs[1] != v)) return NULL;
-  if (is_op(n, "Div") && scalar_in(n, 1, &c) && c != 0.0f && (!v || n->inputs[0] == v)) {
+  if (ir_is_op(n, "Div") && ir_scalar_in(n, 1, &c) && c != 0.0f && (!v || n->inputs[0] == v)) {
     *scale = 1.0f / c;
     return n->inputs[0];
   }
-  if (!is_op(n, "Mul")) return NULL;
-  if (scalar_in(n, 1, &c) && (!v || n->inputs[0] == v)) {
+  if (!ir_is_op(n, "Mul")) return NULL;
+  if (ir_scalar_in(n, 1, &c) && (!v || n->inputs[0] == v)) {
     *scale = c;
     return n->inputs[0];
   }
-  if (scalar_in(n, 0, &c) && (!v || n->inputs[1] == v)) {
+  if (ir_scalar_in(n, 0, &c) && (!v || n->inputs[1] == v)) {
     *scale = c;
     return n->inputs[1];
   }
@@ -226,10 +195,10 @@ static void absorb_input(struct ir_rw *rw, struct ir_node *mat, struct mm *f, si
     float s;
     struct ir_value *src;
     more = false;
-    if (!p || !only_into(rw, p, reader)) break;
+    if (!p || !ir_rw_only_into(rw, p, reader)) break;
     if ((src = scaled(p, NULL, &s))) {
       f->alpha *= s;
-    } else if (is_op(p, "Transpose") && !f->trans[i] && swaps_last_two(p)) {
+    } else if (ir_is_op(p, "Transpose") && !f->trans[i] && swaps_last_two(p)) {
       src = p->inputs[0];
       f->trans[i] = 1;
     } else {
@@ -242,8 +211,24 @@ static void absorb_input(struct ir_rw *rw, struct ir_node *mat, struct mm *f, si
   }
 }
 
+/* Whether input i of mat reads a cache (ir_rw_is_cache) through the
+ * Transpose and scalar Mul kv.c expects before it. */
+static bool reads_cache(const struct ir_rw *rw, const struct ir_node *mat, size_t i) {
+  const struct ir_value *v = mat->inputs[i];
+  float s;
+  for (int step = 0; v && step < 3; step++) {
+    if (ir_rw_is_cache(rw, v)) return true;
+    const struct ir_node *p = v->producer;
+    if (!p || p->n_inputs < 1) return false;
+    if (ir_is_op(p, "Transpose")) v = p->inputs[0];
+    else if (!(v = scaled(p, NULL, &s))) return false;
+  }
+  return false;
+}
+
 static bool fused_matmul_at(struct ir_rw *rw, struct ir_node *mat) {
-  if (!is_op(mat, "MatMul") || mat->n_inputs != 2 || mat->n_outputs != 1 || !mat->outputs[0]) return false;
+  if (!ir_is_op(mat, "MatMul") || mat->n_inputs != 2 || mat->n_outputs != 1 || !mat->outputs[0]) return false;
+  if (reads_cache(rw, mat, 0) || reads_cache(rw, mat, 1)) return false;
   struct mm f = {{mat->inputs[0], mat->inputs[1]}, {0}, 0, 1.0f, {0, 0}};
   absorb_input(rw, mat, &f, 0);
   absorb_input(rw, mat, &f, 1);
@@ -271,13 +256,7 @@ static bool fused_matmul_at(struct ir_rw *rw, struct ir_node *mat) {
   return true;
 }
 
-int ir_pass_fused_matmul(struct ir_rw *rw) {
-  int n = 0;
-  for (size_t k = 0; k < rw->g->n_nodes; k++)
-    if (!rw->dead[k] && fused_matmul_at(rw, rw->g->nodes[k])) n++;
-  if (rw->oom) return -1;
-  return ir_rw_commit(rw) ? n : -1;
-}
+int ir_pass_fused_matmul(struct ir_rw *rw) { return ir_rw_each(rw, fused_matmul_at); }
 
 /* ------------------------------------------------------------ LayerNormalization */
 
@@ -294,18 +273,10 @@ static bool mean_last(const struct ir_node *r) {
   return axis == -1;
 }
 
-/* A 1-D float constant of more than one element: it broadcasts along the
- * last axis, so its length is that axis' — what LayerNormalization's scale
- * and bias must be. */
-static bool vector_const(const struct ir_value *v) {
-  return v && v->init && v->init->rank == 1 && v->init->dtype == TOLK_FLOAT && v->init->numel > 1 &&
-         !(v->flags & IR_VALUE_GRAPH_INPUT);
-}
-
 /* The other input of two-input n when one is a vector constant. */
 static struct ir_value *with_vector(const struct ir_node *n, struct ir_value **vec) {
   for (size_t i = 0; n && n->n_inputs == 2 && i < 2; i++)
-    if (vector_const(n->inputs[i])) {
+    if (ir_vector_const(n->inputs[i])) {
       *vec = n->inputs[i];
       return n->inputs[1 - i];
     }
@@ -318,41 +289,41 @@ static struct ir_value *with_vector(const struct ir_node *n, struct ir_value **v
 static bool layernorm_at(struct ir_rw *rw, struct ir_node *last) {
   struct ir_value *gamma = NULL, *beta = NULL, *y;
   struct ir_node *add_b = NULL, *mul_g;
-  if (!is_op(last, "Add") && !is_op(last, "Mul")) return false;
-  if (is_op(last, "Add")) {
+  if (!ir_is_op(last, "Add") && !ir_is_op(last, "Mul")) return false;
+  if (ir_is_op(last, "Add")) {
     add_b = last;
     y = with_vector(add_b, &beta);
-    if (!(mul_g = made_by(y, "Mul")) || !only_into(rw, mul_g, add_b)) return false;
+    if (!(mul_g = ir_made_by(y, "Mul")) || !ir_rw_only_into(rw, mul_g, add_b)) return false;
   } else {
     /* A bias Add after it is part of the pattern: matched from there. */
     struct ir_node *next =
         last->n_outputs == 1 && last->outputs[0] ? ir_rw_sole_reader(rw, last->outputs[0]) : NULL;
-    if (next && is_op(next, "Add") && with_vector(next, &beta)) return false;
+    if (next && ir_is_op(next, "Add") && with_vector(next, &beta)) return false;
     mul_g = last;
   }
-  struct ir_node *div = made_by(with_vector(mul_g, &gamma), "Div"), *sqrt, *add_e, *var, *sq, *sub, *mean;
+  struct ir_node *div = ir_made_by(with_vector(mul_g, &gamma), "Div"), *sqrt, *add_e, *var, *sq, *sub, *mean;
   float eps, two;
-  if (!div || !only_into(rw, div, mul_g) || !(sqrt = made_by(div->inputs[1], "Sqrt")) ||
-      !only_into(rw, sqrt, div))
+  if (!div || !ir_rw_only_into(rw, div, mul_g) || !(sqrt = ir_made_by(div->inputs[1], "Sqrt")) ||
+      !ir_rw_only_into(rw, sqrt, div))
     return false;
-  if (!(add_e = made_by(sqrt->inputs[0], "Add")) || !only_into(rw, add_e, sqrt)) return false;
-  var = made_by(add_e->inputs[0], "ReduceMean");
-  if (!var || !scalar_in(add_e, 1, &eps)) {
-    var = made_by(add_e->inputs[1], "ReduceMean");
-    if (!var || !scalar_in(add_e, 0, &eps)) return false;
+  if (!(add_e = ir_made_by(sqrt->inputs[0], "Add")) || !ir_rw_only_into(rw, add_e, sqrt)) return false;
+  var = ir_made_by(add_e->inputs[0], "ReduceMean");
+  if (!var || !ir_scalar_in(add_e, 1, &eps)) {
+    var = ir_made_by(add_e->inputs[1], "ReduceMean");
+    if (!var || !ir_scalar_in(add_e, 0, &eps)) return false;
   }
   sq = var->inputs[0] ? var->inputs[0]->producer : NULL;
-  if (!mean_last(var) || !only_into(rw, var, add_e) || !sq || !only_into(rw, sq, var))
+  if (!mean_last(var) || !ir_rw_only_into(rw, var, add_e) || !sq || !ir_rw_only_into(rw, sq, var))
     return false;
   struct ir_value *d = div->inputs[0];
-  bool square = (is_op(sq, "Pow") && sq->inputs[0] == d && scalar_in(sq, 1, &two) && two == 2.0f) ||
-                (is_op(sq, "Mul") && sq->inputs[0] == d && sq->inputs[1] == d);
-  if (!square || !(sub = made_by(d, "Sub")) || rw->pinned[d->index] ||
-      rw->uses[d->index] != (is_op(sq, "Mul") ? 3u : 2u))
+  bool square = (ir_is_op(sq, "Pow") && sq->inputs[0] == d && ir_scalar_in(sq, 1, &two) && two == 2.0f) ||
+                (ir_is_op(sq, "Mul") && sq->inputs[0] == d && sq->inputs[1] == d);
+  if (!square || !(sub = ir_made_by(d, "Sub")) || rw->pinned[d->index] ||
+      rw->uses[d->index] != (ir_is_op(sq, "Mul") ? 3u : 2u))
     return false;
   struct ir_value *x = sub->inputs[0];
-  if (!(mean = made_by(sub->inputs[1], "ReduceMean")) || mean->inputs[0] != x || !mean_last(mean) ||
-      !only_into(rw, mean, sub))
+  if (!(mean = ir_made_by(sub->inputs[1], "ReduceMean")) || mean->inputs[0] != x || !mean_last(mean) ||
+      !ir_rw_only_into(rw, mean, sub))
     return false;
   char name[512];
   struct ir_node *pattern[] = {add_b, mul_g, div, sqrt, add_e, var, sq, sub, mean};
@@ -371,9 +342,5 @@ int ir_pass_layernorm(struct ir_rw *rw) {
   /* LayerNormalization is an ai.onnx op from opset 17 on: an older model
    * keeps the decomposed form, which the checker (and its opset) expect. */
   if (ir_model_opset(rw->m, "") < 17) return 0;
-  int n = 0;
-  for (size_t k = 0; k < rw->g->n_nodes; k++)
-    if (!rw->dead[k] && layernorm_at(rw, rw->g->nodes[k])) n++;
-  if (rw->oom) return -1;
-  return ir_rw_commit(rw) ? n : -1;
+  return ir_rw_each(rw, layernorm_at);
 }

@@ -22,60 +22,41 @@
  * attention_bias must be; Optimum's Marian masks are sliced so). The nodes
  * the fused node replaces die here; the reshapes, transposes and shape
  * arithmetic no one reads any more go in the dead-node pass after.
+ *
+ * Cross-attention: K3 and V3 project another tensor, their reshapes take
+ * the query's batch. With a past, K and V come 4-D, [B, N, T, H]:
+ *  - the encoder's keys and values as graph inputs (cross-attention of a
+ *    decoder with past) go in as MultiHeadAttention's 4-D key and value;
+ *  - the self-attention cache, Kc = Concat(past_k, Kt) on the sequence
+ *    axis, becomes past_key/past_value in and present_key/present_value
+ *    out (past_form); where that cannot be (below opset 15, another reader
+ *    of the cache), Kc and Vc stay and go in as the 4-D key and value;
+ *  - a session keeping its cache in place (ir_rw_is_cache) keeps Kc, Vc
+ *    and the attention around them as exported, for src/exec/kv.c.
  */
 #include <string.h>
 
 #include "rewrite.h"
-
-static struct ir_node *made_by(const struct ir_value *v, const char *op) {
-  if (!v || !v->producer || *v->producer->domain || strcmp(v->producer->op_type, op)) return NULL;
-  return v->producer;
-}
-
-static bool only_into(const struct ir_rw *rw, const struct ir_node *n, const struct ir_node *into) {
-  return n->n_outputs == 1 && n->outputs[0] && ir_rw_sole_reader(rw, n->outputs[0]) == into;
-}
-
-/* The one int64 a constant of one element holds. */
-static bool int_const(const struct ir_value *v, int64_t *out) {
-  const struct ir_tensor *t = v ? v->init : NULL;
-  if (!t || t->dtype != TOLK_INT64 || t->numel != 1 || !t->data || (v->flags & IR_VALUE_GRAPH_INPUT))
-    return false;
-  memcpy(out, t->data, sizeof *out);
-  return true;
-}
 
 static bool perm_is(const struct ir_node *t, const int64_t *p, size_t n) {
   const struct ir_attr *a = t ? ir_node_attr(t, "perm") : NULL;
   return a && a->type == IR_ATTR_INTS && a->n == n && !memcmp(a->ints, p, n * sizeof *p);
 }
 
-/* Whether v is dimension `axis` of t as a 1-D tensor:
- * Unsqueeze(Gather(Shape(t), axis), [0]). */
-static bool dim_of(const struct ir_value *v, const struct ir_value *t, int64_t axis) {
-  const struct ir_node *u = made_by(v, "Unsqueeze"), *g = NULL, *s = NULL;
-  int64_t k;
-  if (!u || u->n_inputs != 2 || !int_const(u->inputs[1], &k) || k != 0) return false;
-  if (!(g = made_by(u->inputs[0], "Gather")) || ir_attr_int(g, "axis", 0) != 0) return false;
-  if (!int_const(g->inputs[1], &k) || k != axis) return false;
-  s = made_by(g->inputs[0], "Shape");
-  return s && s->inputs[0] == t && !ir_node_attr(s, "start") && !ir_node_attr(s, "end");
-}
-
 /* The input T of a projection x = [Add(bias,)] MatMul(T, W), W a 2-D
  * constant; *width receives W's columns. */
-static const struct ir_value *projected(const struct ir_value *x, int64_t *width) {
-  const struct ir_node *add = made_by(x, "Add"), *mm;
+static struct ir_value *projected(const struct ir_value *x, int64_t *width) {
+  const struct ir_node *add = ir_made_by(x, "Add"), *mm;
   if (add && add->n_inputs == 2) {
     for (size_t i = 0; i < 2; i++) {
       const struct ir_value *b = add->inputs[i];
-      if (b && b->init && b->init->rank == 1 && (mm = made_by(add->inputs[1 - i], "MatMul"))) {
+      if (b && b->init && b->init->rank == 1 && (mm = ir_made_by(add->inputs[1 - i], "MatMul"))) {
         x = add->inputs[1 - i];
         break;
       }
     }
   }
-  mm = made_by(x, "MatMul");
+  mm = ir_made_by(x, "MatMul");
   const struct ir_value *w = mm ? mm->inputs[1] : NULL;
   if (!w || !w->init || w->init->rank != 2 || (w->flags & IR_VALUE_GRAPH_INPUT)) return NULL;
   *width = w->init->dims[1];
@@ -83,16 +64,19 @@ static const struct ir_value *projected(const struct ir_value *x, int64_t *width
 }
 
 /* x4 = Reshape(x3, [B, S|-1, N|-1, H]) splitting x3's last axis into N
- * heads of H: sets *x3, *heads, *head. */
-static bool split_heads(const struct ir_value *x4, struct ir_value **x3, int64_t *heads, int64_t *head) {
-  const struct ir_node *r = made_by(x4, "Reshape"), *c;
+ * heads of H: sets *x3, *heads, *head. B is dim 0 of the projection's
+ * input T or of `batch` (cross-attention takes the query's batch: the
+ * reshape then succeeds only when the two are equal). */
+static bool split_heads(const struct ir_value *x4, const struct ir_value *batch, struct ir_value **x3,
+                        int64_t *heads, int64_t *head) {
+  const struct ir_node *r = ir_made_by(x4, "Reshape"), *c;
   int64_t width, n2, n1;
-  if (!r || r->n_inputs != 2 || !(c = made_by(r->inputs[1], "Concat")) || c->n_inputs != 4) return false;
+  if (!r || r->n_inputs != 2 || !(c = ir_made_by(r->inputs[1], "Concat")) || c->n_inputs != 4) return false;
   const struct ir_value *t = projected(r->inputs[0], &width);
-  if (!t || !dim_of(c->inputs[0], t, 0) || !int_const(c->inputs[3], head) || *head <= 0 ||
-      !int_const(c->inputs[2], &n2) || (n2 != -1 && n2 <= 0))
+  if (!t || !(ir_dim_of(c->inputs[0], t, 0) || (batch && ir_dim_of(c->inputs[0], batch, 0))) ||
+      !ir_int_const(c->inputs[3], head) || *head <= 0 || !ir_int_const(c->inputs[2], &n2) || (n2 != -1 && n2 <= 0))
     return false;
-  if (!dim_of(c->inputs[1], t, 1) && !(int_const(c->inputs[1], &n1) && n1 == -1 && n2 > 0)) return false;
+  if (!ir_dim_of(c->inputs[1], t, 1) && !(ir_int_const(c->inputs[1], &n1) && n1 == -1 && n2 > 0)) return false;
   *heads = n2 > 0 ? n2 : width / *head;
   if (*heads <= 0 || *heads * *head != width) return false;
   *x3 = r->inputs[0];
@@ -101,31 +85,83 @@ static bool split_heads(const struct ir_value *x4, struct ir_value **x3, int64_t
 
 /* y = Reshape(ctx, [B, S, -1|N·H]) with B and S those of t. */
 static bool merge_heads(const struct ir_node *r, const struct ir_value *t, int64_t width) {
-  const struct ir_node *c = r->n_inputs == 2 ? made_by(r->inputs[1], "Concat") : NULL;
+  const struct ir_node *c = r->n_inputs == 2 ? ir_made_by(r->inputs[1], "Concat") : NULL;
   int64_t last;
-  return c && c->n_inputs == 3 && dim_of(c->inputs[0], t, 0) && dim_of(c->inputs[1], t, 1) &&
-         int_const(c->inputs[2], &last) && (last == -1 || last == width);
+  return c && c->n_inputs == 3 && ir_dim_of(c->inputs[0], t, 0) && ir_dim_of(c->inputs[1], t, 1) &&
+         ir_int_const(c->inputs[2], &last) && (last == -1 || last == width);
 }
 
 /* The 4-D mask a Slice on axis 3 makes (see the file's comment). */
 static bool sliced_4d(const struct ir_value *m) {
-  const struct ir_node *s = made_by(m, "Slice");
+  const struct ir_node *s = ir_made_by(m, "Slice");
   int64_t axis;
-  return s && s->n_inputs >= 4 && int_const(s->inputs[3], &axis) && (axis == 3 || axis == -1);
+  return s && s->n_inputs >= 4 && ir_int_const(s->inputs[3], &axis) && (axis == 3 || axis == -1);
 }
 
 struct attn {
   struct ir_node *qk, *add, *softmax, *pv, *tr, *out;
   struct ir_value *q3, *k3, *v3, *mask;
+  const struct ir_rw *rw;
+  struct ir_value *t; /* the query projection's input */
   float scale;
-  int64_t heads, head;
+  int64_t heads, head, head_v;
+  bool kv4; /* k3 and v3 are [B, N, T, H] (a past's), not [B, T, N·H] */
+  /* The past form (past_form): MultiHeadAttention reads the new keys and
+   * values and the past, and writes the present the cache Concats wrote. */
+  struct ir_node *ck, *cv;
+  struct ir_value *past_k, *past_v, *kn, *vn;
+  struct ir_node *len[4][3]; /* Unsqueeze(Gather(Shape(present key), 2)): the mask's length */
+  size_t n_len;
 };
 
-/* Q·K^T with its scale, from the MatMul or FusedMatMul a->qk. */
+static const int64_t bnsh[] = {0, 2, 1, 3};
+
+/* A declared dim: its value, -1 when not static. */
+static int64_t dim(const struct ir_value *v, int d) {
+  const struct ir_type *t = &v->type;
+  return t->kind == IR_TYPE_TENSOR && t->rank == 4 ? t->dims[d].value : -1;
+}
+
+/* The self-attention cache Concat(past, Transpose(Reshape(x3, [B, S, N,
+ * H]), 0 2 1 3)) on the sequence axis, x3 a projection of the query's own
+ * input T: its past, x3 and head size; *s_of_t (may be NULL) tells whether
+ * the reshape's S is dim 1 of T. */
+static bool cache_concat(const struct ir_value *v, const struct attn *a, struct ir_value **past, struct ir_value **x3,
+                         int64_t *head, bool *s_of_t) {
+  const struct ir_node *c = ir_made_by(v, "Concat"), *tr, *r, *dims;
+  int64_t n, width, axis = c ? ir_attr_int(c, "axis", 0) : 0;
+  if (!c || c->n_inputs != 2 || (axis != 2 && axis != -2) || !(tr = ir_made_by(c->inputs[1], "Transpose")) ||
+      !perm_is(tr, bnsh, 4) || !split_heads(tr->inputs[0], NULL, x3, &n, head) || n != a->heads ||
+      projected(*x3, &width) != a->t)
+    return false;
+  *past = c->inputs[0];
+  r = ir_made_by(tr->inputs[0], "Reshape");
+  dims = ir_made_by(r->inputs[1], "Concat");
+  if (s_of_t) *s_of_t = ir_dim_of(dims->inputs[1], a->t, 1);
+  return true;
+}
+
+/* v as a 4-D key or value [B, N, T, H] of the query's batch, heads and
+ * head size `head` (0: any, returned in *h): a graph input so declared (the
+ * encoder's keys of a decoder with past; its batch is the model's), or the
+ * self-attention cache (cache_concat) — not when a session keeps that
+ * cache in place (ir_rw_is_cache). */
+static bool kv_4d(const struct ir_value *v, const struct attn *a, int64_t head, int64_t *h) {
+  struct ir_value *past, *x3;
+  if (v && !v->producer && !v->init && (v->flags & IR_VALUE_GRAPH_INPUT)) {
+    *h = dim(v, 3);
+    return dim(v, 1) == a->heads && *h > 0 && (!head || *h == head);
+  }
+  return !ir_rw_is_cache(a->rw, v) && cache_concat(v, a, &past, &x3, h, NULL) && (!head || *h == head);
+}
+
+/* Q·K^T with its scale, from the MatMul or FusedMatMul a->qk: K as
+ * Transpose(split heads) or as a 4-D past (kv_4d). */
 static bool match_qk(struct attn *a) {
-  static const int64_t bnsh[] = {0, 2, 1, 3}, bnhs[] = {0, 2, 3, 1};
+  static const int64_t bnhs[] = {0, 2, 3, 1}, swap[] = {0, 1, 3, 2};
   const struct ir_node *qk = a->qk;
   int trans_b = 0;
+  int64_t width;
   a->scale = 1.0f;
   if (!strcmp(qk->domain, "com.microsoft") && !strcmp(qk->op_type, "FusedMatMul")) {
     if (ir_attr_int(qk, "transA", 0) || ir_attr_int(qk, "transBatchA", 0) || ir_attr_int(qk, "transBatchB", 0))
@@ -135,44 +171,141 @@ static bool match_qk(struct attn *a) {
   } else if (*qk->domain || strcmp(qk->op_type, "MatMul")) {
     return false;
   }
-  const struct ir_node *tq = made_by(qk->inputs[0], "Transpose"), *tk = made_by(qk->inputs[1], "Transpose");
-  if (!perm_is(tq, bnsh, 4) || !perm_is(tk, trans_b ? bnsh : bnhs, 4)) return false;
+  const struct ir_node *tq = ir_made_by(qk->inputs[0], "Transpose"), *tk = ir_made_by(qk->inputs[1], "Transpose");
+  if (!perm_is(tq, bnsh, 4) || !split_heads(tq->inputs[0], NULL, &a->q3, &a->heads, &a->head) ||
+      !(a->t = projected(a->q3, &width)))
+    return false;
   int64_t hk, sk;
-  return split_heads(tq->inputs[0], &a->q3, &a->heads, &a->head) &&
-         split_heads(tk->inputs[0], &a->k3, &hk, &sk) && hk == a->heads && sk == a->head;
+  if (perm_is(tk, trans_b ? bnsh : bnhs, 4) && split_heads(tk->inputs[0], a->t, &a->k3, &hk, &sk))
+    return hk == a->heads && sk == a->head;
+  /* K^T of a 4-D K: FusedMatMul's transB, or a Transpose of its last two axes. */
+  struct ir_value *k4 = trans_b ? qk->inputs[1] : perm_is(tk, swap, 4) ? tk->inputs[0] : NULL;
+  a->kv4 = k4 && kv_4d(k4, a, a->head, &hk);
+  a->k3 = k4;
+  return a->kv4;
 }
 
 static bool match_attention(struct ir_rw *rw, struct ir_node *out, struct attn *a) {
-  static const int64_t bnsh[] = {0, 2, 1, 3};
   memset(a, 0, sizeof *a);
+  a->rw = rw;
   a->out = out;
   if (strcmp(out->op_type, "Reshape") || *out->domain || !out->outputs[0]) return false;
-  if (!(a->tr = made_by(out->inputs[0], "Transpose")) || !perm_is(a->tr, bnsh, 4) || !only_into(rw, a->tr, out))
+  if (!(a->tr = ir_made_by(out->inputs[0], "Transpose")) || !perm_is(a->tr, bnsh, 4) ||
+      !ir_rw_only_into(rw, a->tr, out))
     return false;
-  if (!(a->pv = made_by(a->tr->inputs[0], "MatMul")) || !only_into(rw, a->pv, a->tr)) return false;
-  if (!(a->softmax = made_by(a->pv->inputs[0], "Softmax")) || !only_into(rw, a->softmax, a->pv)) return false;
+  if (!(a->pv = ir_made_by(a->tr->inputs[0], "MatMul")) || !ir_rw_only_into(rw, a->pv, a->tr)) return false;
+  if (!(a->softmax = ir_made_by(a->pv->inputs[0], "Softmax")) || !ir_rw_only_into(rw, a->softmax, a->pv)) return false;
   int64_t axis = ir_attr_int(a->softmax, "axis", a->softmax->opset >= 13 ? -1 : 1);
   if (axis != -1 && axis != 3) return false;
   struct ir_value *scores = a->softmax->inputs[0];
-  if ((a->add = made_by(scores, "Add"))) {
-    if (!only_into(rw, a->add, a->softmax)) return false;
+  if ((a->add = ir_made_by(scores, "Add"))) {
+    if (!ir_rw_only_into(rw, a->add, a->softmax)) return false;
     for (size_t i = 0; i < 2 && !a->qk; i++) {
       struct ir_node *p = a->add->inputs[i] ? a->add->inputs[i]->producer : NULL;
-      if (p && sliced_4d(a->add->inputs[1 - i]) && only_into(rw, p, a->add)) {
+      if (p && sliced_4d(a->add->inputs[1 - i]) && ir_rw_only_into(rw, p, a->add)) {
         a->qk = p;
         a->mask = a->add->inputs[1 - i];
       }
     }
   } else {
     a->qk = scores ? scores->producer : NULL;
-    if (a->qk && !only_into(rw, a->qk, a->softmax)) return false;
+    if (a->qk && !ir_rw_only_into(rw, a->qk, a->softmax)) return false;
   }
   if (!a->qk || !match_qk(a)) return false;
-  const struct ir_node *tv = made_by(a->pv->inputs[1], "Transpose");
-  int64_t hv, sv, width;
-  if (!perm_is(tv, bnsh, 4) || !split_heads(tv->inputs[0], &a->v3, &hv, &sv) || hv != a->heads) return false;
-  const struct ir_value *t = projected(a->q3, &width);
-  return t && merge_heads(out, t, a->heads * sv);
+  int64_t hv;
+  if (a->kv4) {
+    a->v3 = a->pv->inputs[1];
+    if (!kv_4d(a->v3, a, 0, &a->head_v)) return false;
+  } else {
+    const struct ir_node *tv = ir_made_by(a->pv->inputs[1], "Transpose");
+    if (!perm_is(tv, bnsh, 4) || !split_heads(tv->inputs[0], a->t, &a->v3, &hv, &a->head_v) || hv != a->heads)
+      return false;
+  }
+  return merge_heads(out, a->t, a->heads * a->head_v);
+}
+
+/* Whether `shape`, a reader of the present key, starts the length chain
+ * Unsqueeze(Gather(Shape(present key), 2), [0]) the mask's Slice reads;
+ * a->len receives its three nodes. */
+static bool length_chain(const struct ir_rw *rw, struct ir_node *shape, struct attn *a) {
+  int64_t k;
+  if (!ir_is_op(shape, "Shape") || shape->n_inputs != 1 || ir_node_attr(shape, "start") || ir_node_attr(shape, "end") ||
+      a->n_len == sizeof a->len / sizeof a->len[0])
+    return false;
+  struct ir_node *g = ir_rw_sole_reader(rw, shape->outputs[0]), *u;
+  if (!g || !ir_is_op(g, "Gather") || g->inputs[0] != shape->outputs[0] || ir_attr_int(g, "axis", 0) != 0 ||
+      !ir_int_const(g->inputs[1], &k) || (k != 2 && k != -2) || g->inputs[1]->init->rank != 0 ||
+      !(u = ir_rw_sole_reader(rw, g->outputs[0])) || !ir_is_op(u, "Unsqueeze") || u->n_inputs != 2 ||
+      !ir_int_const(u->inputs[1], &k) || k != 0 || u->inputs[1]->init->rank != 1)
+    return false;
+  a->len[a->n_len][0] = shape, a->len[a->n_len][1] = g, a->len[a->n_len][2] = u;
+  a->n_len++;
+  return true;
+}
+
+/* The self-attention with a past as MultiHeadAttention takes it: past_key
+ * and past_value in, present_key and present_value out (ORT's BART
+ * fusion), instead of the cache Concats feeding it 4-D keys. The present
+ * key's length, which the mask's Slice reads through Shape(present key),
+ * must then come from elsewhere — the node would otherwise read its own
+ * output — and is rebuilt as Shape(past, 2..3) + Shape(T, 1..2), T the
+ * projections' input (the keys' reshape takes its dim 1): Shape's start
+ * and end need opset 15. Anything else reading the caches keeps the 4-D
+ * form. */
+static bool past_form(const struct ir_rw *rw, struct attn *a) {
+  int64_t h;
+  bool s_of_t;
+  struct ir_value *k4 = a->k3, *v4 = a->v3;
+  if (!a->kv4 || ir_model_opset(rw->m, "") < 15 || !cache_concat(k4, a, &a->past_k, &a->kn, &h, &s_of_t) ||
+      !s_of_t || !cache_concat(v4, a, &a->past_v, &a->vn, &h, NULL) || k4->graph != rw->g || v4->graph != rw->g ||
+      rw->uses[v4->index] != 1)
+    return false;
+  a->n_len = 0;
+  uint32_t seen = 0;
+  for (size_t k = 0; k < rw->g->n_nodes; k++) {
+    struct ir_node *n = rw->g->nodes[k];
+    if (rw->dead[k] || n == a->qk) continue;
+    for (size_t i = 0; i < n->n_inputs; i++)
+      if (n->inputs[i] == k4) {
+        if (!length_chain(rw, n, a)) return false;
+        seen++;
+      }
+  }
+  if (seen + 1 != rw->uses[k4->index]) return false;
+  a->ck = k4->producer;
+  a->cv = v4->producer;
+  return true;
+}
+
+/* Shape(x) from dim `start` to `start` + 1, placed where `where` stood. */
+static struct ir_value *dim_shape(struct ir_rw *rw, struct ir_node *where, struct ir_value *x, int64_t start) {
+  char name[512];
+  struct ir_value *v = ir_rw_value(rw, where->outputs[0]->name, start == 2 ? "_past_length" : "_new_length");
+  const char *nm = v ? ir_rw_node_name(rw, where->name, "AttentionFusion", name, sizeof name) : NULL;
+  struct ir_node *s = nm ? ir_rw_node(rw, where, "Shape", "", nm, &x, 1, &v, 1, 2) : NULL;
+  if (!s) return NULL;
+  ir_rw_attr_int(s, 0, "start", start);
+  ir_rw_attr_int(s, 1, "end", start + 1);
+  return v;
+}
+
+/* The past form's rewrite of the length chains and the cache Concats. */
+static bool rewrite_past(struct ir_rw *rw, struct attn *a) {
+  for (size_t i = 0; i < a->n_len; i++) {
+    struct ir_node *shape = a->len[i][0], *g = a->len[i][1], *u = a->len[i][2];
+    ir_rw_kill(rw, shape);
+    ir_rw_kill(rw, g);
+    ir_rw_kill(rw, u);
+    struct ir_value *in[2] = {dim_shape(rw, shape, a->past_k, 2), dim_shape(rw, g, a->t, 1)};
+    char name[512];
+    if (!in[0] || !in[1] ||
+        !ir_rw_node(rw, u, "Add", "", ir_rw_node_name(rw, u->name, "AttentionFusion", name, sizeof name), in, 2,
+                    u->outputs, 1, 0))
+      return false;
+  }
+  ir_rw_kill(rw, a->ck);
+  ir_rw_kill(rw, a->cv);
+  return true;
 }
 
 int ir_pass_attention(struct ir_rw *rw) {
@@ -180,14 +313,18 @@ int ir_pass_attention(struct ir_rw *rw) {
   for (size_t k = 0; k < rw->g->n_nodes; k++) {
     struct attn a;
     if (rw->dead[k] || !match_attention(rw, rw->g->nodes[k], &a)) continue;
+    bool past = past_form(rw, &a);
     struct ir_node *gone[] = {a.out, a.tr, a.pv, a.softmax, a.add, a.qk};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
       if (gone[i]) ir_rw_kill(rw, gone[i]);
-    struct ir_value *in[6] = {a.q3, a.k3, a.v3, NULL, NULL, a.mask};
+    if (past && !rewrite_past(rw, &a)) return -1;
+    struct ir_value *in[8] = {a.q3, a.k3, a.v3, NULL, NULL, a.mask, a.past_k, a.past_v};
+    struct ir_value *out[3] = {a.out->outputs[0], a.k3, a.v3};
+    if (past) in[1] = a.kn, in[2] = a.vn;
     char name[512];
     struct ir_node *m = ir_rw_node(rw, a.out, "MultiHeadAttention", "com.microsoft",
                                    ir_rw_node_name(rw, a.out->name, "AttentionFusion", name, sizeof name), in,
-                                   a.mask ? 6 : 3, a.out->outputs, 1, 2);
+                                   past ? 8 : a.mask ? 6 : 3, out, past ? 3 : 1, 2);
     if (!m) return -1;
     ir_rw_attr_int(m, 0, "num_heads", a.heads);
     ir_rw_attr_float(m, 1, "scale", a.scale);

@@ -172,6 +172,7 @@ struct ir_node *ir_rw_node(struct ir_rw *rw, struct ir_node *where, const char *
   for (size_t i = 0; i < n_in; i++)
     if (in[i] && in[i]->graph == rw->g) rw->uses[in[i]->index]++;
   for (size_t i = 0; i < n_out; i++) {
+    if (!out[i]) continue;
     out[i]->producer = n;
     out[i]->producer_output = (int)i;
   }
@@ -201,6 +202,17 @@ void ir_rw_attr_float(struct ir_node *n, size_t k, const char *name, float v) {
   n->attrs[k].name = name;
   n->attrs[k].type = IR_ATTR_FLOAT;
   n->attrs[k].f = v;
+}
+
+bool ir_rw_attr_ints(struct ir_rw *rw, struct ir_node *n, size_t k, const char *name, const int64_t *v, size_t len) {
+  int64_t *copy = tolk_arena_array(&rw->m->arena, len ? len : 1, sizeof *copy);
+  if (!copy) return !(rw->oom = true);
+  if (len) memcpy(copy, v, len * sizeof *v);
+  n->attrs[k].name = name;
+  n->attrs[k].type = IR_ATTR_INTS;
+  n->attrs[k].ints = copy;
+  n->attrs[k].n = len;
+  return true;
 }
 
 void ir_rw_replace_uses(struct ir_rw *rw, struct ir_value *from, struct ir_value *to) {
@@ -294,6 +306,60 @@ bool ir_rw_scalar(const struct ir_value *v, float *out) {
     return false;
   memcpy(out, t->data, sizeof *out);
   return true;
+}
+
+/* ------------------------------------------------------------ matchers */
+
+struct ir_node *ir_made_by(const struct ir_value *v, const char *op) {
+  if (!v || !v->producer || *v->producer->domain || strcmp(v->producer->op_type, op)) return NULL;
+  return v->producer;
+}
+
+bool ir_is_op(const struct ir_node *n, const char *op) { return !*n->domain && !strcmp(n->op_type, op); }
+
+bool ir_scalar_in(const struct ir_node *n, size_t i, float *out) {
+  return i < n->n_inputs && n->inputs[i] && ir_rw_scalar(n->inputs[i], out);
+}
+
+bool ir_vector_const(const struct ir_value *v) {
+  return v && v->init && v->init->rank == 1 && v->init->dtype == TOLK_FLOAT && v->init->numel > 1 &&
+         !(v->flags & IR_VALUE_GRAPH_INPUT);
+}
+
+bool ir_rw_only_into(const struct ir_rw *rw, const struct ir_node *n, const struct ir_node *into) {
+  return n->n_outputs == 1 && n->outputs[0] && ir_rw_sole_reader(rw, n->outputs[0]) == into;
+}
+
+bool ir_int_const(const struct ir_value *v, int64_t *out) {
+  const struct ir_tensor *t = v ? v->init : NULL;
+  if (!t || t->dtype != TOLK_INT64 || t->numel != 1 || !t->data || (v->flags & IR_VALUE_GRAPH_INPUT))
+    return false;
+  memcpy(out, t->data, sizeof *out);
+  return true;
+}
+
+bool ir_dim_of(const struct ir_value *v, const struct ir_value *t, int64_t axis) {
+  const struct ir_node *u = ir_made_by(v, "Unsqueeze"), *g = NULL, *s = NULL;
+  int64_t k;
+  if (!u || u->n_inputs != 2 || !ir_int_const(u->inputs[1], &k) || k != 0) return false;
+  if (!(g = ir_made_by(u->inputs[0], "Gather")) || ir_attr_int(g, "axis", 0) != 0) return false;
+  if (!ir_int_const(g->inputs[1], &k) || k != axis) return false;
+  s = ir_made_by(g->inputs[0], "Shape");
+  return s && s->inputs[0] == t && !ir_node_attr(s, "start") && !ir_node_attr(s, "end");
+}
+
+bool ir_rw_is_cache(const struct ir_rw *rw, const struct ir_value *v) {
+  const struct ir_node *c = rw->keep_cache ? ir_made_by(v, "Concat") : NULL;
+  const struct ir_value *past = c && c->n_inputs == 2 ? c->inputs[0] : NULL;
+  return past && (past->flags & IR_VALUE_GRAPH_INPUT) && !past->init && (v->flags & IR_VALUE_GRAPH_OUTPUT);
+}
+
+int ir_rw_each(struct ir_rw *rw, bool (*at)(struct ir_rw *rw, struct ir_node *n)) {
+  int n = 0;
+  for (size_t k = 0; k < rw->g->n_nodes; k++)
+    if (!rw->dead[k] && at(rw, rw->g->nodes[k])) n++;
+  if (rw->oom) return -1;
+  return ir_rw_commit(rw) ? n : -1;
 }
 
 /* ------------------------------------------------------------ dead nodes */

@@ -35,6 +35,10 @@ struct ir_rw {
   size_t cap_inits;      /* capacity of g->initializers */
   int serial;            /* makes the names of new values unique */
   bool oom;              /* an allocation failed: the graph is unchanged since */
+  /* Set by the caller after ir_rw_begin: a session keeping its key/value
+   * cache in place (src/exec/kv.c) finds the cache Concat and its readers
+   * as exported, so the fusions leave them (ir_rw_is_cache). */
+  bool keep_cache;
 };
 
 /* Prepares to edit graph g of model m; false when out of memory (call
@@ -73,6 +77,9 @@ struct ir_node *ir_rw_node(struct ir_rw *rw, struct ir_node *where, const char *
 const char *ir_rw_node_name(struct ir_rw *rw, const char *anchor, const char *fusion, char *buf, size_t n);
 void ir_rw_attr_int(struct ir_node *n, size_t k, const char *name, int64_t v);
 void ir_rw_attr_float(struct ir_node *n, size_t k, const char *name, float v);
+/* An INTS attribute: a copy of v[0..len) in the model's arena; false when
+ * out of memory. */
+bool ir_rw_attr_ints(struct ir_rw *rw, struct ir_node *n, size_t k, const char *name, const int64_t *v, size_t len);
 
 /* Replaces every live reading of `from` by `to` (not for pinned values). */
 void ir_rw_replace_uses(struct ir_rw *rw, struct ir_value *from, struct ir_value *to);
@@ -93,6 +100,54 @@ bool ir_rw_commit(struct ir_rw *rw);
 /* A float constant's single value: v is an initializer of one element
  * (any rank) of dtype float. */
 bool ir_rw_scalar(const struct ir_value *v, float *out);
+
+/* ------------------------------------------------------------ matchers
+ * What the fusions (fuse.c, fuse_attention.c, fuse_skip.c) test patterns
+ * with. */
+
+/* v's live producer when it is an ai.onnx `op`, else NULL. */
+struct ir_node *ir_made_by(const struct ir_value *v, const char *op);
+/* Whether n is the ai.onnx `op`. */
+bool ir_is_op(const struct ir_node *n, const char *op);
+/* A float initializer of one element as input i of n (ir_rw_scalar). */
+bool ir_scalar_in(const struct ir_node *n, size_t i, float *out);
+/* A 1-D float constant of more than one element: it broadcasts along the
+ * last axis, so its length is that axis' (a bias, LayerNormalization's
+ * scale). */
+bool ir_vector_const(const struct ir_value *v);
+/* The one int64 a constant of one element holds. */
+bool ir_int_const(const struct ir_value *v, int64_t *out);
+/* Whether v is dimension `axis` of t as a 1-D tensor, as exporters spell
+ * it: Unsqueeze(Gather(Shape(t), axis), [0]). */
+bool ir_dim_of(const struct ir_value *v, const struct ir_value *t, int64_t axis);
+/* With rw->keep_cache, whether v is a decoder's self-attention cache:
+ * Concat(past graph input, new) written to a graph output. */
+bool ir_rw_is_cache(const struct ir_rw *rw, const struct ir_value *v);
+/* Whether n has one output and it feeds only `into` (ir_rw_sole_reader). */
+bool ir_rw_only_into(const struct ir_rw *rw, const struct ir_node *n, const struct ir_node *into);
+
+/* The common loop of the fusions: at(rw, node) for every live node in
+ * order (it kills what it matched and places the fused node), then
+ * commits. The number of rewrites, or -1 when out of memory. */
+int ir_rw_each(struct ir_rw *rw, bool (*at)(struct ir_rw *rw, struct ir_node *n));
+
+/* What the fusions know of a value's shape without shape inference
+ * (fuse_shape.c): `root` is a value whose dims all but the last are v's
+ * (v itself when nothing better is known), `width` v's last dim and
+ * `rank` its rank (-1: unknown). Computed for every value of the graph in
+ * one walk over its nodes; valid until the graph changes. */
+struct ir_rows {
+  int32_t root;  /* value index in the graph */
+  int32_t rank;
+  int64_t width;
+};
+
+/* rows[i] for each value i of rw's graph (malloc'd, the caller frees),
+ * or NULL when out of memory (rw->oom set). */
+struct ir_rows *ir_rows_of(struct ir_rw *rw);
+/* Whether a and b, values of rw's graph, provably have the same shape. */
+bool ir_rows_same(const struct ir_rw *rw, const struct ir_rows *rows, const struct ir_value *a,
+                  const struct ir_value *b);
 
 /* ------------------------------------------------------------ passes
  * Each returns the number of rewrites it made, or -1 when out of memory
@@ -129,6 +184,19 @@ int ir_pass_fused_matmul(struct ir_rw *rw);
  * beta) -> LayerNormalization on the last axis; only in models importing
  * ai.onnx 17 or later, where that op exists. */
 int ir_pass_layernorm(struct ir_rw *rw);
+
+/* LayerNormalization(Add(x, skip [+ bias])) -> com.microsoft
+ * SkipLayerNormalization (fuse_skip.c), when x and skip provably have the
+ * same 3-D shape; the bias is a 1-D constant Add before the residual one. */
+int ir_pass_skip_layernorm(struct ir_rw *rw);
+
+/* Layout ops that cancel (fuse_layout.c), at the basic level: Transpose of
+ * a Transpose -> one Transpose of the composed perm, or none when it is
+ * the identity; Reshape of a Reshape -> one Reshape (when the outer shape
+ * has no 0, which would copy a dim of the inner result); a Reshape of a
+ * value declared with a static shape to that same shape -> removed. */
+int ir_pass_transpose(struct ir_rw *rw);
+int ir_pass_reshape(struct ir_rw *rw);
 
 /* The all level (fuse_attention.c): Marian/BART multi-head attention
  * spelled out op by op -> com.microsoft MultiHeadAttention. */

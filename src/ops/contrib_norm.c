@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "contrib_cpu.h"
+#include "nn_cpu.h"
 #include "quant_util.h"
 
 /* A [n] parameter vector (gamma, beta, bias); absent is fine unless
@@ -52,6 +53,27 @@ static tolk_status stat_out(struct op_ctx *c, size_t i, const struct tensor *x, 
 
 /* -------------------------------------------- Skip(Simplified)LayerNorm */
 
+/* SkipLayerNormalization's rows: the sum x + (skip + bias) — the order of
+ * the residual Add of a projection's biased output that tolk's fusion
+ * (src/ir/fuse_skip.c) replaces — then ai.onnx LayerNormalization's own
+ * row kernel, in place, so the fused node gives the unfused graph's
+ * numbers bit for bit. */
+static void skip_ln_range(void *arg, int64_t begin, int64_t end) {
+  const struct cx_norm *p = arg;
+  int64_t n = p->n;
+  for (int64_t r = begin; r < end; r++) {
+    const float *x = p->x + r * n, *skip = p->skip + (r * n) % p->skip_numel;
+    float *s = (p->sum ? p->sum : p->y) + r * n;
+    if (p->bias)
+      for (int64_t i = 0; i < n; i++) s[i] = x[i] + (skip[i] + p->bias[i]);
+    else
+      for (int64_t i = 0; i < n; i++) s[i] = x[i] + skip[i];
+    nn_layernorm_f32(s, p->y + r * n, 1, n, p->gamma, p->beta, p->eps, p->mean ? p->mean + r : NULL,
+                     p->inv_std ? p->inv_std + r : NULL);
+  }
+}
+
+
 static tolk_status run_skip_norm(struct op_ctx *c, bool simplified) {
   const struct tensor *x = op_in(c, 0), *skip = op_in(c, 1), *gamma = op_in(c, 2);
   const struct tensor *beta = simplified ? NULL : op_in(c, 3);
@@ -91,7 +113,7 @@ static tolk_status run_skip_norm(struct op_ctx *c, bool simplified) {
     p.sum = s->data;
   }
   if (x->numel == 0) return TOLK_OK;
-  op_parallel_for(c, x->numel / n, norm_grain(n), norm_range, &p);
+  op_parallel_for(c, x->numel / n, norm_grain(n), simplified ? norm_range : skip_ln_range, &p);
   return TOLK_OK;
 }
 
