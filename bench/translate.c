@@ -14,7 +14,7 @@
  *
  *   bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--beam N] [--new-tokens N]
  *                   [--threads N] [--batch N] [--latency-n N] [--skip-latency]
- *                   [--skip-throughput] [--no-verify] [--engine NAME] [--mode NAME]
+ *                   [--skip-throughput] [--no-verify] [--engine NAME] [--mode NAME] [--vmap FILE]
  * FILE: one sentence per line, its token ids (ending in </s>) separated by spaces.
  */
 #include <errno.h>
@@ -164,7 +164,7 @@ static double generate(const tolk_translator *tr, const tolk_ids *src, size_t n,
 }
 
 int main(int argc, char **argv) {
-  const char *dir = NULL, *ids_path = NULL, *engine = "tolk", *mode = NULL;
+  const char *dir = NULL, *ids_path = NULL, *engine = "tolk", *mode = NULL, *vmap = NULL;
   int int8 = 0, beam = 1, new_tokens = 32, threads = 2, batch = 16, latency_n = -1;
   int do_latency = 1, do_throughput = 1, verify = 1, int8_lm_head = 0;
   for (int i = 1; i < argc; i++) {
@@ -176,12 +176,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--skip-throughput")) do_throughput = 0;
     else if (!v) {
       fprintf(stderr, "usage: bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--beam N] [--new-tokens N] "
-                      "[--threads N] [--batch N] [--latency-n N] [--skip-latency] [--skip-throughput] [--no-verify]\n");
+                      "[--threads N] [--batch N] [--latency-n N] [--skip-latency] [--skip-throughput] [--no-verify] "
+                      "[--vmap FILE]\n");
       return 2;
     } else if (!strcmp(a, "-m")) dir = v, i++;
     else if (!strcmp(a, "--ids")) ids_path = v, i++;
     else if (!strcmp(a, "--engine")) engine = v, i++;
     else if (!strcmp(a, "--mode")) mode = v, i++;
+    else if (!strcmp(a, "--vmap")) vmap = v, i++;
     else if (!strcmp(a, "--beam")) beam = parse_int(v, "--beam", 1, 64), i++;
     else if (!strcmp(a, "--new-tokens")) new_tokens = parse_int(v, "--new-tokens", 1, 4096), i++;
     else if (!strcmp(a, "--threads")) threads = parse_int(v, "--threads", 0, 1024), i++;
@@ -209,6 +211,7 @@ int main(int argc, char **argv) {
   tp.int8 = int8;
   tp.int8_lm_head = int8_lm_head;
   tp.verify = verify;
+  tp.vmap = vmap;
   tolk_translator *tr;
   tolk_error e;
   if (tolk_translator_create(dir, tp, &tr, &e)) die(dir, &e);

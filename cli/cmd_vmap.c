@@ -350,7 +350,7 @@ static int parse(int argc, char **argv, struct vb_opts *o) {
     }
     if (!ok) return 2;
   }
-  if (a.first < argc) return cli_usage_error(&verb, "unexpected operand '%s'", argv[a.first]);
+  if (a.first < argc) return cli_usage_error(&verb, "unexpected argument '%s'", argv[a.first]);
   const char *why;
   if (!o->model) o->model = cli_default_model(&why);
   if (!o->model) return cli_usage_error(&verb, "no model: pass -m MODEL_DIR or set TOLK_MODEL");
