@@ -6,7 +6,8 @@
  * batch; and end to end on the marian-tiny fixture, fp32 and int8 graphs,
  * with and without the int8 LM head: a shortlist of every token generates
  * the exact path's ids and bit-identical scores, and a short one generates
- * only its candidates.
+ * only its candidates — also when sentences join a running batch
+ * (continuous batching), which widens its candidates as they come.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -227,6 +228,76 @@ static void test_short(const char *dir) {
   unlink(path);
 }
 
+/* Sentences joining a running batch (mt_batcher, as tolk serve runs it)
+ * each bring their candidates: every token any of them generates is among
+ * the union of all of theirs, and the steps after each join run with the
+ * wider set. A rule per source piece (piece i -> target 20 + i % 50)
+ * gives each sentence a set of its own. */
+static void test_join(const char *dir) {
+  char *text = malloc(1 << 20), path[64];
+  size_t at = (size_t)snprintf(text, 1 << 20, "\t%s %s\n", P(3), P(4));
+  for (int32_t i = 5; i < (int32_t)vocab && at < (1 << 20) - 2048; i++) {
+    const char *p = P(i);
+    if (p && *p && !strpbrk(p, " \t\r\n"))
+      at += (size_t)snprintf(text + at, (1 << 20) - at, "%s\t%s\n", p, P(20 + i % 50));
+  }
+  write_tmp(text, path, sizeof path);
+  free(text);
+  tolk_translator *tr = open_tr(dir, true, true, path);
+  unlink(path);
+  if (!tr) return;
+  const tolk_tokenizer *t = tolk_translator_tokenizer(tr);
+  const char *tagged[MT_N_TEXTS];
+  char buf[MT_N_TEXTS][256];
+  for (size_t i = 0; i < MT_N_TEXTS; i++) {
+    snprintf(buf[i], sizeof buf[i], ">>cmn_Hans<< %s", mt_texts[i]);
+    tagged[i] = buf[i];
+  }
+  tolk_ids src[MT_N_TEXTS];
+  tolk_error err;
+  CHECK(tolk_tokenizer_encode_batch(t, tagged, NULL, MT_N_TEXTS, 0, src, &err) == TOLK_OK);
+  const struct mt_vmap *v = mt_model_vmap(mt_translator_model(tr));
+  bool in_union[8192] = {false};
+  for (size_t i = 0; i < MT_N_TEXTS; i++) {
+    int32_t *ids = NULL, len = (int32_t)src[i].n;
+    size_t n = 0;
+    CHECK(mt_vmap_candidates(v, src[i].ids, &len, 1, src[i].n, &ids, &n, &err) == TOLK_OK);
+    for (size_t j = 0; j < n; j++) in_union[ids[j]] = true;
+    free(ids);
+  }
+  tolk_generate_params p = tolk_generate_default_params(tr);
+  p.num_beams = 2;
+  p.num_return_sequences = 1;
+  p.max_new_tokens = 12;
+  const tolk_generate_params *pp[1] = {&p};
+  struct mt_batcher *b = NULL;
+  CHECK(mt_batcher_new(tr, &b, &err) == TOLK_OK);
+  size_t finished = 0, tokens = 0;
+  int outside = 0;
+  for (size_t step = 0, next = 0; b && (next < MT_N_TEXTS || mt_batcher_sentences(b)) && step < 200; step++) {
+    if (next < MT_N_TEXTS) { /* one more sentence every step */
+      uint64_t id = next;
+      CHECK_MSG(mt_batcher_add(b, &src[next], pp, &id, 1, &err) == TOLK_OK, "%s", err.message);
+      next++;
+    }
+    if (mt_batcher_sentences(b)) CHECK_MSG(mt_batcher_step(b, &err) == TOLK_OK, "step %zu: %s", step, err.message);
+    size_t n;
+    struct mt_done *d = mt_batcher_finished(b, &n);
+    for (size_t i = 0; i < n; i++, finished++) {
+      tolk_generation g;
+      CHECK(mt_search_result(d[i].search, &g, &err) == TOLK_OK);
+      for (size_t j = 1; j < g.n; j++, tokens++) outside += g.ids[j] < 0 || g.ids[j] >= 8192 || !in_union[g.ids[j]];
+      tolk_generation_free(&g, 1);
+    }
+    mt_batcher_clear_finished(b);
+  }
+  CHECK_MSG(finished == MT_N_TEXTS && tokens > 0 && !outside, "%zu of %d finished, %d of %zu tokens outside",
+            finished, MT_N_TEXTS, outside, tokens);
+  mt_batcher_free(b);
+  tolk_ids_free(src, MT_N_TEXTS);
+  tolk_translator_free(tr);
+}
+
 /* A malformed file fails the translator, naming the file and line. */
 static void test_bad_file(const char *dir) {
   char path[64];
@@ -265,6 +336,7 @@ int main(void) {
   test_full(dir, path);
   unlink(path);
   test_short(dir);
+  test_join(dir);
   test_bad_file(dir);
   tolk_tokenizer_free(t);
   return tu_finish("test_mt_vmap");
