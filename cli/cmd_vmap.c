@@ -23,7 +23,8 @@
 enum { OPT_MODEL, OPT_PAIRS, OPT_SOURCE, OPT_TARGET, OPT_TOP_K, OPT_ALWAYS, OPT_MIN_COUNT, OPT_OUTPUT };
 
 static const struct cli_option options[] = {
-    [OPT_MODEL] = {"model", 'm', "DIR", "the model whose tokenizer and vocabulary the shortlist is for"},
+    [OPT_MODEL] = {"model", 'm', "DIR", "the model whose tokenizer and vocabulary the shortlist is for\n"
+                                        "(default: $TOLK_MODEL, else the bundled demo model)"},
     [OPT_PAIRS] = {"pairs", 0, "FILE", "parallel text, one pair a line: the last two tab-separated\n"
                                        "fields are the source and the target (a leading tag column is fine)"},
     [OPT_SOURCE] = {"source", 0, "FILE", "or the source side, one sentence a line ..."},
@@ -36,7 +37,7 @@ static const struct cli_option options[] = {
 };
 
 static const struct cli_verb verb = {
-    "vmap build", "-m MODEL_DIR (--pairs FILE | --source FILE --target FILE) -o OUT [options]",
+    "vmap build", "[-m MODEL_DIR] (--pairs FILE | --source FILE --target FILE) -o OUT [options]",
     "Builds a vocabulary shortlist for `tolk translate --vmap` from parallel text:\n"
     "for each source piece, the target pieces that co-occur with it most often\n"
     "(per sentence pair, relative to the source piece's count), and a line of the\n"
