@@ -32,6 +32,7 @@ int cmd_serve(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_optimize(int argc, char **argv);
+int cmd_vmap(int argc, char **argv);
 
 /* The model folder a verb uses when given no -m: $TOLK_MODEL, else the
  * bundled demo model (models/demo-en-zh of the source tree this binary was

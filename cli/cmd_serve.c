@@ -14,7 +14,7 @@ enum {
   OPT_MODEL, OPT_HOST, OPT_PORT, OPT_THREADS, OPT_INT8, OPT_INT8_LM_HEAD, OPT_MAX_BATCH_TOKENS, OPT_MAX_BATCH_ROWS, OPT_MAX_WAIT_MS,
   OPT_MAX_QUEUE, OPT_MAX_QUEUE_WAIT, OPT_TIMEOUT, OPT_DRAIN, OPT_CONN_TIMEOUT, OPT_MAX_BODY, OPT_MAX_CHARS,
   OPT_MAX_TEXTS, OPT_MAX_CONNECTIONS, OPT_API_KEYS, OPT_RATE_LIMIT, OPT_CORS_ORIGIN,
-  OPT_TRUSTED_PROXY, OPT_ACCESS_LOG, OPT_CHECK
+  OPT_TRUSTED_PROXY, OPT_ACCESS_LOG, OPT_CHECK, OPT_VMAP
 };
 
 static const struct cli_option options[] = {
@@ -42,6 +42,7 @@ static const struct cli_option options[] = {
     [OPT_TRUSTED_PROXY] = {"trusted-proxy", 0, "CIDR", "believe X-Forwarded-For from these proxies (repeat)"},
     [OPT_ACCESS_LOG] = {"access-log", 0, "FILE|-", "one JSON line per request (- for stdout)"},
     [OPT_CHECK] = {"check", 0, NULL, "validate the flags and the models (manifest, graphs,\na smoke translation), then exit 0 or 1"},
+    [OPT_VMAP] = {"vmap", 0, "FILE", "vocabulary shortlist for every model (see `tolk translate --help`)"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -138,6 +139,7 @@ static bool serve_option(const struct cli_args *a, int opt, struct tolk_serve_co
   case OPT_THREADS: return whole(a, 1, 1024, &c->threads);
   case OPT_INT8: c->int8 = true; return true;
   case OPT_INT8_LM_HEAD: c->int8_lm_head = true; return true;
+  case OPT_VMAP: c->vmap = a->value; return true;
   case OPT_MAX_BATCH_TOKENS: return whole(a, 1, 1 << 24, &c->max_batch_tokens);
   case OPT_MAX_BATCH_ROWS: return whole(a, 0, 1 << 20, &c->max_batch_rows);
   case OPT_MAX_WAIT_MS: return whole(a, 0, 10000, &c->max_wait_ms);

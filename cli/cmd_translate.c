@@ -18,7 +18,7 @@
 #include "cli.h"
 
 struct tr_opts {
-  const char *model, *to, *input, *output;
+  const char *model, *to, *input, *output, *vmap;
   bool json, resume, int8, int8_lm_head, no_verify, sample;
   int beam, max_new_tokens, threads, batch_tokens, top_k;
   float temperature, top_p;
@@ -35,7 +35,7 @@ static void on_sigint(int sig) {
 enum {
   OPT_MODEL, OPT_TO, OPT_BEAM, OPT_MAX_NEW_TOKENS, OPT_THREADS, OPT_BATCH_TOKENS, OPT_INT8, OPT_INT8_LM_HEAD,
   OPT_NO_VERIFY, OPT_SAMPLE, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED, OPT_JSON,
-  OPT_INPUT, OPT_OUTPUT, OPT_RESUME
+  OPT_INPUT, OPT_OUTPUT, OPT_RESUME, OPT_VMAP
 };
 
 static const struct cli_option options[] = {
@@ -61,6 +61,9 @@ static const struct cli_option options[] = {
     [OPT_INPUT] = {"input", 0, "FILE", "translate FILE line by line ..."},
     [OPT_OUTPUT] = {"output", 0, "FILE", "... into FILE (progress on stderr; Ctrl-C keeps finished lines)"},
     [OPT_RESUME] = {"resume", 0, NULL, "continue a stopped --input/--output job"},
+    [OPT_VMAP] = {"vmap", 0, "FILE",
+                  "vocabulary shortlist (CTranslate2's vmap format, `tolk vmap build`):\n"
+                  "the LM head computes only the batch's candidate tokens"},
     {NULL, 0, NULL, NULL},
 };
 
@@ -117,6 +120,7 @@ static bool translate_option(const struct cli_args *a, int opt, struct tr_opts *
   case OPT_INPUT: o->input = a->value; return true;
   case OPT_OUTPUT: o->output = a->value; return true;
   case OPT_RESUME: o->resume = true; return true;
+  case OPT_VMAP: o->vmap = a->value; return true;
   }
   return true;
 }
@@ -398,9 +402,16 @@ static tolk_translator *open_translator(const struct tr_opts *o) {
   p.int8 = o->int8;
   p.int8_lm_head = o->int8_lm_head;
   p.verify = !o->no_verify;
+  p.vmap = o->vmap;
   tolk_translator *tr = NULL;
   tolk_error err;
   if (tolk_translator_create(o->model, p, &tr, &err)) cli_fail("translate", &err);
+  tolk_vmap_info vi;
+  /* Pieces the vocabulary lacks are no error (a shortlist built for another
+   * model's vocabulary still loads), but they are worth knowing about. */
+  if (tr && tolk_translator_vmap_info(tr, &vi) && (vi.unknown_sources || vi.unknown_targets))
+    fprintf(stderr, "tolk translate: %s: %zu of %zu lines name a source piece not in the vocabulary (skipped), "
+            "%zu target pieces not in it (left out)\n", o->vmap, vi.unknown_sources, vi.lines, vi.unknown_targets);
   return tr;
 }
 

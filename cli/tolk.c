@@ -21,6 +21,7 @@ static const struct cli_command commands[] = {
     {"quantize", "quantize a model to int8 as ONNX Runtime's quantize_dynamic does", cmd_quantize},
     {"optimize", "save the graph as tolk optimizes it (folding, fusions), as ORT's offline optimizer", cmd_optimize},
     {"doctor", "check a model folder before a release: integrity, graphs, latency, memory", cmd_doctor},
+    {"vmap", "build a vocabulary shortlist (translate --vmap) from parallel text", cmd_vmap},
     {"serve", "serve translation over HTTP (LibreTranslate, DeepL and native APIs)", cmd_serve},
     {NULL, NULL, NULL},
 };

@@ -940,6 +940,16 @@ typedef struct tolk_translator_params {
    * the sessions' default, BASIC. EXTENDED and ALL apply the fusions of
    * `tolk optimize` as the sessions are created. */
   int opt_level;
+  /* A vocabulary shortlist (NULL: none, the default), read at creation: the
+   * path of a file in CTranslate2's vocabulary map format (README,
+   * "Vocabulary shortlist"; `tolk vmap build` makes one from parallel
+   * text). Each batch's LM head then computes only the batch's candidates —
+   * the targets its sources' n-grams map to, the ids the file always
+   * includes, </s>, <unk> and <pad> — as CTranslate2's use_vmap does; other
+   * tokens are never generated. A sentence's output then depends on the
+   * other sentences of its batch, whose candidates it shares. A malformed
+   * file fails creation with TOLK_ERR_MALFORMED naming the line. */
+  const char *vmap;
 } tolk_translator_params;
 
 tolk_translator_params tolk_translator_default_params(void);
@@ -1015,6 +1025,19 @@ tolk_translator_info tolk_translator_describe(const tolk_translator *tr);
 
 /* The tokenizer of the model (borrowed). */
 const tolk_tokenizer *tolk_translator_tokenizer(const tolk_translator *tr);
+
+/* What the vocabulary shortlist (tolk_translator_params.vmap) held. */
+typedef struct tolk_vmap_info {
+  size_t lines;           /* lines read */
+  size_t rules;           /* source n-grams kept */
+  size_t always;          /* ids candidates of every batch, the special ones included */
+  size_t unknown_sources; /* lines dropped: a source piece not in the vocabulary */
+  size_t unknown_targets; /* target pieces not in the vocabulary, left out */
+  size_t duplicate_keys;  /* lines replaced by a later one of the same n-gram */
+} tolk_vmap_info;
+
+/* 1 with *out filled when the translator has a shortlist, else 0. */
+int tolk_translator_vmap_info(const tolk_translator *tr, tolk_vmap_info *out);
 
 /* Translates n texts: each is tokenized, generated and decoded; out[i] is the
  * translation of texts[i] (the best sequence); free them with

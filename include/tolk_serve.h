@@ -40,6 +40,7 @@ struct tolk_serve_config {
   size_t n_trusted;
   const char *access_log;             /* file, "-" for stdout, NULL for none */
   bool int8_lm_head;                  /* tolk_translator_params.int8_lm_head */
+  const char *vmap;                   /* tolk_translator_params.vmap (NULL: none) */
 };
 
 struct tolk_serve_config tolk_serve_default_config(void);

@@ -190,6 +190,8 @@ struct exec_run {
   int *sym_from;
   /* tolk_session_run_kv: the cache bound to the pairs' past inputs */
   struct tolk_kv_cache *kv;
+  /* head.c: the LM head restricted to a shortlist, or NULL */
+  const struct op_head_subset *head;
   /* for stats, set by exec_plan_end */
   uint64_t planned_arena;
   int plan_reused;
@@ -275,6 +277,16 @@ void exec_quant_rows_rewrite(struct xgraph *xg);
  * through an Add: the LM head) the int8 kernel
  * (tolk_session_params.int8_lm_head). */
 void exec_int8_head_rewrite(struct xgraph *xg);
+/* Whether `slot` (value v, a MatMul's result) is a graph output, or read
+ * only by one Add whose result is; *add receives that Add, else NULL. */
+bool exec_head_output(const struct xgraph *xg, int32_t slot, const struct ir_value *v,
+                      const struct xnode **add);
+/* run.c: tolk_session_run / tolk_session_run_kv (kv non-NULL) with the LM
+ * head restricted to hs (NULL: not; head.c). */
+tolk_status exec_run_with_head(tolk_session *s, struct tolk_kv_cache *kv, const struct op_head_subset *hs,
+                               size_t n_inputs, const char *const *input_names,
+                               const tolk_tensor *const *inputs, size_t n_outputs,
+                               const char *const *output_names, tolk_tensor **outputs, tolk_error *err);
 /* Whether main-graph input i is the past input of a pair (its pair, else -1). */
 int exec_kv_pair_of_input(const tolk_session *s, size_t i);
 /* Binds the placeholder of pair p's past input: [rows, heads, len, head_dim]

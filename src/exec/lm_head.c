@@ -11,21 +11,26 @@
  */
 #include "exec.h"
 
-/* Whether `slot` is a graph output, or read only by one Add whose result is. */
-static bool reaches_output(const struct xgraph *xg, int32_t slot, const struct ir_value *v) {
+bool exec_head_output(const struct xgraph *xg, int32_t slot, const struct ir_value *v,
+                      const struct xnode **add) {
+  *add = NULL;
   if (exec_is_graph_output(v)) return true;
   struct exec_reader r[2];
   if (exec_readers(xg, slot, r, 2) != 1) return false;
-  const struct xnode *add = &xg->nodes[r[0].node];
-  return exec_is_op(add, "Add") && add->n_out == 1 && add->node->outputs[0] &&
-         exec_is_graph_output(add->node->outputs[0]);
+  const struct xnode *a = &xg->nodes[r[0].node];
+  if (!exec_is_op(a, "Add") || a->n_out != 1 || !a->node->outputs[0] ||
+      !exec_is_graph_output(a->node->outputs[0]))
+    return false;
+  *add = a;
+  return true;
 }
 
 void exec_int8_head_rewrite(struct xgraph *xg) {
   for (uint32_t k = 0; k < xg->n_nodes; k++) {
     struct xnode *x = &xg->nodes[k];
+    const struct xnode *add;
     if (exec_is_op(x, "MatMul") && x->n_out == 1 && x->out[0] >= 0 &&
-        reaches_output(xg, x->out[0], x->node->outputs[0]))
+        exec_head_output(xg, x->out[0], x->node->outputs[0], &add))
       x->def = &tolk_matmul_int8_def;
   }
 }

@@ -591,8 +591,8 @@ static tolk_status resolve_outputs(const tolk_session *s, size_t n_outputs, cons
 
 /* A run state from the session's pool, or a new one, reset for this run;
  * NULL when out of memory. Without err the run reports into *local. */
-static struct exec_run *take_run(tolk_session *s, struct tolk_kv_cache *kv, tolk_error *err,
-                                 tolk_error *local) {
+static struct exec_run *take_run(tolk_session *s, struct tolk_kv_cache *kv,
+                                 const struct op_head_subset *head, tolk_error *err, tolk_error *local) {
   pthread_mutex_lock(&s->mu);
   struct exec_run *r = s->free_runs;
   if (r) s->free_runs = r->next_free;
@@ -601,6 +601,7 @@ static struct exec_run *take_run(tolk_session *s, struct tolk_kv_cache *kv, tolk
   if (!r) return NULL;
   r->next_free = NULL;
   r->kv = kv;
+  r->head = head;
   r->err = err ? err : local;
   r->err->status = TOLK_OK;
   r->err->message[0] = '\0';
@@ -693,6 +694,7 @@ static void finish_run(struct exec_run *r, tolk_status st, tolk_run_stats *stats
   if (st) sweep_all(r);
   if (r->kv) exec_kv_commit(r->kv, st == TOLK_OK);
   r->kv = NULL;
+  r->head = NULL;
   exec_plan_end(r, st == TOLK_OK);
   if (stats) {
     memset(stats, 0, sizeof *stats);
@@ -711,7 +713,8 @@ static void finish_run(struct exec_run *r, tolk_status st, tolk_run_stats *stats
   pthread_mutex_unlock(&s->mu);
 }
 
-static tolk_status run_impl(tolk_session *s, struct tolk_kv_cache *kv, size_t n_inputs,
+static tolk_status run_impl(tolk_session *s, struct tolk_kv_cache *kv,
+                            const struct op_head_subset *head, size_t n_inputs,
                             const char *const *input_names, const tolk_tensor *const *inputs,
                             size_t n_outputs, const char *const *output_names,
                             tolk_tensor **outputs, tolk_run_stats *stats, tolk_error *err) {
@@ -726,7 +729,7 @@ static tolk_status run_impl(tolk_session *s, struct tolk_kv_cache *kv, size_t n_
   tolk_error local;
   struct exec_run *r = NULL;
   st = resolve_outputs(s, n_outputs, output_names, pos, err);
-  if (!st && !(r = take_run(s, kv, err, &local))) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "run state");
+  if (!st && !(r = take_run(s, kv, head, err, &local))) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "run state");
   if (st) {
     if (pos != pos_small) free(pos);
     return st;
@@ -753,7 +756,7 @@ tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const
                              const tolk_tensor *const *inputs, size_t n_outputs,
                              const char *const *output_names, tolk_tensor **outputs,
                              tolk_run_stats *stats, tolk_error *err) {
-  return run_impl(s, NULL, n_inputs, input_names, inputs, n_outputs, output_names, outputs, stats,
+  return run_impl(s, NULL, NULL, n_inputs, input_names, inputs, n_outputs, output_names, outputs, stats,
                   err);
 }
 
@@ -763,6 +766,17 @@ tolk_status tolk_session_run_kv(tolk_session *s, tolk_kv_cache *kv, size_t n_inp
                                 tolk_tensor **outputs, tolk_run_stats *stats, tolk_error *err) {
   tolk_status st = exec_kv_check(s, kv, err);
   if (st) return st;
-  return run_impl(s, kv, n_inputs, input_names, inputs, n_outputs, output_names, outputs, stats,
+  return run_impl(s, kv, NULL, n_inputs, input_names, inputs, n_outputs, output_names, outputs, stats,
                   err);
 }
+
+tolk_status exec_run_with_head(tolk_session *s, struct tolk_kv_cache *kv, const struct op_head_subset *hs,
+                               size_t n_inputs, const char *const *input_names,
+                               const tolk_tensor *const *inputs, size_t n_outputs,
+                               const char *const *output_names, tolk_tensor **outputs, tolk_error *err) {
+  tolk_status st = kv ? exec_kv_check(s, kv, err) : TOLK_OK;
+  if (st) return st;
+  return run_impl(s, kv, hs, n_inputs, input_names, inputs, n_outputs, output_names, outputs, NULL, err);
+}
+
+const struct op_head_subset *op_head_subset(const struct op_ctx *c) { return c->run ? c->run->head : NULL; }

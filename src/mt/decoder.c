@@ -19,11 +19,21 @@
  * the batch so it shrinks as it goes. The encoder-side tensors (mask, cross-
  * attention keys/values) are only gathered when the sentences in the batch
  * change, not when beams of one sentence swap places.
+ *
+ * With a vocabulary shortlist (vmap.c), a batch's candidates are computed
+ * from its sources when it begins, and each decoder session's LM head is
+ * restricted to them (src/exec/head.h: the candidates' rows of the
+ * embedding gathered and packed once per batch and session). The step's
+ * logits come back candidates-wide and are spread into a vocabulary-wide
+ * buffer whose other entries stay -inf, so the search and its processors
+ * work on vocabulary ids as without a shortlist.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../exec/head.h"
 #include "mt.h"
 #include "tolk.h"
 
@@ -42,6 +52,7 @@ struct mt_model {
   /* names: past_key_values.L.kind and present.L.kind */
   char (*past_names)[64];
   char (*present_names)[64];
+  struct mt_vmap *vmap; /* NULL: the whole vocabulary every step */
 };
 
 struct mt_state {
@@ -54,6 +65,14 @@ struct mt_state {
   int32_t *source;      /* the sentence of each row */
   tolk_tensor *logits;
   size_t step;
+  /* With a shortlist: the batch's candidates (sorted ids), the heads
+   * restricted to them (made at the first step of each session), and the
+   * vocabulary-wide logits, -inf but at candidates, for cap_rows rows. */
+  int32_t *cand;
+  size_t n_cand;
+  struct exec_head_subset *head_first, *head_past;
+  float *wide;
+  size_t cap_rows;
 };
 
 static tolk_status open_session(const char *path, const tolk_translator_params *tp, bool kv,
@@ -92,12 +111,36 @@ static bool kv_pairs_match(const struct mt_model *m) {
   return true;
 }
 
+/* Whether each decoder session has an LM head a shortlist can restrict: a
+ * merged decoder keeps it inside its If branches, which it cannot. */
+static tolk_status check_heads(const struct mt_model *m, const struct mt_files *files, tolk_error *err) {
+  const tolk_session *ss[2] = {m->first, m->past};
+  const char *paths[2] = {m->merged ? files->merged : files->decoder, files->decoder_past};
+  for (int i = 0; i < (m->merged ? 1 : 2); i++) {
+    struct exec_head_subset *h = NULL;
+    int32_t id = m->pad;
+    tolk_status st = exec_head_subset_create(ss[i], &id, 1, &h, err);
+    exec_head_subset_free(h);
+    if (st) {
+      tolk_error_prefix(err, "vocabulary shortlist: %s", paths[i]);
+      return st;
+    }
+  }
+  return TOLK_OK;
+}
+
+const struct mt_vmap *mt_model_vmap(const struct mt_model *m) { return m->vmap; }
+
 tolk_status mt_model_open(const struct mt_files *files, const struct mt_config *cfg,
-                          const tolk_translator_params *tp,
+                          const tolk_translator_params *tp, struct mt_vmap *vmap,
                           struct mt_model **out, tolk_error *err) {
   *out = NULL;
   struct mt_model *m = calloc(1, sizeof *m);
-  if (!m) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  if (!m) {
+    mt_vmap_free(vmap);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  }
+  m->vmap = vmap;
   m->layers = cfg->decoder_layers;
   m->vocab = cfg->vocab_size;
   m->pad = cfg->pad >= 0 ? cfg->pad : cfg->eos;
@@ -126,6 +169,7 @@ tolk_status mt_model_open(const struct mt_files *files, const struct mt_config *
       st = open_session(files->decoder_past, tp, false, &m->past_model, &m->past, err);
     }
   }
+  if (!st && m->vmap) st = check_heads(m, files, err);
   if (st) {
     mt_model_close(m);
     return st;
@@ -144,6 +188,7 @@ void mt_model_close(struct mt_model *m) {
   tolk_model_free(m->past_model);
   free(m->past_names);
   free(m->present_names);
+  mt_vmap_free(m->vmap);
   free(m);
 }
 
@@ -180,7 +225,8 @@ tolk_status mt_state_begin(const struct mt_model *m, const int32_t *ids, const i
   for (size_t r = 0; r < rows; r++)
     for (size_t c = 0; c < len; c++) mask[r * len + c] = (int32_t)c < lens[r];
   tolk_tensor *input_ids = NULL;
-  tolk_status st = int64_tensor(ids, rows, len, &input_ids, err);
+  tolk_status st = m->vmap ? mt_vmap_candidates(m->vmap, ids, lens, rows, len, &s->cand, &s->n_cand, err) : TOLK_OK;
+  if (!st) st = int64_tensor(ids, rows, len, &input_ids, err);
   tolk_tensor *mask_t = NULL;
   if (!st) st = int64_tensor(mask, rows, len, &mask_t, err);
   if (!st) st = mt_rows_adopt(&s->enc_mask, mask_t, err);
@@ -215,6 +261,10 @@ void mt_state_free(struct mt_state *s) {
   tolk_tensor_free(s->enc_hidden);
   mt_rows_free(&s->enc_mask);
   tolk_tensor_free(s->logits);
+  free(s->cand);
+  exec_head_subset_free(s->head_first);
+  exec_head_subset_free(s->head_past);
+  free(s->wide);
   free(s);
 }
 
@@ -349,6 +399,31 @@ static tolk_status start_cache(struct mt_state *s, tolk_error *err) {
 
 bool mt_model_ragged(const struct mt_model *m) { return m->in_place && tolk_session_kv_ragged(m->past); }
 
+/* dst's candidates become the union of both states' (its heads are made
+ * again at the next step); the -inf entries of dst->wide that became
+ * candidates are written by every step from then on. */
+static tolk_status join_candidates(struct mt_state *dst, const struct mt_state *src, tolk_error *err) {
+  int32_t *u = malloc((dst->n_cand + src->n_cand + 1) * sizeof *u);
+  if (!u) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  size_t i = 0, j = 0, n = 0;
+  while (i < dst->n_cand || j < src->n_cand) {
+    int32_t a = i < dst->n_cand ? dst->cand[i] : INT32_MAX, b = j < src->n_cand ? src->cand[j] : INT32_MAX;
+    u[n++] = a <= b ? a : b;
+    i += a <= b;
+    j += b <= a;
+  }
+  if (n == dst->n_cand) {
+    free(u);
+    return TOLK_OK;
+  }
+  free(dst->cand);
+  dst->cand = u;
+  dst->n_cand = n;
+  exec_head_subset_free(dst->head_past);
+  dst->head_past = NULL;
+  return TOLK_OK;
+}
+
 tolk_status mt_state_append(struct mt_state *dst, struct mt_state *src, tolk_error *err) {
   const struct mt_model *m = dst->m;
   if (src->m != m || !dst->cache || !src->cache)
@@ -360,6 +435,7 @@ tolk_status mt_state_append(struct mt_state *dst, struct mt_state *src, tolk_err
    * lengths where the session is not ragged), the rest can only run out of
    * memory — which leaves dst broken, for the caller to drop. */
   tolk_status st = tolk_kv_cache_append(dst->cache, src->cache, err);
+  if (!st && dst->cand) st = join_candidates(dst, src, err);
   if (!st) st = mt_rows_append(&dst->enc_mask, src->enc_mask.t, 1, err);
   for (size_t i = 0; !st && i < (size_t)m->layers * KV_KINDS; i++)
     if (encoder_side((int)(i % KV_KINDS))) st = mt_rows_append(&dst->kv[i], src->kv[i].t, 2, err);
@@ -377,6 +453,30 @@ tolk_status mt_state_append(struct mt_state *dst, struct mt_state *src, tolk_err
   dst->source = source;
   dst->rows += src->rows;
   src->rows = 0;
+  return TOLK_OK;
+}
+
+/* Spreads the candidates-wide logits into s->wide, whose other entries
+ * are -inf: they were set so when it was made, and every step writes the
+ * same candidate entries (the set only grows, mt_state_append). */
+static tolk_status widen_logits(struct mt_state *s, const float **logits, tolk_error *err) {
+  size_t vocab = (size_t)s->m->vocab;
+  if (s->rows > s->cap_rows) {
+    size_t cap = s->rows > 2 * s->cap_rows ? s->rows : 2 * s->cap_rows, cells;
+    float *w = tolk_mul_size(cap, vocab, &cells) ? malloc(cells * sizeof *w) : NULL;
+    if (!w) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory for %zu rows of logits", cap);
+    for (size_t i = 0; i < cells; i++) w[i] = -INFINITY;
+    free(s->wide);
+    s->wide = w;
+    s->cap_rows = cap;
+  }
+  const float *narrow = *logits;
+  for (size_t r = 0; r < s->rows; r++) {
+    float *row = s->wide + r * vocab;
+    const float *nr = narrow + r * s->n_cand;
+    for (size_t j = 0; j < s->n_cand; j++) row[s->cand[j]] = nr[j];
+  }
+  *logits = s->wide;
   return TOLK_OK;
 }
 
@@ -421,12 +521,18 @@ tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float
   for (int l = 0; l < m->layers; l++)
     for (int k = 0; k < KV_KINDS; k++)
       if (first || (!cached && !encoder_side(k))) out_names[n_out++] = m->present_names[l * KV_KINDS + k];
+  tolk_session *sess = first ? m->first : m->past;
+  struct exec_head_subset **head = first ? &s->head_first : &s->head_past;
+  if (!st && s->cand && !*head) st = exec_head_subset_create(sess, s->cand, s->n_cand, head, err);
   if (!st) {
-    if (cached)
-      st = tolk_session_run_kv(m->past, s->cache, n_in, names, in, n_out, out_names, outs, NULL, err);
-    else
-      st = tolk_session_run(first ? m->first : m->past, n_in, names, in, n_out, out_names, outs, NULL, err);
+    st = exec_session_run_head(sess, cached ? s->cache : NULL, s->cand ? *head : NULL, n_in, names, in, n_out,
+                               out_names, outs, err);
     if (st) tolk_error_prefix(err, "decoder step %zu", s->step);
+  }
+  /* The first session is done with once its step ran. */
+  if (first && m->past != m->first) {
+    exec_head_subset_free(s->head_first);
+    s->head_first = NULL;
   }
   if (!st && first) {
     s->kv = calloc(n_kv, sizeof *s->kv);
@@ -443,16 +549,20 @@ tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float
         else tolk_tensor_free(t);
       }
     const tolk_tensor *lg = outs[0];
-    if (tolk_tensor_rank(lg) != 3 || tolk_tensor_dims(lg)[0] != (int64_t)s->rows ||
-        tolk_tensor_dims(lg)[1] != 1 || tolk_tensor_dims(lg)[2] != m->vocab ||
-        tolk_tensor_dtype(lg) != TOLK_FLOAT) {
+    int64_t width = s->cand ? (int64_t)s->n_cand : m->vocab;
+    if (st) {
+      /* an output failed to move into the state */
+    } else if (tolk_tensor_rank(lg) != 3 || tolk_tensor_dims(lg)[0] != (int64_t)s->rows ||
+               tolk_tensor_dims(lg)[1] != 1 || tolk_tensor_dims(lg)[2] != width ||
+               tolk_tensor_dtype(lg) != TOLK_FLOAT) {
       st = tolk_fail(err, TOLK_ERR_INVALID_MODEL, "decoder: logits must be float [%zu, 1, %lld]", s->rows,
-                     (long long)m->vocab);
+                     (long long)width);
     } else {
       tolk_tensor_free(s->logits);
       s->logits = outs[0];
       outs[0] = NULL;
       *logits = tolk_tensor_data(s->logits);
+      if (s->cand) st = widen_logits(s, logits, err);
       s->step++;
     }
   }

@@ -51,15 +51,51 @@ tolk_status mt_files_find(const char *dir, bool int8, struct mt_files *f, tolk_e
  * tolk-manifest.json passes with *verified false. */
 tolk_status mt_manifest_verify(const struct mt_files *f, bool *verified, tolk_error *err);
 
+/* ---------------------------------------------------------------- shortlist */
+
+/* A vocabulary shortlist (vmap.c): CTranslate2's vocabulary map. */
+struct mt_vmap;
+
+struct mt_vmap_stats {
+  size_t lines, rules;     /* lines read; n-gram rules kept */
+  size_t always;           /* ids always candidates (the special ones included) */
+  size_t unknown_sources;  /* rules dropped: a source piece not in the vocabulary */
+  size_t unknown_targets;  /* target pieces not in the vocabulary (left out) */
+  size_t duplicate_keys;   /* rules replaced by a later line with the same n-gram */
+};
+
+/* Parses text[0..len) (`name` for messages: "NAME:LINE: what") with the
+ * pieces of tok and ids below vocab; always[0..n_always) are candidates
+ * for every batch. TOLK_ERR_MALFORMED naming the line for a line without
+ * exactly one tab, an empty piece inside an n-gram or a NUL byte. Free
+ * *out with mt_vmap_free. */
+tolk_status mt_vmap_parse(const char *text, size_t len, const char *name, const tolk_tokenizer *tok,
+                          size_t vocab, const int32_t *always, size_t n_always, struct mt_vmap **out,
+                          tolk_error *err);
+/* mt_vmap_parse of the file at path. */
+tolk_status mt_vmap_load(const char *path, const tolk_tokenizer *tok, size_t vocab, const int32_t *always,
+                         size_t n_always, struct mt_vmap **out, tolk_error *err);
+void mt_vmap_free(struct mt_vmap *v);
+struct mt_vmap_stats mt_vmap_stats(const struct mt_vmap *v);
+
+/* The candidates of `rows` sources (row r: ids[r * stride ..] of lens[r]
+ * ids): sorted, distinct ids in *out (caller frees), *n_out of them. */
+tolk_status mt_vmap_candidates(const struct mt_vmap *v, const int32_t *ids, const int32_t *lens, size_t rows,
+                               size_t stride, int32_t **out, size_t *n_out, tolk_error *err);
+
 /* ---------------------------------------------------------------- decoder */
 
 struct mt_model;   /* sessions + config */
 struct mt_state;   /* one batch being decoded: encoder output, caches */
 
-/* Opens the sessions of `files` with tp's threads and int8_lm_head. */
+/* Opens the sessions of `files` with tp's threads and int8_lm_head. With
+ * `vmap` (may be NULL; the model takes it over, also on failure), every
+ * batch's LM head computes only the batch's candidates. */
 tolk_status mt_model_open(const struct mt_files *files, const struct mt_config *cfg,
-                          const tolk_translator_params *tp, struct mt_model **out,
+                          const tolk_translator_params *tp, struct mt_vmap *vmap, struct mt_model **out,
                           tolk_error *err);
+/* The model's shortlist, or NULL. */
+const struct mt_vmap *mt_model_vmap(const struct mt_model *m);
 void mt_model_close(struct mt_model *m);
 
 /* Runs the encoder on `rows` sources padded to `len` ids (pad id beyond each
@@ -74,7 +110,8 @@ void mt_state_free(struct mt_state *s);
 tolk_status mt_state_select(struct mt_state *s, const int32_t *keep, size_t n, tolk_error *err);
 
 /* One decoder step: feeds tokens[r] to row r and returns the logits,
- * rows × vocab floats valid until the next call. */
+ * rows × vocab floats valid until the next call. With a shortlist, the
+ * logits of ids that are not candidates of the batch are -inf. */
 tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float **logits,
                           tolk_error *err);
 

@@ -20,8 +20,25 @@ struct tolk_translator {
 };
 
 tolk_translator_params tolk_translator_default_params(void) {
-  tolk_translator_params p = {0, 0, 1, 0, 0};
+  tolk_translator_params p = {0, 0, 1, 0, 0, NULL};
   return p;
+}
+
+/* The shortlist, with the ids CTranslate2 always includes (</s>, <unk>, the
+ * pad) and those the search needs whatever the sources (the decoder start,
+ * the forced EOS). */
+static tolk_status load_vmap(const tolk_translator *t, const char *path, struct mt_vmap **out, tolk_error *err) {
+  tolk_special_ids sp = tolk_tokenizer_special_ids(t->tok);
+  int32_t always[] = {sp.eos, sp.unk, sp.pad, t->cfg.eos, t->cfg.pad, t->cfg.decoder_start, t->cfg.forced_eos};
+  return mt_vmap_load(path, t->tok, (size_t)t->cfg.vocab_size, always, sizeof always / sizeof *always, out, err);
+}
+
+int tolk_translator_vmap_info(const tolk_translator *t, tolk_vmap_info *out) {
+  const struct mt_vmap *v = mt_model_vmap(t->model);
+  if (!v) return 0;
+  struct mt_vmap_stats s = mt_vmap_stats(v);
+  *out = (tolk_vmap_info){s.lines, s.rules, s.always, s.unknown_sources, s.unknown_targets, s.duplicate_keys};
+  return 1;
 }
 
 tolk_status tolk_translator_create(const char *model_dir, tolk_translator_params params,
@@ -37,7 +54,9 @@ tolk_status tolk_translator_create(const char *model_dir, tolk_translator_params
   if (!st && tolk_tokenizer_vocab_size(t->tok) > (size_t)t->cfg.vocab_size)
     st = tolk_fail(err, TOLK_ERR_INVALID_MODEL, "%s: vocab.json has %zu entries but config.json's vocab_size is %d",
                    model_dir, tolk_tokenizer_vocab_size(t->tok), t->cfg.vocab_size);
-  if (!st) st = mt_model_open(&t->files, &t->cfg, &params, &t->model, err);
+  struct mt_vmap *vmap = NULL;
+  if (!st && params.vmap) st = load_vmap(t, params.vmap, &vmap, err);
+  if (!st) st = mt_model_open(&t->files, &t->cfg, &params, vmap, &t->model, err);
   if (st) {
     tolk_translator_free(t);
     return st;

@@ -304,7 +304,27 @@ static const struct ew_binary_def fmod1_def = {"Mod", 0, 0, {EW_NUM(EW_ENT, fmod
 static const struct ew_binary_def pymod_def = {"Mod", 0, 0, {EW_SINT(EW_ENT, pymod)
                                                              EW_UINT(EW_ENT, fmod1)}};
 
-static tolk_status run_add(struct op_ctx *c) { return ew_run_binary(c, &add_def, NULL); }
+/* The LM head's bias Add in a run restricted to a shortlist (op.h,
+ * op_head_subset): the head's output is [.., n] and the bias its n
+ * gathered entries, which the graph's bias input no longer matches. */
+static tolk_status head_bias_add(struct op_ctx *c, const struct op_head_subset *hs) {
+  const struct tensor *x = op_in(c, hs->x_input);
+  if (!x || x->dtype != TOLK_FLOAT || x->rank < 1 || x->dims[x->rank - 1] != hs->n)
+    return op_fail(c, TOLK_ERR_SHAPE, "LM head subset: the bias Add expects float [.., %lld]", (long long)hs->n);
+  struct tensor *y = op_output(c, 0, TOLK_FLOAT, x->rank, x->dims);
+  if (!y) return c->err->status;
+  const float *xd = x->data;
+  float *yd = y->data;
+  for (int64_t i = 0; i < x->numel; i += hs->n)
+    for (int64_t j = 0; j < hs->n; j++) yd[i + j] = xd[i + j] + hs->bias[j];
+  return TOLK_OK;
+}
+
+static tolk_status run_add(struct op_ctx *c) {
+  const struct op_head_subset *hs = op_head_subset(c);
+  if (hs && hs->add == c->node) return head_bias_add(c, hs);
+  return ew_run_binary(c, &add_def, NULL);
+}
 static tolk_status run_sub(struct op_ctx *c) { return ew_run_binary(c, &sub_def, NULL); }
 static tolk_status run_mul(struct op_ctx *c) { return ew_run_binary(c, &mul_def, NULL); }
 static tolk_status run_div(struct op_ctx *c) { return ew_run_binary(c, &div_def, NULL); }

@@ -605,8 +605,12 @@ static tolk_status check_pair(struct op_ctx *c, const struct tensor *a, const st
   return TOLK_OK;
 }
 
+static tolk_status head_cols_run(struct op_ctx *c, const struct op_head_subset *hs);
+
 static tolk_status matmul_run(struct op_ctx *c) {
   const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
+  const struct op_head_subset *hs = op_head_subset(c);
+  if (c->state && hs && hs->head_state == c->state) return head_cols_run(c, hs);
   tolk_status st = check_pair(c, a, b);
   if (st) return st;
   char s1[128], s2[128];
@@ -806,19 +810,11 @@ static tolk_status matmul_int8_prepare(const struct ir_node *node, int64_t opset
   return pack_const_b(node, false, true, state, err);
 }
 
-static tolk_status matmul_int8_run(struct op_ctx *c) {
-  const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
-  const struct mm_state *s = c->state;
-  /* A B that was not constant (no state), or not the one packed: MatMul. */
-  if (!s || !a || !b || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 ||
-      b->dims[1] != s->d1 || a->dtype != TOLK_FLOAT || a->rank < 1)
-    return matmul_run(c);
-  const int64_t k = s->d0, n = s->d1;
-  char s1[128], s2[128];
-  if (a->dims[a->rank - 1] != k)
-    return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: inner dims %lld and %lld differ",
-                   shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2),
-                   (long long)a->dims[a->rank - 1], (long long)k);
+/* y = A · op(B) for a B quantized to int8 per column (qb, col_scale): each
+ * row of A quantized on its own, as the comment above says. */
+static tolk_status int8_product(struct op_ctx *c, const struct tensor *a, const struct kern_igemm_b *qb,
+                                const float *col_scale, int64_t n) {
+  const int64_t k = qb->k;
   int64_t ydims[IR_MAX_RANK];
   memcpy(ydims, a->dims, sizeof ydims);
   ydims[a->rank - 1] = n;
@@ -842,9 +838,148 @@ static tolk_status matmul_int8_run(struct op_ctx *c) {
   }
   struct kern_igemm p = {.m = m, .n = n, .k = k, .a = qa, .lda = k, .a_signed = false,
                          .a_zp = za, .a_zp_stride = 1, .c = y->data, .ldc = n};
-  kern_igemm_packed(&p, &s->e->qb, work, c->pool);
-  struct int8_scale_job j = {y->data, sa, s->e->col_scale, n};
+  kern_igemm_packed(&p, qb, work, c->pool);
+  struct int8_scale_job j = {y->data, sa, col_scale, n};
   op_parallel_for(c, m, n >= 4096 ? 1 : 4096 / n, int8_scale_rows, &j);
+  return TOLK_OK;
+}
+
+static tolk_status matmul_int8_run(struct op_ctx *c) {
+  const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
+  const struct mm_state *s = c->state;
+  const struct op_head_subset *hs = op_head_subset(c);
+  if (s && hs && hs->head_state == s) return head_cols_run(c, hs);
+  /* A B that was not constant (no state), or not the one packed: MatMul. */
+  if (!s || !a || !b || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 ||
+      b->dims[1] != s->d1 || a->dtype != TOLK_FLOAT || a->rank < 1)
+    return matmul_run(c);
+  char s1[128], s2[128];
+  if (a->dims[a->rank - 1] != s->d0)
+    return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: inner dims %lld and %lld differ",
+                   shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2),
+                   (long long)a->dims[a->rank - 1], (long long)s->d0);
+  return int8_product(c, a, &s->e->qb, s->e->col_scale, s->d1);
+}
+
+/* ---------------------------------------------------- LM head column subset */
+
+struct op_head_cols {
+  const void *state; /* the node state it was gathered for */
+  int64_t k, n;
+  struct kern_packed_b *pb; /* fp32 heads */
+  struct kern_igemm_b qb;   /* int8 heads, with col_scale */
+  float *col_scale;
+};
+
+bool op_head_cols_dims(const void *state, int64_t *k, int64_t *n) {
+  const struct mm_state *s = state;
+  if (!s) return false;
+  *k = s->d0;
+  *n = s->d1;
+  return true;
+}
+
+/* Element i of the initializer the entry was packed from, as the packing
+ * widened it (new_entry). */
+static float source_at(const struct packed_entry *e, const void *src, int64_t i) {
+  const unsigned char *p = src;
+  switch (e->dtype) {
+  case TOLK_FLOAT16:
+  case TOLK_BFLOAT16: {
+    uint16_t h;
+    float f;
+    memcpy(&h, p + 2 * (size_t)i, sizeof h);
+    if (e->dtype == TOLK_FLOAT16) tolk_f16_to_f32_n(&h, &f, 1);
+    else tolk_bf16_to_f32_n(&h, &f, 1);
+    return f;
+  }
+  case TOLK_INT8: return (float)((int8_t)p[i] - e->dq.zp) * e->dq.scale;
+  case TOLK_UINT8: return (float)(p[i] - e->dq.zp) * e->dq.scale;
+  default: {
+    float f;
+    memcpy(&f, p + 4 * (size_t)i, sizeof f);
+    return f;
+  }
+  }
+}
+
+tolk_status op_head_cols_new(const void *state, const int32_t *cols, size_t n,
+                             struct op_head_cols **out, tolk_error *err) {
+  *out = NULL;
+  const struct mm_state *s = state;
+  if (!s) return tolk_fail(err, TOLK_ERR_UNSUPPORTED, "the LM head's weights are not a constant matrix");
+  const struct packed_entry *e = s->e;
+  const int64_t k = s->d0, width = s->d1;
+  size_t elems;
+  struct op_head_cols *hc = calloc(1, sizeof *hc);
+  float *g = NULL;
+  /* The gathered columns as rows of a [n, k] matrix: op(B) transposed. */
+  if (!hc || !n || !tolk_mul_size(n, (size_t)k, &elems) || !(g = malloc(elems * sizeof *g))) {
+    free(hc);
+    return tolk_fail(err, n ? TOLK_ERR_NO_MEMORY : TOLK_ERR_INVALID_ARGUMENT,
+                     n ? "no memory for %zu LM head columns" : "an LM head subset needs a column (%zu)", n);
+  }
+  tolk_status st = TOLK_OK;
+  for (size_t j = 0; j < n && !st; j++) {
+    if (cols[j] < 0 || cols[j] >= width) {
+      st = tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "LM head column %d out of %lld", cols[j], (long long)width);
+      break;
+    }
+    for (int64_t p = 0; p < k; p++)
+      g[j * (size_t)k + (size_t)p] =
+          source_at(e, s->src, e->trans ? (int64_t)cols[j] * k + p : p * width + cols[j]);
+  }
+  hc->state = state;
+  hc->k = k;
+  hc->n = (int64_t)n;
+  if (!st && !e->int8) {
+    st = kern_sgemm_pack_b(true, k, (int64_t)n, g, k, &hc->pb, err);
+  } else if (!st) {
+    struct packed_entry q = {0};
+    if (quantize_cols(g, true, k, (int64_t)n, k, &q)) {
+      hc->qb = q.qb;
+      hc->col_scale = q.col_scale;
+    } else {
+      free(q.qb.data);
+      free(q.col_scale);
+      st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to quantize %zu LM head columns", n);
+    }
+  }
+  free(g);
+  if (st) {
+    op_head_cols_free(hc);
+    return st;
+  }
+  *out = hc;
+  return TOLK_OK;
+}
+
+void op_head_cols_free(struct op_head_cols *hc) {
+  if (!hc) return;
+  kern_packed_b_free(hc->pb);
+  free(hc->qb.data);
+  free(hc->col_scale);
+  free(hc);
+}
+
+/* The head node of a run restricted to a shortlist: A · (B's columns in
+ * hs), [.., n] — the GEMM the whole head runs, on fewer columns. */
+static tolk_status head_cols_run(struct op_ctx *c, const struct op_head_subset *hs) {
+  const struct tensor *a = op_in(c, 0);
+  const struct op_head_cols *hc = hs->cols;
+  char s1[128];
+  if (!a || a->dtype != TOLK_FLOAT || a->rank < 1 || a->dims[a->rank - 1] != hc->k)
+    return op_fail(c, TOLK_ERR_SHAPE, "LM head subset: A %s must be float [.., %lld]",
+                   a ? shape_str(a, s1, sizeof s1) : "(missing)", (long long)hc->k);
+  if (hc->col_scale) return int8_product(c, a, &hc->qb, hc->col_scale, hc->n);
+  int64_t ydims[IR_MAX_RANK];
+  memcpy(ydims, a->dims, sizeof ydims);
+  ydims[a->rank - 1] = hc->n;
+  struct tensor *y = op_output(c, 0, TOLK_FLOAT, a->rank, ydims);
+  if (!y) return nn_status(c);
+  if (y->numel == 0) return TOLK_OK;
+  kern_sgemm_packed(false, a->numel / hc->k, hc->n, hc->k, 1.0f, a->data, hc->k, hc->pb, 0.0f, y->data,
+                    hc->n, c->pool);
   return TOLK_OK;
 }
 

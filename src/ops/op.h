@@ -192,6 +192,42 @@ extern const struct op_def tolk_dql_rows_def;
  * node src/exec/lm_head.c picks. */
 extern const struct op_def tolk_matmul_int8_def;
 
+/* ---------------------------------------------------------- LM head column subset */
+
+/* A vocabulary shortlist's columns of an LM head (a MatMul by a constant B,
+ * fp32 or int8_lm_head's int8 copy): gathered once from the node's own
+ * state and packed, so that a run multiplies by those columns only
+ * (src/ops/matmul.c builds it; the translator, through src/exec/head.c,
+ * makes one per batch). */
+struct op_head_cols;
+
+/* Gathers columns cols[0..n) (each < the head's width, any order) of the B
+ * that `state` — a MatMul or MatMulInt8 node's prepare state — packed, from
+ * the initializer it was packed from, and packs them as that node would:
+ * column j of the result is column cols[j] of B, bit for bit in every
+ * product. TOLK_ERR_UNSUPPORTED when the node packed no constant B. */
+tolk_status op_head_cols_new(const void *state, const int32_t *cols, size_t n,
+                             struct op_head_cols **out, tolk_error *err);
+void op_head_cols_free(struct op_head_cols *hc);
+/* B's rows (the hidden size) and full width, or false when `state` packed
+ * no constant B. */
+bool op_head_cols_dims(const void *state, int64_t *k, int64_t *n);
+
+/* What a run restricted to a shortlist carries: the head node multiplies
+ * by `cols` only (output width n) and the Add of its bias, node `add`,
+ * adds bias[0..n). Set per run by the executor (src/exec/head.c). */
+struct op_head_subset {
+  const struct op_head_cols *cols;
+  const void *head_state; /* the head node's prepare state */
+  const struct ir_node *add; /* NULL: the head has no bias */
+  int x_input;               /* which input of `add` the head's output is */
+  const float *bias;
+  int64_t n;
+};
+
+/* The run's subset, or NULL for a run of the whole vocabulary. */
+const struct op_head_subset *op_head_subset(const struct op_ctx *c);
+
 /* ---------------------------------------------------------- shape helpers */
 
 /* Fills rank/dims/numel; false on a negative dim or numel overflow. */

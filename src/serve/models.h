@@ -52,6 +52,7 @@ struct models_config {
   bool int8;
   struct sched_params sched;
   bool int8_lm_head;
+  const char *vmap; /* tolk_translator_params.vmap, for every model */
 };
 
 struct models;

@@ -79,7 +79,7 @@ int tolk_serve_validate(const struct tolk_serve_config *c, char *msg, size_t msg
 
 static struct models_config models_config(const struct tolk_serve_config *c) {
   struct models_config mc = {c->models, c->n_models, c->threads, c->int8, sched_default_params(),
-                            c->int8_lm_head};
+                            c->int8_lm_head, c->vmap};
   mc.sched.max_batch_tokens = c->max_batch_tokens;
   mc.sched.max_wait_ms = c->max_wait_ms;
   mc.sched.max_queue = c->max_queue;

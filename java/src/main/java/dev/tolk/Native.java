@@ -41,7 +41,8 @@ final class Native {
   static final StructLayout TRANSLATOR_PARAMS =
       MemoryLayout.structLayout(
           JAVA_INT.withName("threads"), JAVA_INT.withName("int8"), JAVA_INT.withName("verify"),
-          JAVA_INT.withName("int8_lm_head"), JAVA_INT.withName("opt_level"));
+          JAVA_INT.withName("int8_lm_head"), JAVA_INT.withName("opt_level"),
+          MemoryLayout.paddingLayout(4), ADDRESS.withName("vmap"));
 
   static final StructLayout TOKENIZER_PARAMS =
       MemoryLayout.structLayout(JAVA_INT.withName("max_length"));
