@@ -38,29 +38,6 @@ static const char *modes[] = {"default", "per_channel"};
 static const char *formats[] = {"qdq", "qoperator"};
 static char fixtures[1024], golden[1100], data_dir[1100], tmp_dir[64];
 
-static tolk_tensor *load_pb(const char *path) {
-  tolk_tensor *t = NULL;
-  tolk_error err;
-  CHECK_MSG(!tolk_tensor_load_pb(path, &t, &err), "%s", err.message);
-  return t;
-}
-
-/* Adds the golden set `set` of a graph (input_K.pb: the K-th input). */
-static tolk_status add_set(tolk_calibration *cal, const char *set, tolk_error *err) {
-  tolk_tensor *in[16] = {0};
-  const char *names[16];
-  size_t n = 0;
-  for (; n < tolk_calibration_input_count(cal) && n < 16; n++) {
-    char p[2600];
-    snprintf(p, sizeof p, "%s/input_%zu.pb", set, n);
-    in[n] = load_pb(p);
-    names[n] = tolk_calibration_input(cal, n)->name;
-  }
-  tolk_status st = tolk_calibration_add(cal, n, names, (const tolk_tensor *const *)in, err);
-  for (size_t i = 0; i < n; i++) tolk_tensor_free(in[i]);
-  return st;
-}
-
 static tolk_calibration *calibrate(const char *graph) {
   char model[2048], set[2400];
   snprintf(model, sizeof model, "%s/marian-tiny/%s.onnx", fixtures, graph);
@@ -89,32 +66,6 @@ static void check_axes(const char *what, const struct ir_graph *g, const cJSON *
       CHECK_MSG(axis ? a && a->i == (int64_t)axis->valuedouble : !a, "%s: %s's axis", what, g->nodes[i]->name);
     }
   }
-}
-
-/* An activation's scale and zero point, from tolk's own range. */
-static void check_activation(const char *what, const struct ir_graph *g, const char *name, const cJSON *want) {
-  const struct ir_value *v = ir_name_map_get(g->names, name);
-  const struct ir_tensor *t = v ? v->init : NULL;
-  CHECK_MSG(t && t->numel == 1, "%s: no scalar initializer %s", what, name);
-  if (!t || t->numel != 1) return;
-  double ort = cJSON_GetArrayItem(cJSON_GetObjectItem(want, "values"), 0)->valuedouble, got;
-  if (t->dtype == TOLK_FLOAT) {
-    float f;
-    memcpy(&f, t->data, 4);
-    got = f;
-    CHECK_MSG(fabs(got - ort) <= 1e-5 * ort, "%s: %s = %.9g, ORT %.9g", what, name, got, ort);
-  } else {
-    got = ((const int8_t *)t->data)[0];
-    CHECK_MSG(t->dtype == TOLK_INT8 && got == ort, "%s: %s = %g, ORT %g", what, name, got, ort);
-  }
-}
-
-static bool is_weight_part(const cJSON *inits, const char *name) {
-  char base[512];
-  const char *end = strstr(name, "_scale") ? strstr(name, "_scale") : strstr(name, "_zero_point");
-  if (!end) return true; /* W_quantized */
-  snprintf(base, sizeof base, "%.*s_quantized", (int)(end - name), name);
-  return cJSON_GetObjectItem(inits, base) != NULL;
 }
 
 /* tolk's quantized graph on each golden set, in tolk, against the golden
@@ -169,15 +120,12 @@ static void compare_with_ort(const char *graph, const char *fmt, const char *mod
   p.format = !strcmp(fmt, "qdq") ? TOLK_QUANTIZE_QDQ : TOLK_QUANTIZE_QOPERATOR;
   p.calibration = cal;
   p.per_channel = !strcmp(mode, "per_channel");
-  tolk_quantize_summary s;
-  tolk_error err;
-  CHECK_MSG(tolk_model_quantize(in, out, p, NULL, NULL, &s, &err) == TOLK_OK, "%s: %s", what, err.message);
+  tolk_quantize_summary s = {0};
+  tolk_model *m = quantize_load(what, in, out, p, &s);
   CHECK_MSG(s.quantized > 0 && !s.skipped, "%s: %zu quantized, %zu skipped", what, s.quantized, s.skipped);
-  tolk_model *m = NULL;
-  cJSON *j = read_json(ref);
-  if (tolk_model_load(out, tolk_model_default_params(), &m, &err) || !j) {
-    CHECK_MSG(0, "%s: %s", what, err.message);
-    cJSON_Delete(j);
+  cJSON *j = m ? read_json(ref) : NULL;
+  if (!j) {
+    tolk_model_free(m);
     return;
   }
   const struct ir_graph *g = tolk_model_ir(m)->graph;

@@ -302,8 +302,12 @@ static const char *why_not_act(const struct qctx *c, const struct ir_value *v, c
     return why;
   }
   if (!act_range(c, v, &lo, &hi)) {
-    snprintf(why, size, "the calibration has no range for %s '%s'%s", role, v->name,
-             v->graph->parent ? " (in a subgraph)" : "");
+    /* Every float activation of a graph that ran was seen: an If branch no
+     * sample took has none. */
+    char path[TOLK_ERROR_MESSAGE_MAX / 2];
+    ir_graph_path(v->graph, path, sizeof path);
+    if (*path) snprintf(why, size, "the calibration has no range for %s '%s': no sample ran %s", role, v->name, path);
+    else snprintf(why, size, "the calibration has no range for %s '%s'", role, v->name);
     return why;
   }
   return NULL;
