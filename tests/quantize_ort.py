@@ -3,7 +3,7 @@ quantize_static cannot be the reference, run in ONNX Runtime (tests/ort_python.s
 build-pyvenv's onnx and onnxruntime).
 
 merged: marian-tiny's merged decoder (one If on use_cache_branch) calibrated on its four golden sets, in
-  QDQ and QOperator form, per tensor and per channel. ORT 1.23.2's quantize_static leaves every MatMul of
+  QDQ and QOperator form, per tensor and per channel, with and without --reduce-range. ORT 1.23.2's quantize_static leaves every MatMul of
   this graph float (its calibrator watches the main graph only; QOperator with EnableSubgraph fails), but
   each branch is a graph it does quantize: decoder_model (else) and decoder_with_past_model (then), whose
   golden sets the merged ones are. So the written graph must pass onnx.checker (full_check), hold
@@ -62,7 +62,8 @@ def merged(tolk, fixtures):
     opts.intra_op_num_threads = 1
     with tempfile.TemporaryDirectory() as tmp:
         for fmt in ("qdq", "qoperator"):
-            for mode, flags in (("default", []), ("per_channel", ["--per-channel"])):
+            for mode, flags in (("default", []), ("per_channel", ["--per-channel"]), ("reduce_range", ["--reduce-range"]),
+                                ("per_channel_reduce_range", ["--per-channel", "--reduce-range"])):
                 what = f"merged {fmt} {mode}"
                 dst = Path(tmp) / f"{fmt}.{mode}.onnx"
                 r = subprocess.run([tolk, "quantize", "-q", "--format", fmt, *flags, "--calibrate", str(golden),

@@ -16,7 +16,8 @@
  * merged sets:
  *  - every tensor of each branch has exactly the range the separate graph's
  *    calibration gives it on the same sets;
- *  - quantized (QDQ and QOperator, per tensor and per channel), all 54
+ *  - quantized (QDQ and QOperator, per tensor and per channel, with and
+ *    without reduce_range), all 54
  *    MatMuls are, and each branch holds ORT's activation scales (to 1e-5) and
  *    zero points of the separate graph (tests/data/quantize/static/, as in
  *    test_onnx_quantize_static.c), and ORT's QuantizeLinear nodes by name;
@@ -165,7 +166,8 @@ static void check_quantized(const tolk_calibration *cal, const char *fmt, const 
   snprintf(what, sizeof what, "merged %s %s", fmt, mode);
   tolk_quantize_params p = tolk_quantize_default_params();
   p.format = !strcmp(fmt, "qdq") ? TOLK_QUANTIZE_QDQ : TOLK_QUANTIZE_QOPERATOR;
-  p.per_channel = !strcmp(mode, "per_channel");
+  p.per_channel = strstr(mode, "per_channel") != NULL;
+  p.reduce_range = strstr(mode, "reduce_range") != NULL;
   p.calibration = cal;
   tolk_quantize_summary s = {0};
   tolk_model *m = quantize_load(what, in, out, p, &s);
@@ -227,9 +229,10 @@ int main(void) {
   tolk_calibration *cal = calibrate("decoder_model_merged", all, 4);
   CHECK(tolk_calibration_samples(cal) == 4);
   check_ranges(cal);
-  static const char *formats[] = {"qdq", "qoperator"}, *modes[] = {"default", "per_channel"};
+  static const char *formats[] = {"qdq", "qoperator"},
+                    *modes[] = {"default", "per_channel", "reduce_range", "per_channel_reduce_range"};
   for (size_t f = 0; cal && f < 2; f++)
-    for (size_t m = 0; m < 2; m++) check_quantized(cal, formats[f], modes[m]);
+    for (size_t m = 0; m < 4; m++) check_quantized(cal, formats[f], modes[m]);
   tolk_calibration_free(cal);
   check_untaken_branch();
   rmdir(tmp_dir);
