@@ -370,8 +370,11 @@ tolk_initializer_info tolk_value_initializer(const tolk_value *value);
  * scale and zero point) → Y_quantized; QuantizeLinear X_QuantizeLinear
  * makes X_quantized of an activation no quantized MatMul produced, and
  * DequantizeLinear Y_DequantizeLinear gives Y back wherever something else
- * reads it. A MatMul with a tensor the calibration did not observe (in a
- * subgraph) is skipped and reported. */
+ * reads it. Subgraphs (If branches) are quantized too, each activation's
+ * Q/DQ in the graph defining it, each weight once in the graph holding it.
+ * A MatMul with a tensor the calibration did not observe (a branch no
+ * sample ran) is skipped and reported. reduce_range applies to weights
+ * only, as in ORT. */
 typedef enum tolk_quantize_format {
   TOLK_QUANTIZE_DYNAMIC = 0,
   TOLK_QUANTIZE_QDQ = 1,
