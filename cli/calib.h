@@ -18,13 +18,15 @@ tolk_status cli_calibrate(const char *model, const char *data, tolk_calibration_
  * running sentences through them as translation does (calib_text.c). */
 struct text_cal {
   tolk_calibration *enc, *dec, *past; /* past NULL without decoder_with_past_model.onnx */
+  tolk_calibration *merged;           /* decoder_model_merged.onnx, or NULL */
   size_t sentences, tokens, unknown;  /* source text tokens (no tag, </s> or bare "▁"), <unk> among them */
 };
 
 /* Tokenizes each non-blank line of `file` with the folder `dir`'s tokenizer
  * and translates it greedily through encoder_model.onnx, decoder_model.onnx
  * and decoder_with_past_model.onnx (when present), every run a sample of its
- * graph's calibration, then finishes the calibrations. Refuses a file with
+ * graph's calibration — each step run by decoder_model_merged.onnx too, when
+ * present, with the same inputs — then finishes the calibrations. Refuses a file with
  * no sentence and one whose tokens are mostly unknown. On failure *tc holds
  * nothing and err names the file (and sentence). */
 tolk_status cli_calibrate_text(const char *dir, const char *file, tolk_calibration_params params,

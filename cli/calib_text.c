@@ -11,7 +11,13 @@
  * past_key_values.* (or, without it, by decoder_model.onnx on the whole
  * prefix), until </s> or 2 × the source length + 16 tokens. Every run is a
  * calibration sample of its graph, so each graph's ranges come from the
- * activations translation gives it.
+ * activations translation gives it. A merged decoder (decoder_model_merged.onnx)
+ * runs every step too, as translation would run it in the two graphs' place:
+ * the first with use_cache_branch false and empty past_key_values.* (as
+ * [1, heads, 0, head_dim]), the next ones with use_cache_branch true, the
+ * last token and the cache the other graphs made, so each of its If branches
+ * is calibrated on the runs that take it. Its outputs are not used: its
+ * branches compute what the two graphs compute.
  *
  * Refused: a file with no sentence, and one whose tokens are mostly <unk>
  * (more than half: not text of the model's source language). The random-ids
@@ -127,6 +133,50 @@ static tolk_status step(const struct decode *d, tolk_calibration *cal, const tol
   return st;
 }
 
+/* Empty past_key_values.* of the merged decoder for the first step:
+ * [rows, heads, 0, head_dim] from its declaration. */
+static tolk_status empty_past(const tolk_calibration *cal, const char *name, int64_t rows, tolk_tensor **out,
+                              tolk_error *err) {
+  for (size_t i = 0; i < tolk_calibration_input_count(cal); i++) {
+    const tolk_value_info *v = tolk_calibration_input(cal, i);
+    if (strcmp(v->name, name)) continue;
+    if (v->rank != 4 || v->dims[1] < 1 || v->dims[3] < 1) break;
+    int64_t dims[4] = {rows, v->dims[1], 0, v->dims[3]};
+    return tolk_tensor_create(TOLK_FLOAT, 4, dims, NULL, 0, out, err);
+  }
+  return fail(err, TOLK_ERR_UNSUPPORTED, "the merged decoder's past inputs must be [batch, heads, past, head_dim]",
+              name);
+}
+
+/* One run of the merged decoder on the step that `last` (one token) and the
+ * cache `c` (empty at the first step) make. */
+static tolk_status merged_step(const struct decode *d, const tolk_tensor *last, const struct cache *c,
+                               tolk_error *err) {
+  tolk_calibration *cal = d->tc->merged;
+  struct run_io io = {{0}, {0}, 0};
+  tolk_tensor *own[64] = {0}, *branch = NULL;
+  uint8_t flag = c->n > 0;
+  int64_t one = 1;
+  size_t n_own = 0;
+  tolk_status st = tolk_tensor_create(TOLK_BOOL, 1, &one, &flag, 1, &branch, err);
+  for (size_t i = 0; !st && i < tolk_calibration_input_count(cal); i++) {
+    const char *name = tolk_calibration_input(cal, i)->name;
+    if (io.n == 64 || n_own == 64)
+      return fail(err, TOLK_ERR_UNSUPPORTED, "more than 64 inputs", "the merged decoder");
+    io.names[io.n] = name;
+    io.in[io.n] = !strcmp(name, "use_cache_branch") ? branch : decoder_feed(name, last, d->mask, d->enc, c);
+    if (!io.in[io.n] && !c->n && !strncmp(name, "past_key_values.", 16) &&
+        !(st = empty_past(cal, name, tolk_tensor_dims(last)[0], &own[n_own], err)))
+      io.in[io.n] = own[n_own++];
+    if (!st && !io.in[io.n++])
+      st = fail(err, TOLK_ERR_UNSUPPORTED, "a merged decoder input calibration by sentences cannot feed", name);
+  }
+  if (!st) st = tolk_calibration_add(cal, io.n, io.names, io.in, err);
+  for (size_t i = 0; i < n_own; i++) tolk_tensor_free(own[i]);
+  tolk_tensor_free(branch);
+  return st;
+}
+
 /* Greedy decoding of one sentence, every run a calibration sample. */
 static tolk_status decode(const struct decode *d, tolk_error *err) {
   struct text_cal *tc = d->tc;
@@ -136,14 +186,20 @@ static tolk_status decode(const struct decode *d, tolk_error *err) {
   tolk_status st = seq ? TOLK_OK : fail(err, TOLK_ERR_NO_MEMORY, "out of memory", "decoding");
   if (!st) seq[0] = d->start;
   if (!st && !(ids = ids_tensor(seq, 1, err))) st = err->status;
+  if (!st && tc->merged) st = merged_step(d, ids, &c, err);
   if (!st) st = step(d, tc->dec, ids, &c, &logits, err);
   while (!st && n < d->max_steps && (seq[n] = last_argmax(logits)) != d->eos) {
     n++;
     tolk_tensor_free(ids);
-    /* With the past graph one token and the cache; without, the whole prefix. */
-    ids = tc->past ? ids_tensor(&seq[n - 1], 1, err) : ids_tensor(seq, n, err);
+    ids = ids_tensor(&seq[n - 1], 1, err);
     if (!ids) st = err->status;
-    else st = step(d, tc->past ? tc->past : tc->dec, ids, &c, &logits, err);
+    else if (tc->merged) st = merged_step(d, ids, &c, err);
+    /* With the past graph one token and the cache; without, the whole prefix. */
+    if (!st && !tc->past) {
+      tolk_tensor_free(ids);
+      if (!(ids = ids_tensor(seq, n, err))) st = err->status;
+    }
+    if (!st) st = step(d, tc->past ? tc->past : tc->dec, ids, &c, &logits, err);
   }
   cache_free(&c);
   tolk_tensor_free(logits);
@@ -156,6 +212,7 @@ void cli_text_cal_free(struct text_cal *tc) {
   tolk_calibration_free(tc->enc);
   tolk_calibration_free(tc->dec);
   tolk_calibration_free(tc->past);
+  tolk_calibration_free(tc->merged);
   memset(tc, 0, sizeof *tc);
 }
 
@@ -260,6 +317,8 @@ static tolk_status create_cals(const char *dir, tolk_calibration_params p, struc
   if (!st) st = tolk_calibration_create(path, p, &tc->dec, err);
   snprintf(path, sizeof path, "%s/decoder_with_past_model.onnx", dir);
   if (!st && exists(path)) st = tolk_calibration_create(path, p, &tc->past, err);
+  snprintf(path, sizeof path, "%s/decoder_model_merged.onnx", dir);
+  if (!st && exists(path)) st = tolk_calibration_create(path, p, &tc->merged, err);
   return st;
 }
 
@@ -287,8 +346,8 @@ tolk_status cli_calibrate_text(const char *dir, const char *file, tolk_calibrati
   if (!st && tc->unknown * 2 > tc->tokens)
     st = fail(err, TOLK_ERR_INVALID_ARGUMENT,
               "most tokens are unknown to the tokenizer: not text in the model's source language", file);
-  tolk_calibration *cals[] = {tc->enc, tc->dec, tc->past};
-  for (size_t i = 0; !st && i < 3; i++)
+  tolk_calibration *cals[] = {tc->enc, tc->dec, tc->past, tc->merged};
+  for (size_t i = 0; !st && i < 4; i++)
     if (cals[i] && (st = tolk_calibration_finish(cals[i], err))) {
       char old[sizeof err->message];
       memcpy(old, err->message, sizeof old);

@@ -111,10 +111,11 @@ static bool ends_with(const char *s, const char *tail) {
 /* The calibration of graph `stem` from sentences, or NULL (and *why). */
 static const tolk_calibration *text_cal_of(const struct text_cal *tc, const char *stem, size_t len,
                                            const char **why) {
-  *why = "only encoder_model, decoder_model and decoder_with_past_model are run by sentences";
+  *why = "only encoder_model, decoder_model, decoder_with_past_model and decoder_model_merged are run by sentences";
   if (len == 13 && !strncmp(stem, "encoder_model", len)) return tc->enc;
   if (len == 13 && !strncmp(stem, "decoder_model", len)) return tc->dec;
   if (len == 23 && !strncmp(stem, "decoder_with_past_model", len)) return tc->past;
+  if (len == 20 && !strncmp(stem, "decoder_model_merged", len)) return tc->merged;
   return NULL;
 }
 

@@ -370,8 +370,11 @@ tolk_initializer_info tolk_value_initializer(const tolk_value *value);
  * scale and zero point) → Y_quantized; QuantizeLinear X_QuantizeLinear
  * makes X_quantized of an activation no quantized MatMul produced, and
  * DequantizeLinear Y_DequantizeLinear gives Y back wherever something else
- * reads it. A MatMul with a tensor the calibration did not observe (in a
- * subgraph) is skipped and reported. */
+ * reads it. Subgraphs (If branches) are quantized too, each activation's
+ * Q/DQ in the graph defining it, each weight once in the graph holding it.
+ * A MatMul with a tensor the calibration did not observe (a branch no
+ * sample ran) is skipped and reported. reduce_range applies to weights
+ * only, as in ORT. */
 typedef enum tolk_quantize_format {
   TOLK_QUANTIZE_DYNAMIC = 0,
   TOLK_QUANTIZE_QDQ = 1,
@@ -673,9 +676,11 @@ typedef struct tolk_calibration_params {
 
 tolk_calibration_params tolk_calibration_default_params(void);
 
-/* Creates a calibration for the model at `path`: it observes, in the main
- * graph, every float input and output of a MatMul that is not an
- * initializer (ONNX Runtime's calibrator for op types MatMul). On success
+/* Creates a calibration for the model at `path`: it observes every float
+ * input and output of a MatMul that is not an initializer (ONNX Runtime's
+ * calibrator for op types MatMul), in the main graph and in subgraphs (If
+ * branches, Loop and Scan bodies), which ORT's calibrator leaves out: each
+ * branch of a merged decoder gets the ranges of the runs that took it. On success
  * *out receives a calibration the caller frees with tolk_calibration_free();
  * on failure *out is NULL: TOLK_ERR_INVALID_ARGUMENT for parameters out of
  * range, or the loader's or session's status. */
@@ -734,10 +739,19 @@ tolk_status tolk_calibration_finish(tolk_calibration *cal, tolk_error *err);
  * checks its calibration with it. */
 tolk_status tolk_calibration_check(const tolk_calibration *cal, tolk_error *err);
 
-/* The range of the tensor named `name` into *lo and *hi; 0 when there is
- * none (not a tensor the calibration watches, not float, or the calibration
- * is not finished). */
+/* The range of the main graph's tensor named `name` into *lo and *hi; 0 when
+ * there is none (not a tensor the calibration watches, not float, never
+ * computed by any sample, or the calibration is not finished). */
 int tolk_calibration_range(const tolk_calibration *cal, const char *name, float *lo, float *hi);
+
+/* tolk_calibration_range for a tensor of the subgraph `graph`, named by the
+ * nodes and attributes leading to it: "NODE/ATTR" ("optimum::if/then_branch"
+ * for the cache branch of Optimum's merged decoder), nested ones joined by
+ * '/' ("If_0/else_branch/Loop_2/body"), a GRAPHS attribute's j-th graph
+ * "NODE/ATTR[j]"; NULL or "" is the main graph. Two branches may hold
+ * tensors of one name, each with its own range. */
+int tolk_calibration_range_in(const tolk_calibration *cal, const char *graph, const char *name, float *lo,
+                              float *hi);
 
 void tolk_calibration_free(tolk_calibration *cal);
 

@@ -13,7 +13,7 @@ endforeach()
 
 foreach(case marian gelu layernorm shapes limits skiplayernorm layout)
   add_test(NAME optimize_ort_${case}
-           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/optimize_ort.sh ${PROJECT_SOURCE_DIR} $<TARGET_FILE:tolk> ${case}
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ort_python.sh ${PROJECT_SOURCE_DIR} optimize.py $<TARGET_FILE:tolk> ${case}
                    $<TARGET_FILE:conformance>)
   set_tests_properties(optimize_ort_${case} PROPERTIES LABELS parity SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()

@@ -1,5 +1,5 @@
 """tests/optimize.py TOLK FIXTURES CASE CONFORMANCE: the graphs `tolk optimize` writes, checked by the references
-(tests/optimize_ort.sh runs it with build-pyvenv's onnx and onnxruntime).
+(tests/ort_python.sh runs it with build-pyvenv's onnx and onnxruntime).
 
 marian: each marian-tiny graph at each level passes onnx.checker (full_check: ONNX's shape
   inference too), and ONNX Runtime — its own optimizations off, so it runs the graph as written —

@@ -1,10 +1,11 @@
 # `tolk quantize` (cli/cmd_quantize.c; the library side is tested by test_onnx_quantize*.c against ONNX
 # Runtime's references): a model folder quantized and translated next to ORT's quantized graphs, --exclude
-# and --op-types, static quantization of the folder with --calibrate, and the refusals — not a model,
+# and --op-types, static quantization of the folder with --calibrate (the merged decoder's If branches included),
+# and the refusals — not a model,
 # nothing to quantize, an output folder that does not exist, calibration data naming no input, of another
 # shape, empty or random — each with exit status 2, its message and no file left (tests/quantize.sh).
 foreach(case folder not-onnx nothing unwritable excluded lm-head static-folder static-methods static-mismatch static-shape
-             static-empty static-random text-folder text-blank text-unknown eval)
+             static-empty static-random static-merged-mismatch text-folder text-merged text-blank text-unknown eval)
   add_test(NAME quantize_${case} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/quantize.sh $<TARGET_FILE:tolk> ${case})
   set_tests_properties(quantize_${case} PROPERTIES LABELS unit)
 endforeach()
@@ -33,3 +34,12 @@ target_compile_options(chrf_check PRIVATE ${TOLK_WARNINGS})
 target_link_libraries(chrf_check PRIVATE m)
 add_test(NAME chrf_check COMMAND chrf_check)
 set_tests_properties(chrf_check PROPERTIES LABELS unit)
+
+# The graphs ONNX Runtime's quantize_static cannot quantize (the merged decoder's If branches), run in ONNX
+# Runtime by tests/quantize_ort.py (build-pyvenv from scripts/testenv.sh; skipped, exit 77, without it unless
+# CI is set).
+foreach(case merged)
+  add_test(NAME quantize_ort_${case}
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ort_python.sh ${PROJECT_SOURCE_DIR} quantize_ort.py $<TARGET_FILE:tolk> ${case})
+  set_tests_properties(quantize_ort_${case} PROPERTIES LABELS parity SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()

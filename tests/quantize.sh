@@ -2,7 +2,9 @@
 # tests/quantize.sh TOLK CASE: `tolk quantize` as a user runs it (tests/quantize.cmake registers one ctest
 # per CASE). folder: marian-tiny's folder quantized into a new one, the graphs valid, and a model folder made
 # of them translates exactly as the one with ONNX Runtime's quantized graphs (same options as
-# tools/export.py); static-folder: the same folder calibrated (--calibrate) checks and translates; the
+# tools/export.py); static-folder: the same folder calibrated (--calibrate) checks and translates;
+# text-merged: calibrated by sentences, the static merged decoder translates exactly as the two static
+# decoders it merges; the
 # failures (static-* included: calibration data that does not match, is empty or looks random): each exits 2
 # with its message and leaves no file in the output folder.
 set -u
@@ -11,6 +13,20 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 tiny=$src/tests/fixtures/marian-tiny
 verb=quantize
 . "$src/tests/refusal.sh"
+
+# A model folder DIR of marian-tiny's tokenizer and config files and the given graphs (int8 only: tolk
+# translate runs the *_quantized graphs of such a folder).
+model_folder() {
+  local dir=$1; shift
+  mkdir -p "$dir"
+  cp "$tiny"/*.json "$tiny"/*.spm "$dir/"
+  rm "$dir/tolk-manifest.json"
+  cp "$@" "$dir/"
+}
+# A greedy translation by the folder $1 of the text $2, as JSON without the timings.
+translate_json() {
+  "$tolk" translate -m "$1" --beam 1 --json "$2" | sed -E 's/,"timings_ms":\{[^}]*\}//'
+}
 
 case $case in
 folder)
@@ -21,16 +37,12 @@ folder)
   grep -q "^  skipped MatMul '.*': B is not an initializer$" "$tmp/log" || fail "skips are not explained"
   "$tolk" check -q "$tmp"/q/*.onnx || fail "a quantized graph does not pass tolk check"
   # Two int8-only model folders: ours and ORT's (the fixture's).
-  mkdir "$tmp/ours" "$tmp/ort"
-  for f in "$tiny"/*.json "$tiny"/*.spm; do cp "$f" "$tmp/ours/"; cp "$f" "$tmp/ort/"; done
-  rm "$tmp/ours/tolk-manifest.json" "$tmp/ort/tolk-manifest.json"
-  cp "$tmp"/q/*_quantized.onnx "$tmp/ours/"
-  cp "$tiny"/*_quantized.onnx "$tmp/ort/"
+  model_folder "$tmp/ours" "$tmp"/q/*_quantized.onnx
+  model_folder "$tmp/ort" "$tiny"/*_quantized.onnx
   text="The file cannot be opened because the directory does not exist."
-  a=$("$tolk" translate -m "$tmp/ours" --beam 1 --json "$text") || fail "ours does not translate"
-  b=$("$tolk" translate -m "$tmp/ort" --beam 1 --json "$text") || fail "ORT's does not translate"
-  strip() { sed -E 's/,"timings_ms":\{[^}]*\}//'; }
-  [ "$(strip <<<"$a")" = "$(strip <<<"$b")" ] || fail "translations differ: $a vs $b" ;;
+  a=$(translate_json "$tmp/ours" "$text") || fail "ours does not translate"
+  b=$(translate_json "$tmp/ort" "$text") || fail "ORT's does not translate"
+  [ "$a" = "$b" ] || fail "translations differ: $a vs $b" ;;
 not-onnx)
   expect_refusal "^tolk quantize: .*config.json" "$tiny/config.json" "$tmp/out/x.onnx" ;;
 nothing)
@@ -63,10 +75,7 @@ static-folder)
   grep -q "^  16 quantized, 0 skipped; " "$tmp/log" || fail "no summary for the encoder: $(cat "$tmp/log")"
   [ "$(ls "$tmp/q" | grep -c '_quantized\.onnx$')" -eq 3 ] || fail "wanted 3 graphs: $(ls "$tmp/q")"
   "$tolk" check -q "$tmp"/q/*.onnx || fail "a static graph does not pass tolk check"
-  mkdir "$tmp/ours"
-  for f in "$tiny"/*.json "$tiny"/*.spm; do cp "$f" "$tmp/ours/"; done
-  rm "$tmp/ours/tolk-manifest.json"
-  cp "$tmp"/q/*_quantized.onnx "$tmp/ours/"
+  model_folder "$tmp/ours" "$tmp"/q/*_quantized.onnx
   out=$("$tolk" translate -m "$tmp/ours" --beam 1 "The file cannot be opened.") || fail "the static folder does not translate"
   [ -n "$out" ] || fail "empty translation"
   # The QOperator form of the same: QLinearMatMul in place of each MatMul.
@@ -86,20 +95,21 @@ lm-head)
   "$tolk" quantize --lm-head yes --calibrate "$src/tests/fixtures/golden/marian-tiny/decoder_model" \
     "$tiny/decoder_model.onnx" "$tmp/d.onnx" | grep -q "^  quantized MatMul '/lm_head/MatMul'" || fail "--lm-head yes" ;;
 text-folder)
-  # Sentences run through the folder as translation runs them: three graphs calibrated, the merged decoder
-  # skipped with why, and the folder of static graphs translates.
+  # Sentences run through the folder as translation runs them: the four graphs calibrated — the merged decoder
+  # on as many runs as the other two decoders together, every MatMul of both its branches quantized — and
+  # the folder of static graphs translates.
   printf '%s\n' "The file cannot be opened." "Press any key to continue." "" "Disk quota exceeded" \
     "The connection was reset by the server." "Do you want to save the changes you made?" >"$tmp/s.txt"
   "$tolk" quantize --calibrate "$tmp/s.txt" "$tiny" "$tmp/q" >"$tmp/log" || fail "exit $?: $(cat "$tmp/log")"
   grep -q "^calibrated on 5 sentences of $tmp/s.txt (.* tokens, 0 unknown)$" "$tmp/log" || fail "$(cat "$tmp/log")"
-  grep -q "decoder_model_merged.onnx: skipped, only encoder_model, decoder_model and decoder_with_past_model" \
-    "$tmp/log" || fail "the merged decoder is not reported: $(cat "$tmp/log")"
-  [ "$(grep -c "^  calibrated on [0-9]* runs of the sentences$" "$tmp/log")" -eq 3 ] || fail "$(cat "$tmp/log")"
+  [ "$(grep -c "^  calibrated on [0-9]* runs of the sentences$" "$tmp/log")" -eq 4 ] || fail "$(cat "$tmp/log")"
   grep -q "^  calibrated on 5 runs of the sentences$" "$tmp/log" || fail "the encoder did not run once a sentence"
-  mkdir "$tmp/ours"
-  for f in "$tiny"/*.json "$tiny"/*.spm; do cp "$f" "$tmp/ours/"; done
-  rm "$tmp/ours/tolk-manifest.json"
-  cp "$tmp"/q/*_quantized.onnx "$tmp/ours/"
+  runs() { grep -A1 "/$2.onnx ->" "$1" | sed -n 's/^  calibrated on \([0-9]*\) runs.*/\1/p'; }
+  [ "$(runs "$tmp/log" decoder_model_merged)" -eq $(($(runs "$tmp/log" decoder_model) + \
+    $(runs "$tmp/log" decoder_with_past_model))) ] || fail "merged decoder runs: $(cat "$tmp/log")"
+  sed -n "/decoder_model_merged.onnx ->/,/ skipped; /p" "$tmp/log" | grep -q "^  54 quantized, 0 skipped; " ||
+    fail "the merged decoder's branches: $(cat "$tmp/log")"
+  model_folder "$tmp/ours" "$tmp"/q/*_quantized.onnx
   out=$("$tolk" translate -m "$tmp/ours" --beam 1 "Press any key.") || fail "the calibrated folder does not translate"
   [ -n "$out" ] || fail "empty translation"
   # Without decoder_with_past_model.onnx, decoder_model decodes the whole prefix each step: the same greedy
@@ -107,10 +117,30 @@ text-folder)
   mkdir "$tmp/nopast"
   cp "$tiny"/encoder_model.onnx "$tiny"/decoder_model.onnx "$tiny"/*.json "$tiny"/*.spm "$tmp/nopast/"
   "$tolk" quantize -q --calibrate "$tmp/s.txt" "$tmp/nopast" "$tmp/q2" >"$tmp/log2" || fail "exit $?: $(cat "$tmp/log2")"
-  first=$(grep -A1 "/decoder_model.onnx ->" "$tmp/log" | sed -n 's/^  calibrated on \([0-9]*\) runs.*/\1/p')
-  later=$(grep -A1 "/decoder_with_past_model.onnx ->" "$tmp/log" | sed -n 's/^  calibrated on \([0-9]*\) runs.*/\1/p')
-  all=$(grep -A1 "/decoder_model.onnx ->" "$tmp/log2" | sed -n 's/^  calibrated on \([0-9]*\) runs.*/\1/p')
+  first=$(runs "$tmp/log" decoder_model) later=$(runs "$tmp/log" decoder_with_past_model)
+  all=$(runs "$tmp/log2" decoder_model)
   [ -n "$all" ] && [ "$all" -eq $((first + later)) ] || fail "decoder runs without the past graph: $all, wanted $first + $later" ;;
+text-merged)
+  # The merged decoder calibrated by sentences: each branch gets the ranges of the graph it stands for, so
+  # a folder of the encoder and the static merged decoder translates token for token, score for score, as
+  # the folder of the encoder and the two static decoders does.
+  printf '%s\n' "The file cannot be opened." "Press any key to continue." "Disk quota exceeded" >"$tmp/s.txt"
+  "$tolk" quantize -q --calibrate "$tmp/s.txt" "$tiny" "$tmp/q" >"$tmp/log" || fail "exit $?: $(cat "$tmp/log")"
+  model_folder "$tmp/two" "$tmp"/q/encoder_model_quantized.onnx "$tmp"/q/decoder_model_quantized.onnx \
+    "$tmp"/q/decoder_with_past_model_quantized.onnx
+  model_folder "$tmp/merged" "$tmp"/q/encoder_model_quantized.onnx "$tmp"/q/decoder_model_merged_quantized.onnx
+  "$tolk" info -m "$tmp/merged" | grep -q "decoder_merged .*decoder_model_merged_quantized.onnx" ||
+    fail "the folder does not use the merged decoder: $("$tolk" info -m "$tmp/merged")"
+  for text in "The file cannot be opened because the directory does not exist." "Press any key." \
+              "Do you want to save the changes you made?"; do
+    a=$(translate_json "$tmp/two" "$text") || fail "the two decoders do not translate"
+    b=$(translate_json "$tmp/merged" "$text") || fail "the merged decoder does not translate"
+    [ "$a" = "$b" ] || fail "translations differ: $a vs $b"
+  done ;;
+static-merged-mismatch)
+  # decoder_model's samples given to the merged decoder: its past inputs and use_cache_branch are missing.
+  expect_refusal "^tolk quantize: invalid argument: calibration sample .*/test_data_set_0: input 'past_key_values.0.decoder.key' is missing$" \
+    --calibrate "$src/tests/fixtures/golden/marian-tiny/decoder_model" "$tiny/decoder_model_merged.onnx" "$tmp/out/x.onnx" ;;
 eval)
   # --eval translates with fp32 and int8 and reports chrF: a line against fp32, one against the references.
   printf 'The file cannot be opened.\t无法打开文件。\nPress any key to continue.\t按任意键继续。\nDisk quota exceeded\n' \

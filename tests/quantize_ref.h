@@ -3,13 +3,15 @@
  * Runtime's references (tests/data/quantize/, written by
  * tools/ort_quantize_reference.py and tools/ort_quantize_static_reference.py)
  * share: a graph's node pattern and op counts against the reference's, an
- * initializer against its recorded dtype, dims, values and sha256, and the
- * JSON reader.
+ * initializer against its recorded dtype, dims, values and sha256, an
+ * activation's scale and zero point, the JSON reader, quantizing a graph
+ * and loading the result, and the golden input sets as calibration samples.
  */
 #ifndef TOLK_TESTS_QUANTIZE_REF_H
 #define TOLK_TESTS_QUANTIZE_REF_H
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <string.h>
 
 #include "core/sha256.h"
@@ -97,6 +99,72 @@ static inline cJSON *read_json(const char *path) {
   free(buf);
   CHECK_MSG(j != NULL, "%s: not JSON", path);
   return j;
+}
+
+/* Quantizes `in` into `out` with p and loads the result; NULL (the failure
+ * reported under `what`) when either fails. *s receives the summary. */
+static inline tolk_model *quantize_load(const char *what, const char *in, const char *out, tolk_quantize_params p,
+                                        tolk_quantize_summary *s) {
+  tolk_error err;
+  tolk_model *m = NULL;
+  if (tolk_model_quantize(in, out, p, NULL, NULL, s, &err) || tolk_model_load(out, tolk_model_default_params(), &m, &err)) {
+    CHECK_MSG(0, "%s: %s", what, err.message);
+    return NULL;
+  }
+  return m;
+}
+
+static inline tolk_tensor *load_pb(const char *path) {
+  tolk_tensor *t = NULL;
+  tolk_error err;
+  CHECK_MSG(!tolk_tensor_load_pb(path, &t, &err), "%s", err.message);
+  return t;
+}
+
+/* Adds the golden set `set` (input_K.pb: the K-th graph input) as a sample. */
+static inline tolk_status add_set(tolk_calibration *cal, const char *set, tolk_error *err) {
+  tolk_tensor *in[16] = {0};
+  const char *names[16];
+  size_t n = 0;
+  for (; n < tolk_calibration_input_count(cal) && n < 16; n++) {
+    char p[2600];
+    snprintf(p, sizeof p, "%s/input_%zu.pb", set, n);
+    in[n] = load_pb(p);
+    names[n] = tolk_calibration_input(cal, n)->name;
+  }
+  tolk_status st = tolk_calibration_add(cal, n, names, (const tolk_tensor *const *)in, err);
+  for (size_t i = 0; i < n; i++) tolk_tensor_free(in[i]);
+  return st;
+}
+
+/* An activation's scale (within 1e-5 of ORT's, relative: tolk's float graph
+ * computes the ranges, ORT's its own, and the two differ in the last bits
+ * of some intermediate values) and zero point (equal). */
+static inline void check_activation(const char *what, const struct ir_graph *g, const char *name, const cJSON *want) {
+  const struct ir_value *v = ir_name_map_get(g->names, name);
+  const struct ir_tensor *t = v ? v->init : NULL;
+  CHECK_MSG(t && t->numel == 1, "%s: no scalar initializer %s", what, name);
+  if (!t || t->numel != 1) return;
+  double ort = cJSON_GetArrayItem(cJSON_GetObjectItem(want, "values"), 0)->valuedouble, got;
+  if (t->dtype == TOLK_FLOAT) {
+    float f;
+    memcpy(&f, t->data, 4);
+    got = f;
+    CHECK_MSG(fabs(got - ort) <= 1e-5 * ort, "%s: %s = %.9g, ORT %.9g", what, name, got, ort);
+  } else {
+    got = ((const int8_t *)t->data)[0];
+    CHECK_MSG(t->dtype == TOLK_INT8 && got == ort, "%s: %s = %g, ORT %g", what, name, got, ort);
+  }
+}
+
+/* Whether the reference's initializer `name` belongs to a weight (W_quantized,
+ * W_scale, W_zero_point) rather than to an activation. */
+static inline bool is_weight_part(const cJSON *inits, const char *name) {
+  char base[512];
+  const char *end = strstr(name, "_scale") ? strstr(name, "_scale") : strstr(name, "_zero_point");
+  if (!end) return true; /* W_quantized */
+  snprintf(base, sizeof base, "%.*s_quantized", (int)(end - name), name);
+  return cJSON_GetObjectItem(inits, base) != NULL;
 }
 
 #endif /* TOLK_TESTS_QUANTIZE_REF_H */

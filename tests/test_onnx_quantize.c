@@ -58,17 +58,13 @@ static void compare_with_ort(const char *graph, const char *mode) {
   snprintf(out, sizeof out, "%s/%s.%s.onnx", tmp_dir, graph, mode);
   snprintf(ref, sizeof ref, "%s/%s.%s.json", data_dir, graph, mode);
   snprintf(what, sizeof what, "%s %s", graph, mode);
-  tolk_quantize_summary s;
-  tolk_error err;
-  CHECK_MSG(tolk_model_quantize(in, out, mode_params(mode), NULL, NULL, &s, &err) == TOLK_OK, "%s: %s", what,
-            err.message);
+  tolk_quantize_summary s = {0};
+  tolk_model *m = quantize_load(what, in, out, mode_params(mode), &s);
   CHECK_MSG(s.quantized > 0 && s.bytes_after < s.bytes_before / 2, "%s: %zu quantized, %llu -> %llu bytes", what,
             s.quantized, (unsigned long long)s.bytes_before, (unsigned long long)s.bytes_after);
-  tolk_model *m = NULL;
-  cJSON *j = read_json(ref);
-  if (tolk_model_load(out, tolk_model_default_params(), &m, &err) || !j) {
-    CHECK_MSG(0, "%s: %s", what, err.message);
-    cJSON_Delete(j);
+  cJSON *j = m ? read_json(ref) : NULL;
+  if (!j) {
+    tolk_model_free(m);
     return;
   }
   const struct ir_graph *main_graph = tolk_model_ir(m)->graph;

@@ -19,7 +19,6 @@ when they differ, the scales show by how much. The quantized models themselves a
     /tmp/qvenv/bin/python tools/ort_quantize_reference.py        # rewrites tests/data/quantize/*.json
 """
 import collections
-import hashlib
 import json
 import sys
 import tempfile
@@ -28,8 +27,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime
-from onnx import numpy_helper
 from onnxruntime.quantization import QuantType, quantize_dynamic
+
+from ort_quantize_common import QUANT_SUFFIXES, node_key, tensor_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "tests" / "fixtures" / "marian-tiny"
@@ -53,17 +53,6 @@ def graphs(g, path="main"):
                 yield from graphs(a.g, f"{path}/{n.name}/{a.name}")
 
 
-def node_key(n):
-    return (n.op_type, n.name, tuple(n.input), tuple(n.output))
-
-
-def tensor_summary(t):
-    a = numpy_helper.to_array(t)
-    return {"dtype": onnx.TensorProto.DataType.Name(t.data_type), "dims": list(t.dims),
-            "sha256": hashlib.sha256(np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tobytes()).hexdigest(),
-            "sum": int(a.astype(np.int64).sum()) if a.dtype.kind in "iu" else float(a.astype(np.float64).sum())}
-
-
 def record(src: Path, mode: str, opts: dict) -> dict:
     fp32 = onnx.load(str(src))
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,12 +68,8 @@ def record(src: Path, mode: str, opts: dict) -> dict:
                       for n in g.node if node_key(n) not in old]
         counts[p] = dict(sorted(collections.Counter(n.op_type for n in g.node).items()))
         for t in g.initializer:
-            if t.name.endswith(("_quantized", "_scale", "_zero_point")):
-                s = tensor_summary(t)
-                if not t.name.endswith("_quantized"):
-                    s["values"] = [float(v) if t.data_type == onnx.TensorProto.FLOAT else int(v)
-                                   for v in numpy_helper.to_array(t).reshape(-1)]
-                inits[f"{p}:{t.name}"] = s
+            if t.name.endswith(QUANT_SUFFIXES):
+                inits[f"{p}:{t.name}"] = tensor_summary(t)
     return {"format": "tolk-quantize-reference/1", "graph": src.name, "mode": mode,
             "options": {"weight_type": "QInt8", **opts, "extra_options": EXTRA,
                         "op_types_to_quantize": "default"},

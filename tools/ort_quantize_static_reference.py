@@ -5,7 +5,8 @@ tests/data/quantize/static/<graph>.<format>.<mode>.json, so that the C tests can
 Calibration data: the golden input sets of each graph (tests/fixtures/golden/marian-tiny/<graph>/test_data_set_N,
 real tokenized sentences), fed to a CalibrationDataReader in set order — the same folders tolk reads with
 `--calibrate`. Options: QuantFormat.QDQ ("qdq") or QOperator ("qoperator"), CalibrationMethod.MinMax, op_types_to_quantize ["MatMul"],
-activation and weight type QInt8 (quantize_static's defaults), per tensor ("default") or per channel.
+activation and weight type QInt8 (quantize_static's defaults), per tensor ("default") or per channel, each also
+with reduce_range (weights in [-64, 64]; ORT reduces no activation's range).
 
 For each graph and mode the file lists, as tools/ort_quantize_reference.py does for quantize_dynamic:
 
@@ -27,7 +28,6 @@ Also, for the histogram methods (Entropy with ORT's default 128 bins and with 51
     /tmp/qvenv/bin/python tools/ort_quantize_static_reference.py     # rewrites tests/data/quantize/static/*.json
 """
 import collections
-import hashlib
 import json
 import sys
 import tempfile
@@ -40,12 +40,16 @@ from onnx import numpy_helper
 from onnxruntime.quantization import (CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType,
                                       create_calibrator, quantize_static)
 
+from ort_quantize_common import QUANT_SUFFIXES, node_key, tensor_summary
+
 ROOT = Path(__file__).resolve().parent.parent
 TINY = ROOT / "tests" / "fixtures" / "marian-tiny"
 GOLDEN = ROOT / "tests" / "fixtures" / "golden" / "marian-tiny"
 OUT = ROOT / "tests" / "data" / "quantize" / "static"
 GRAPHS = ["encoder_model", "decoder_model", "decoder_with_past_model"]
-MODES = {"default": dict(per_channel=False), "per_channel": dict(per_channel=True)}
+MODES = {"default": dict(per_channel=False), "per_channel": dict(per_channel=True),
+         "reduce_range": dict(per_channel=False, reduce_range=True),
+         "per_channel_reduce_range": dict(per_channel=True, reduce_range=True)}
 FORMATS = {"qdq": QuantFormat.QDQ, "qoperator": QuantFormat.QOperator}
 VALUES_MAX = 4096  # outputs up to this size are recorded in full (the encoder's); logits only by their error
 
@@ -70,17 +74,6 @@ class Reader(CalibrationDataReader):
 
     def get_next(self):
         return next(self.it, None)
-
-
-def node_key(n):
-    return (n.op_type, n.name, tuple(n.input), tuple(n.output))
-
-
-def tensor_summary(t):
-    a = numpy_helper.to_array(t)
-    return {"dtype": onnx.TensorProto.DataType.Name(t.data_type), "dims": list(t.dims),
-            "sha256": hashlib.sha256(np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tobytes()).hexdigest(),
-            "sum": int(a.astype(np.int64).sum()) if a.dtype.kind in "iu" else float(a.astype(np.float64).sum())}
 
 
 def run(path: Path, feed: dict) -> np.ndarray:
@@ -118,12 +111,8 @@ def record(graph: str, fmt: str, mode: str, opts: dict) -> dict:
         pattern.append(e)
     inits = {}
     for t in q.graph.initializer:
-        if t.name.endswith(("_quantized", "_scale", "_zero_point")):
-            s = tensor_summary(t)
-            if not t.name.endswith("_quantized"):
-                s["values"] = [float(v) if t.data_type == onnx.TensorProto.FLOAT else int(v)
-                               for v in numpy_helper.to_array(t).reshape(-1)]
-            inits[t.name] = s
+        if t.name.endswith(QUANT_SUFFIXES):
+            inits[t.name] = tensor_summary(t)
     count = lambda g: dict(sorted(collections.Counter(n.op_type for n in g.node).items()))  # noqa: E731
     return {"format": "tolk-quantize-static-reference/1", "graph": src.name, "quant_format": fmt, "mode": mode,
             "calibration": f"tests/fixtures/golden/marian-tiny/{graph}", "samples": len(sets),

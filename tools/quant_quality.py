@@ -16,7 +16,14 @@ against the fp32 output.  Not part of CI; the figures go in README.md (the quant
   LM head's B is a Transpose, which ORT's dynamic form leaves to a float MatMul anyway.)  Each quantized folder holds only its *_quantized.onnx graphs plus the tokenizer files, so
   `tolk translate` runs them; greedy (--beam 1), --max-new-tokens 128, 2 threads.
 - Scores: sacrebleu corpus chrF and BLEU (tokenize="zh") against the references, and chrF against the fp32
-  output; lines identical to fp32's; wall seconds.
+  output; lines identical to fp32's; wall seconds; and the BLEU difference from fp32 with its 95 % interval by
+  paired bootstrap resampling (1,000 resamples of the test sentences, seed 1, as sacrebleu's paired_bs): a
+  difference whose interval holds 0 is not one the test set can tell from noise.
+- `--system 'NAME=ARGS'` (repeatable) runs fp32 and these instead of the systems above: ARGS are `tolk
+  quantize` options, `{calib}` standing for the calibration file and `@exclude:REGEX` for an `--exclude` of
+  every MatMul of the fp32 graphs whose name matches REGEX (re.search) — to measure which nodes cost quality:
+
+    tools/quant_quality.py ... --system 'no attention products=--calibrate {calib} @exclude:attn/MatMul'
 
 Writes OUT/report.json and OUT/report.md.
 """
@@ -25,13 +32,17 @@ from __future__ import annotations
 import argparse
 import json
 import lzma
+import re
+import shlex
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import sacrebleu
+from sacrebleu.metrics import BLEU
 
 GRAPHS = ["encoder_model", "decoder_model", "decoder_with_past_model"]
 TOKENIZER = ["config.json", "generation_config.json", "source.spm", "target.spm", "vocab.json",
@@ -71,6 +82,39 @@ def quantize(tolk: str, fp32: Path, out: Path, name: str, args: list[str]) -> tu
     return d, r.stdout
 
 
+def bleu_delta(hyp: list[str], base: list[str], refs: list[str], n: int = 1000) -> tuple[float, float, float]:
+    """BLEU(hyp) - BLEU(base) and its 95 % interval by paired bootstrap over the sentences."""
+    bleu = BLEU(tokenize="zh")
+    a = np.array(bleu._extract_corpus_statistics(hyp, [refs]))  # per sentence: n-gram matches, totals, lengths
+    b = np.array(bleu._extract_corpus_statistics(base, [refs]))
+    score = lambda s: bleu._compute_score_from_stats(list(s)).score  # noqa: E731
+    rng = np.random.default_rng(1)
+    deltas = []
+    for _ in range(n):
+        idx = rng.integers(0, len(hyp), len(hyp))
+        deltas.append(score(a[idx].sum(0)) - score(b[idx].sum(0)))
+    lo, hi = np.percentile(deltas, [2.5, 97.5])
+    return score(a.sum(0)) - score(b.sum(0)), float(lo), float(hi)
+
+
+def expand(args: list[str], fp32: Path, calib: str) -> list[str]:
+    """A --system's options: {calib} filled in, each @exclude:REGEX an --exclude per matching MatMul."""
+    import onnx  # only for @exclude
+
+    out = []
+    for a in args:
+        if a.startswith("@exclude:"):
+            names = sorted({n.name for g in GRAPHS for n in onnx.load(str(fp32 / f"{g}.onnx")).graph.node
+                            if n.op_type == "MatMul" and re.search(a[9:], n.name)})
+            if not names:
+                sys.exit(f"{a}: no MatMul matches")
+            for n in names:
+                out += ["--exclude", n]
+        else:
+            out.append(a.replace("{calib}", calib))
+    return out
+
+
 def translate(tolk: str, model: Path, src: Path, hyp: Path, int8: bool) -> float:
     t = time.time()
     cmd = [tolk, "translate", "-m", str(model), "--beam", "1", "--max-new-tokens", "128", "--threads", "2",
@@ -87,6 +131,8 @@ def main() -> int:
     ap.add_argument("--test-n", type=int, default=1000)
     ap.add_argument("--calib-n", type=int, default=200)
     ap.add_argument("--out", type=Path, default=Path("/tmp/tolk-quant-quality"))
+    ap.add_argument("--system", action="append", default=[], metavar="NAME=ARGS",
+                    help="run fp32 and these systems instead of the usual ones (see above)")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     calib, test = pick(a.pairs, a.calib_n, a.test_n)
@@ -104,6 +150,11 @@ def main() -> int:
         "static QOperator (MinMax)": ["--calibrate", calib_file, "--format", "qoperator"],
         "static QDQ (Percentile 99.999)": ["--calibrate", calib_file, "--method", "percentile"],
     }
+    if a.system:
+        systems = {"fp32": None}
+        for spec in a.system:
+            name, _, args = spec.partition("=")
+            systems[name] = expand(shlex.split(args), a.fp32, calib_file)
     rows, fp32_hyp = [], None
     for i, (name, args) in enumerate(systems.items()):
         model, log = (folder(a.out, "fp32", a.fp32), "") if args is None else quantize(a.tolk, a.fp32, a.out, f"s{i}", args)
@@ -121,14 +172,16 @@ def main() -> int:
                      "bleu_zh": round(sacrebleu.corpus_bleu(hyp, [refs], tokenize="zh").score, 2),
                      "chrf_vs_fp32": round(sacrebleu.corpus_chrf(hyp, [fp32_hyp]).score, 2),
                      "identical_to_fp32": round(100 * sum(x == y for x, y in zip(hyp, fp32_hyp)) / len(hyp), 1),
+                     "bleu_delta_ci95": [round(v, 2) for v in bleu_delta(hyp, fp32_hyp, refs)],
                      "quantize_log": log.splitlines()})
         print(json.dumps({k: v for k, v in rows[-1].items() if k != "quantize_log"}), flush=True)
     (a.out / "report.json").write_text(json.dumps({"test_n": len(test), "calib_n": len(calib), "rows": rows},
                                                   indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    md = ["| system | graphs MB | chrF | BLEU (zh) | chrF vs fp32 | = fp32 lines | seconds |",
-          "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    md += [f"| {r['system']} | {r['graph_mb']} | {r['chrf']} | {r['bleu_zh']} | {r['chrf_vs_fp32']} | "
-           f"{r['identical_to_fp32']} % | {r['seconds']} |" for r in rows]
+    md = ["| system | graphs MB | chrF | BLEU (zh) | BLEU Δ [95 % CI] | chrF vs fp32 | = fp32 lines | seconds |",
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    md += [f"| {r['system']} | {r['graph_mb']} | {r['chrf']} | {r['bleu_zh']} | "
+           f"{r['bleu_delta_ci95'][0]:+.2f} [{r['bleu_delta_ci95'][1]:+.2f}, {r['bleu_delta_ci95'][2]:+.2f}] | "
+           f"{r['chrf_vs_fp32']} | {r['identical_to_fp32']} % | {r['seconds']} |" for r in rows]
     (a.out / "report.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     print("\n".join(md))
     return 0

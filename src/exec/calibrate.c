@@ -2,13 +2,18 @@
  * calibrate.c — tolk_calibration (tolk.h): the activation ranges static
  * quantization needs, observed by running the float model in a tolk
  * session on calibration samples. As ONNX Runtime's calibrators for op
- * types MatMul, it watches every float input and output of a MatMul of the
- * main graph that is not an initializer, and keeps, per tensor, the least
- * and greatest value any sample produced (MinMax). The session returns those
- * intermediate values by name (tolk_session_run), so no augmented copy of
- * the graph is built; it runs without optimizations, so that no fusion hides
- * a MatMul's output. Checks each sample against the graph's declared inputs
- * first, so that a mismatch is reported as the caller's, naming the input.
+ * types MatMul, it watches every float input and output of a MatMul that is
+ * not an initializer, and keeps, per tensor, the least and greatest value
+ * any sample produced (MinMax) — in every graph, If branches included, which
+ * ORT's calibrator does not look into: a merged decoder's two branches each
+ * get the ranges of the runs that took them. The executor shows each value
+ * as it is produced (exec_run_observed), so no augmented copy of the graph is
+ * built and nothing is kept alive for it; the session runs without
+ * optimizations, so that no fusion or folding hides a MatMul's tensors. A
+ * tensor is known by its graph's path (ir_graph_path) and its name: both
+ * branches of Optimum's merged decoder use the same names. Checks each
+ * sample against the graph's declared inputs first, so that a mismatch is
+ * reported as the caller's, naming the input.
  *
  * The histogram methods (Entropy, Percentile) bin all values of all samples
  * in one histogram per tensor, as ORT's HistogramCollector does with the
@@ -25,6 +30,7 @@
 #include <string.h>
 
 #include "calibrate_hist.h"
+#include "exec.h"
 #include "onnx/onnx.h"
 
 /* Integer input values kept for the randomness rule: enough to judge, a
@@ -45,12 +51,23 @@ struct kept {
   size_t n;
 };
 
+/* A graph of the model and, per value index, its watched tensor or -1. */
+struct graph_watch {
+  const struct ir_graph *g;
+  char *path; /* ir_graph_path */
+  int32_t *idx;
+};
+
 struct tolk_calibration {
   tolk_calibration_params params;
   tolk_model *model;
   tolk_session *session;
   size_t n_inputs;
-  const char **names; /* watched tensors, borrowed from the model's IR */
+  struct graph_watch *graphs;
+  size_t n_graphs;
+  const struct ir_value **vals; /* watched tensors, borrowed from the model's IR */
+  const char **paths;           /* n_names: the path of each one's graph (graphs[].path) */
+  struct cal_hist *hist;        /* the histograms of the second pass, else NULL */
   float *lo, *hi;     /* n_names each: observed min and max */
   float *amin;        /* n_names: least absolute value (Percentile's histogram starts there) */
   float *rlo, *rhi;   /* n_names: the ranges, once finished */
@@ -77,7 +94,13 @@ void tolk_calibration_free(tolk_calibration *cal) {
   if (!cal) return;
   tolk_session_free(cal->session);
   tolk_model_free(cal->model);
-  free(cal->names);
+  for (size_t i = 0; cal->graphs && i < cal->n_graphs; i++) {
+    free(cal->graphs[i].path);
+    free(cal->graphs[i].idx);
+  }
+  free(cal->graphs);
+  free(cal->vals);
+  free(cal->paths);
   free(cal->lo);
   free(cal->hi);
   free(cal->amin);
@@ -90,12 +113,6 @@ void tolk_calibration_free(tolk_calibration *cal) {
   free(cal);
 }
 
-static bool watched(const tolk_calibration *cal, const char *name) {
-  for (size_t i = 0; i < cal->n_names; i++)
-    if (!strcmp(cal->names[i], name)) return true;
-  return false;
-}
-
 /* Whether v is an activation a static MatMul quantizes: computed or fed at
  * run time, and float (declared or inferred; an undeclared type is run and
  * checked on the tensor). */
@@ -105,16 +122,70 @@ static bool activation(const struct ir_value *v) {
          (v->type.kind == IR_TYPE_TENSOR && (v->type.dtype == TOLK_FLOAT || v->type.dtype == TOLK_UNDEFINED));
 }
 
+static size_t count_graphs(const struct ir_graph *g) {
+  size_t n = 1;
+  for (size_t i = 0; i < g->n_nodes; i++)
+    for (size_t a = 0; a < g->nodes[i]->n_attrs; a++)
+      for (size_t j = 0; j < ir_attr_n_graphs(&g->nodes[i]->attrs[a]); j++)
+        if (ir_attr_graph(&g->nodes[i]->attrs[a], j)) n += count_graphs(ir_attr_graph(&g->nodes[i]->attrs[a], j));
+  return n;
+}
+
+/* Lists g and its subgraphs, depth first, each with its path and an empty
+ * index; false on out of memory. */
+static bool list_graphs(tolk_calibration *cal, const struct ir_graph *g) {
+  struct graph_watch *w = &cal->graphs[cal->n_graphs++];
+  char path[TOLK_ERROR_MESSAGE_MAX];
+  ir_graph_path(g, path, sizeof path);
+  w->g = g;
+  w->path = strdup(path);
+  w->idx = malloc((g->n_values + 1) * sizeof *w->idx);
+  if (!w->path || !w->idx) return false;
+  for (size_t i = 0; i < g->n_values; i++) w->idx[i] = -1;
+  for (size_t i = 0; i < g->n_nodes; i++)
+    for (size_t a = 0; a < g->nodes[i]->n_attrs; a++)
+      for (size_t j = 0; j < ir_attr_n_graphs(&g->nodes[i]->attrs[a]); j++) {
+        const struct ir_graph *s = ir_attr_graph(&g->nodes[i]->attrs[a], j);
+        if (s && !list_graphs(cal, s)) return false;
+      }
+  return true;
+}
+
+/* The watched index of v, or -1. */
+static int32_t watch_of(const tolk_calibration *cal, const struct ir_value *v) {
+  for (size_t i = 0; v && i < cal->n_graphs; i++)
+    if (cal->graphs[i].g == v->graph) return (size_t)v->index < v->graph->n_values ? cal->graphs[i].idx[v->index] : -1;
+  return -1;
+}
+
+static void watch(tolk_calibration *cal, const struct ir_value *v) {
+  for (size_t i = 0; i < cal->n_graphs; i++)
+    if (cal->graphs[i].g == v->graph && cal->graphs[i].idx[v->index] < 0) {
+      cal->graphs[i].idx[v->index] = (int32_t)cal->n_names;
+      cal->paths[cal->n_names] = cal->graphs[i].path;
+      cal->vals[cal->n_names++] = v;
+    }
+}
+
 static tolk_status pick_tensors(tolk_calibration *cal, tolk_error *err) {
-  const struct ir_graph *g = cal->model->ir.graph;
-  cal->names = calloc(2 * g->n_nodes + 1, sizeof *cal->names);
-  if (!cal->names) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the calibration");
-  for (size_t i = 0; i < g->n_nodes; i++) {
-    const struct ir_node *n = g->nodes[i];
-    if (strcmp(n->op_type, "MatMul") || *n->domain || n->n_inputs != 2 || n->n_outputs != 1) continue;
-    const struct ir_value *vs[] = {n->inputs[0], n->inputs[1], n->outputs[0]};
-    for (size_t k = 0; k < 3; k++)
-      if (activation(vs[k]) && !watched(cal, vs[k]->name)) cal->names[cal->n_names++] = vs[k]->name;
+  const struct ir_graph *main_graph = cal->model->ir.graph;
+  size_t n_nodes = 0, n_graphs = count_graphs(main_graph);
+  cal->graphs = calloc(n_graphs, sizeof *cal->graphs);
+  if (!cal->graphs || !list_graphs(cal, main_graph))
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the calibration");
+  for (size_t k = 0; k < cal->n_graphs; k++) n_nodes += cal->graphs[k].g->n_nodes;
+  cal->vals = calloc(3 * n_nodes + 1, sizeof *cal->vals);
+  cal->paths = calloc(3 * n_nodes + 1, sizeof *cal->paths);
+  if (!cal->vals || !cal->paths) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the calibration");
+  for (size_t k = 0; k < cal->n_graphs; k++) {
+    const struct ir_graph *g = cal->graphs[k].g;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+      const struct ir_node *n = g->nodes[i];
+      if (strcmp(n->op_type, "MatMul") || *n->domain || n->n_inputs != 2 || n->n_outputs != 1) continue;
+      const struct ir_value *vs[] = {n->inputs[0], n->inputs[1], n->outputs[0]};
+      for (size_t j = 0; j < 3; j++)
+        if (activation(vs[j])) watch(cal, vs[j]);
+    }
   }
   size_t n = cal->n_names ? cal->n_names : 1;
   cal->lo = malloc(n * sizeof *cal->lo);
@@ -228,10 +299,10 @@ static tolk_status check_sample(const tolk_calibration *cal, size_t n, const cha
   return TOLK_OK;
 }
 
-static void widen(tolk_calibration *cal, size_t i, const tolk_tensor *t) {
-  if (tolk_tensor_dtype(t) != TOLK_FLOAT) return;
-  const float *x = tolk_tensor_data(t);
-  int64_t n = tolk_tensor_numel(t);
+static void widen(tolk_calibration *cal, size_t i, const struct tensor *t) {
+  if (t->dtype != TOLK_FLOAT) return;
+  const float *x = t->data;
+  int64_t n = t->numel;
   float lo = cal->lo[i], hi = cal->hi[i], amin = cal->amin[i];
   for (int64_t k = 0; k < n; k++) {
     lo = fminf(lo, x[k]);
@@ -241,6 +312,28 @@ static void widen(tolk_calibration *cal, size_t i, const tolk_tensor *t) {
   cal->lo[i] = lo;
   cal->hi[i] = hi;
   cal->amin[i] = amin;
+}
+
+/* The executor's observer: a watched tensor widens its range (first pass)
+ * or fills its histogram (the histogram methods' second pass). */
+static void observe(void *user, const struct ir_value *v, const struct tensor *t) {
+  tolk_calibration *cal = user;
+  int32_t i = watch_of(cal, v);
+  if (i < 0) return;
+  if (!cal->hist) widen(cal, (size_t)i, t);
+  else if (cal->hist[i].counts && t->dtype == TOLK_FLOAT)
+    cal_hist_add(&cal->hist[i], t->data, t->numel, cal->params.method == TOLK_CALIBRATE_PERCENTILE);
+}
+
+/* One run of the sample through the observer: the main graph's inputs,
+ * which no node produces, first. */
+static tolk_status observed_run(tolk_calibration *cal, size_t n_inputs, const char *const *names,
+                                const tolk_tensor *const *inputs, size_t n_outputs, const char *const *output_names,
+                                tolk_tensor **outputs, tolk_error *err) {
+  const struct ir_graph *g = cal->model->ir.graph;
+  for (size_t i = 0; i < n_inputs; i++) observe(cal, ir_name_map_get(g->names, names[i]), &inputs[i]->t);
+  return exec_run_observed(cal->session, n_inputs, names, inputs, n_outputs, output_names, outputs, observe, cal,
+                           err);
 }
 
 static int64_t int_at(const tolk_tensor *t, int64_t i) {
@@ -363,27 +456,6 @@ static tolk_status keep_sample(tolk_calibration *cal, size_t n, const char *cons
   return st;
 }
 
-/* Hands the caller the graph outputs it asked for (output k is run[at[k]]):
- * moved out of the run's results, or copied when the calibration still
- * needs the tensor (a watched one) or the caller asked for it twice. */
-static tolk_status hand_out(const tolk_calibration *cal, tolk_tensor **run, const size_t *at, size_t n_outputs,
-                            tolk_tensor **outputs, tolk_error *err) {
-  tolk_status st = TOLK_OK;
-  for (size_t k = 0; !st && k < n_outputs; k++) {
-    const tolk_tensor *t = run[at[k]];
-    for (size_t j = 0; !t && j < k; j++)
-      if (at[j] == at[k]) t = outputs[j];
-    if (at[k] >= cal->n_names && run[at[k]]) {
-      outputs[k] = run[at[k]];
-      run[at[k]] = NULL;
-    } else {
-      st = tolk_tensor_create(tolk_tensor_dtype(t), tolk_tensor_rank(t), tolk_tensor_dims(t), tolk_tensor_data(t),
-                              tolk_tensor_nbytes(t), &outputs[k], err);
-    }
-  }
-  return st;
-}
-
 tolk_status tolk_calibration_add(tolk_calibration *cal, size_t n_inputs, const char *const *names,
                                  const tolk_tensor *const *inputs, tolk_error *err) {
   return tolk_calibration_add_run(cal, n_inputs, names, inputs, 0, NULL, NULL, err);
@@ -402,34 +474,30 @@ tolk_status tolk_calibration_add_run(tolk_calibration *cal, size_t n_inputs, con
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "the calibration is finished: no more samples");
   tolk_status st = check_sample(cal, n_inputs, names, inputs, err);
   if (st) return st;
-  if (cal->params.method != TOLK_CALIBRATE_MINMAX && cal->n_names) st = keep_sample(cal, n_inputs, names, inputs, err);
-  if (st) return st;
   bool kept = cal->params.method != TOLK_CALIBRATE_MINMAX && cal->n_names;
-  /* One run: the watched tensors, then the outputs asked for that are not
-   * among them; at[k] is where output k comes from. */
-  size_t total = cal->n_names + n_outputs, n_run = cal->n_names;
-  tolk_tensor **outs = calloc(total + 1, sizeof *outs);
-  const char **run_names = calloc(total + 1, sizeof *run_names);
-  size_t *at = calloc(n_outputs + 1, sizeof *at);
-  if (!outs || !run_names || !at) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for a calibration run");
-  for (size_t i = 0; !st && i < cal->n_names; i++) run_names[i] = cal->names[i];
-  for (size_t k = 0; !st && k < n_outputs; k++) {
-    const char *want = output_names ? output_names[k] : tolk_calibration_output(cal, k)->name;
-    size_t j = 0;
-    while (j < n_run && strcmp(run_names[j], want)) j++;
-    if (j == n_run) run_names[n_run++] = want;
-    at[k] = j;
+  if (kept && (st = keep_sample(cal, n_inputs, names, inputs, err))) return st;
+  /* A failed run leaves the ranges as they were: widen copies first. */
+  size_t bytes = (cal->n_names ? cal->n_names : 1) * sizeof(float);
+  float *saved = malloc(3 * bytes);
+  const char **want = calloc(n_outputs + 1, sizeof *want);
+  if (!saved || !want) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for a calibration run");
+  for (size_t k = 0; !st && k < n_outputs; k++)
+    want[k] = output_names ? output_names[k] : tolk_calibration_output(cal, k)->name;
+  if (!st) {
+    memcpy(saved, cal->lo, bytes);
+    memcpy((char *)saved + bytes, cal->hi, bytes);
+    memcpy((char *)saved + 2 * bytes, cal->amin, bytes);
+    st = observed_run(cal, n_inputs, names, inputs, n_outputs, want, outputs, err);
+    if (st) {
+      memcpy(cal->lo, saved, bytes);
+      memcpy(cal->hi, (char *)saved + bytes, bytes);
+      memcpy(cal->amin, (char *)saved + 2 * bytes, bytes);
+    }
   }
-  if (!st && n_run)
-    st = tolk_session_run(cal->session, n_inputs, names, inputs, n_run, run_names, outs, NULL, err);
   if (!st) st = keep_ints(cal, n_inputs, names, inputs, err);
-  if (!st) st = hand_out(cal, outs, at, n_outputs, outputs, err);
-  for (size_t i = 0; !st && i < cal->n_names; i++) widen(cal, i, outs[i]);
-  for (size_t i = 0; outs && i < n_run; i++) tolk_tensor_free(outs[i]);
   for (size_t k = 0; st && k < n_outputs; k++) tolk_tensor_free(outputs[k]), outputs[k] = NULL;
-  free(outs);
-  free(run_names);
-  free(at);
+  free(saved);
+  free(want);
   if (!st) cal->samples++;
   else if (kept) kept_free(&cal->kept[--cal->n_kept]);
   return st;
@@ -439,9 +507,8 @@ tolk_status tolk_calibration_add_run(tolk_calibration *cal, size_t n_inputs, con
  * into its histogram, then the method's range. */
 static tolk_status histogram_ranges(tolk_calibration *cal, tolk_error *err) {
   bool pct = cal->params.method == TOLK_CALIBRATE_PERCENTILE;
-  struct cal_hist *h = calloc(cal->n_names, sizeof *h);
-  tolk_tensor **outs = calloc(cal->n_names, sizeof *outs);
-  tolk_status st = h && outs ? TOLK_OK : tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the histograms");
+  struct cal_hist *h = calloc(cal->n_names + 1, sizeof *h);
+  tolk_status st = h ? TOLK_OK : tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the histograms");
   for (size_t i = 0; !st && i < cal->n_names; i++) {
     if (cal->lo[i] > cal->hi[i]) continue; /* not float: never observed */
     float t = fmaxf(fabsf(cal->lo[i]), fabsf(cal->hi[i]));
@@ -449,15 +516,12 @@ static tolk_status histogram_ranges(tolk_calibration *cal, tolk_error *err) {
                   : cal_hist_init(&h[i], -t, t, cal->params.num_bins);
     if (!ok) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory for the histograms");
   }
+  cal->hist = h;
   for (size_t s = 0; !st && s < cal->n_kept; s++) {
     const struct kept *k = &cal->kept[s];
-    st = tolk_session_run(cal->session, k->n, k->names, (const tolk_tensor *const *)k->t, cal->n_names, cal->names,
-                          outs, NULL, err);
-    for (size_t i = 0; !st && i < cal->n_names; i++)
-      if (h[i].counts && tolk_tensor_dtype(outs[i]) == TOLK_FLOAT)
-        cal_hist_add(&h[i], tolk_tensor_data(outs[i]), tolk_tensor_numel(outs[i]), pct);
-    for (size_t i = 0; i < cal->n_names; i++) tolk_tensor_free(outs[i]), outs[i] = NULL;
+    st = observed_run(cal, k->n, k->names, (const tolk_tensor *const *)k->t, 0, k->names, NULL, err);
   }
+  cal->hist = NULL;
   for (size_t i = 0; !st && i < cal->n_names; i++) {
     if (!h[i].counts) continue;
     float mn = cal->lo[i], mx = cal->hi[i];
@@ -467,7 +531,6 @@ static tolk_status histogram_ranges(tolk_calibration *cal, tolk_error *err) {
   }
   for (size_t i = 0; h && i < cal->n_names; i++) cal_hist_free(&h[i]);
   free(h);
-  free(outs);
   return st;
 }
 
@@ -492,12 +555,17 @@ size_t tolk_calibration_samples(const tolk_calibration *cal) {
   return cal ? cal->samples : 0;
 }
 
-int tolk_calibration_range(const tolk_calibration *cal, const char *name, float *lo, float *hi) {
+int tolk_calibration_range_in(const tolk_calibration *cal, const char *graph, const char *name, float *lo,
+                              float *hi) {
   for (size_t i = 0; cal && cal->finished && name && i < cal->n_names; i++)
-    if (!strcmp(cal->names[i], name) && cal->lo[i] <= cal->hi[i]) {
+    if (!strcmp(cal->vals[i]->name, name) && !strcmp(cal->paths[i], graph ? graph : "") && cal->lo[i] <= cal->hi[i]) {
       *lo = cal->rlo[i];
       *hi = cal->rhi[i];
       return 1;
     }
   return 0;
+}
+
+int tolk_calibration_range(const tolk_calibration *cal, const char *name, float *lo, float *hi) {
+  return tolk_calibration_range_in(cal, NULL, name, lo, hi);
 }

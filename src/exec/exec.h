@@ -129,6 +129,12 @@ struct xctx {
 
 enum run_mode { RUN_RECORD, RUN_REPLAY, RUN_HEAP };
 
+/* Sees every value a run computes, in any graph, as it is produced (a node's
+ * outputs, a Loop or Scan body's inputs as bound): t is valid only during
+ * the call. For the calibration (calibrate.c), which needs the values inside
+ * If branches that no run hands out. */
+typedef void (*exec_observe_fn)(void *user, const struct ir_value *v, const struct tensor *t);
+
 /* An allocation of the recording run: lifetime in trace ticks. */
 struct rec_alloc {
   uint64_t bytes;
@@ -192,6 +198,9 @@ struct exec_run {
   struct tolk_kv_cache *kv;
   /* head.c: the LM head restricted to a shortlist, or NULL */
   const struct op_head_subset *head;
+  /* exec_run_observed: called for each value produced, or NULL */
+  exec_observe_fn observe;
+  void *observe_user;
   /* for stats, set by exec_plan_end */
   uint64_t planned_arena;
   int plan_reused;
@@ -269,6 +278,13 @@ int exec_const_rank(const struct ir_value *v);
  * leaves it empty when the pattern is absent or not complete. Fails only
  * when memory runs out. */
 tolk_status exec_kv_rewrite(tolk_session *s, struct xgraph *xg, tolk_error *err);
+
+/* run.c: tolk_session_run with `observe` called on every value the run
+ * produces (exec_observe_fn); output_names must not be NULL (n_outputs may
+ * be 0). */
+tolk_status exec_run_observed(tolk_session *s, size_t n_inputs, const char *const *input_names,
+                              const tolk_tensor *const *inputs, size_t n_outputs, const char *const *output_names,
+                              tolk_tensor **outputs, exec_observe_fn observe, void *user, tolk_error *err);
 
 /* quant_rows.c: gives the DynamicQuantizeLinear nodes that feed only
  * MatMulInteger chains the per-row kernel (tolk_session_params.quant_rows). */

@@ -169,6 +169,8 @@ tolk_status exec_node(struct exec_run *r, struct xgraph *xg, struct xframe *fr,
     if (r->err && r->err->status == TOLK_OK) r->err->status = st;
     exec_node_prefix(r->err, xn->node);
   }
+  for (uint32_t i = 0; !st && r->observe && i < xn->n_out; i++)
+    if (xn->out[i] >= 0) r->observe(r->observe_user, xn->node->outputs[i], &fr->slots[xn->out[i]].t);
   return st;
 }
 
@@ -314,6 +316,7 @@ tolk_status op_run_subgraph(struct op_ctx *c, const struct ir_graph *g,
       return op_fail(c, TOLK_ERR_INVALID_MODEL, "subgraph '%s': input %u not given",
                      g->name ? g->name : "", i);
     fr->slots[sub->in_slots[i]].t = *inputs[i];
+    if (r->observe) r->observe(r->observe_user, g->inputs[i], inputs[i]);
   }
   tolk_status st = exec_graph(r, sub, fr);
   if (st) return st;
@@ -717,7 +720,8 @@ static tolk_status run_impl(tolk_session *s, struct tolk_kv_cache *kv,
                             const struct op_head_subset *head, size_t n_inputs,
                             const char *const *input_names, const tolk_tensor *const *inputs,
                             size_t n_outputs, const char *const *output_names,
-                            tolk_tensor **outputs, tolk_run_stats *stats, tolk_error *err) {
+                            tolk_tensor **outputs, tolk_run_stats *stats, exec_observe_fn observe,
+                            void *user, tolk_error *err) {
   tolk_status st = check_args(s, kv, n_inputs, input_names, inputs, n_outputs, output_names, outputs, err);
   if (st) return st;
   /* pos[k]: requested output k is graph output pos[k], or for -1 - i the
@@ -739,6 +743,8 @@ static tolk_status run_impl(tolk_session *s, struct tolk_kv_cache *kv,
   struct tolk_tensor **res = n_outputs <= SMALL ? res_small : calloc(n_outputs, sizeof *res);
   if (!res) st = tolk_fail(r->err, TOLK_ERR_NO_MEMORY, "output table");
   if (!st) st = bind_inputs(r, n_inputs, input_names, inputs, r->err);
+  r->observe = observe;
+  r->observe_user = user;
   if (!st) {
     bind_outputs(r, pos, n_outputs, outputs);
     exec_plan_begin(r);
@@ -746,6 +752,7 @@ static tolk_status run_impl(tolk_session *s, struct tolk_kv_cache *kv,
     st = exec_graph(r, s->graphs[0], &r->frames[0]);
   }
   if (!st) st = collect_outputs(r, pos, n_outputs, outputs, res);
+  r->observe = NULL;
   finish_run(r, st, stats);
   if (pos != pos_small) free(pos);
   if (res && res != res_small) free(res);
@@ -757,7 +764,14 @@ tolk_status tolk_session_run(tolk_session *s, size_t n_inputs, const char *const
                              const char *const *output_names, tolk_tensor **outputs,
                              tolk_run_stats *stats, tolk_error *err) {
   return run_impl(s, NULL, NULL, n_inputs, input_names, inputs, n_outputs, output_names, outputs, stats,
-                  err);
+                  NULL, NULL, err);
+}
+
+tolk_status exec_run_observed(tolk_session *s, size_t n_inputs, const char *const *input_names,
+                              const tolk_tensor *const *inputs, size_t n_outputs, const char *const *output_names,
+                              tolk_tensor **outputs, exec_observe_fn observe, void *user, tolk_error *err) {
+  return run_impl(s, NULL, NULL, n_inputs, input_names, inputs, n_outputs, output_names, outputs, NULL, observe,
+                  user, err);
 }
 
 tolk_status tolk_session_run_kv(tolk_session *s, tolk_kv_cache *kv, size_t n_inputs,
@@ -767,7 +781,7 @@ tolk_status tolk_session_run_kv(tolk_session *s, tolk_kv_cache *kv, size_t n_inp
   tolk_status st = exec_kv_check(s, kv, err);
   if (st) return st;
   return run_impl(s, kv, NULL, n_inputs, input_names, inputs, n_outputs, output_names, outputs, stats,
-                  err);
+                  NULL, NULL, err);
 }
 
 tolk_status exec_run_with_head(tolk_session *s, struct tolk_kv_cache *kv, const struct op_head_subset *hs,
@@ -776,7 +790,8 @@ tolk_status exec_run_with_head(tolk_session *s, struct tolk_kv_cache *kv, const 
                                const char *const *output_names, tolk_tensor **outputs, tolk_error *err) {
   tolk_status st = kv ? exec_kv_check(s, kv, err) : TOLK_OK;
   if (st) return st;
-  return run_impl(s, kv, hs, n_inputs, input_names, inputs, n_outputs, output_names, outputs, NULL, err);
+  return run_impl(s, kv, hs, n_inputs, input_names, inputs, n_outputs, output_names, outputs, NULL, NULL, NULL,
+                  err);
 }
 
 const struct op_head_subset *op_head_subset(const struct op_ctx *c) { return c->run ? c->run->head : NULL; }

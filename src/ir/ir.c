@@ -9,6 +9,7 @@
  */
 #include "ir.h"
 
+#include <stdio.h>
 #include <string.h>
 
 struct ir_name_slot {
@@ -116,6 +117,36 @@ size_t ir_attr_n_graphs(const struct ir_attr *a) {
 
 const struct ir_graph *ir_attr_graph(const struct ir_attr *a, size_t j) {
   return a->type == IR_ATTR_GRAPH ? a->g : a->graphs[j];
+}
+
+/* Appends g's own step ("NODE/ATTR" or "NODE/ATTR[j]") at buf + *used. */
+static void graph_step(const struct ir_graph *g, char *buf, size_t size, size_t *used) {
+  const struct ir_node *n = g->owner;
+  for (size_t a = 0; n && a < n->n_attrs; a++)
+    for (size_t j = 0; j < ir_attr_n_graphs(&n->attrs[a]); j++) {
+      if (ir_attr_graph(&n->attrs[a], j) != g) continue;
+      int k = n->attrs[a].type == IR_ATTR_GRAPHS
+                  ? snprintf(buf + *used, size - *used, "%s%s/%s[%zu]", *used ? "/" : "", n->name, n->attrs[a].name, j)
+                  : snprintf(buf + *used, size - *used, "%s%s/%s", *used ? "/" : "", n->name, n->attrs[a].name);
+      *used += k > 0 ? (size_t)k : 0;
+      if (*used >= size) *used = size - 1;
+      return;
+    }
+}
+
+/* The enclosing graphs' steps first; nesting is bounded by the loader's
+ * max_graph_depth. */
+static void path_into(const struct ir_graph *g, char *buf, size_t size, size_t *used) {
+  if (!g || !g->parent) return;
+  path_into(g->parent, buf, size, used);
+  graph_step(g, buf, size, used);
+}
+
+void ir_graph_path(const struct ir_graph *g, char *buf, size_t size) {
+  size_t used = 0;
+  if (!size) return;
+  buf[0] = '\0';
+  path_into(g, buf, size, &used);
 }
 
 int64_t ir_attr_int(const struct ir_node *n, const char *name, int64_t dflt) {

@@ -268,6 +268,14 @@ const struct ir_attr *ir_node_attr(const struct ir_node *n, const char *name);
 size_t ir_attr_n_graphs(const struct ir_attr *a);
 const struct ir_graph *ir_attr_graph(const struct ir_attr *a, size_t j);
 
+/* Writes the path of subgraph g into buf (size bytes, NUL-terminated, cut
+ * if too long): the names of the node holding it and of that node's
+ * attribute, "NODE/ATTR", after its enclosing subgraph's path and a '/'
+ * ("If_0/then_branch/Loop_3/body"); "" for the main graph. It names a graph
+ * across two loads of one model, where the graphs' addresses differ. A
+ * GRAPHS attribute's j-th graph is "NODE/ATTR[j]". */
+void ir_graph_path(const struct ir_graph *g, char *buf, size_t size);
+
 /* Typed attribute readers: return `dflt` when the attribute is absent. They
  * do not check the attribute's type; the checker and op preparation do. */
 int64_t ir_attr_int(const struct ir_node *n, const char *name, int64_t dflt);

@@ -281,6 +281,14 @@ static bool plan_graph(struct qctx *c, struct qgraph *q) {
 /* ORT's QDQ activations: int8, asymmetric over the whole [-128, 127]. */
 enum { ACT_QMIN = -128, ACT_QMAX = 127 };
 
+/* The calibrated range of activation v, found by its graph's path (the
+ * calibration loaded the model apart); false when there is none. */
+static bool act_range(const struct qctx *c, const struct ir_value *v, float *lo, float *hi) {
+  char path[TOLK_ERROR_MESSAGE_MAX];
+  ir_graph_path(v->graph, path, sizeof path);
+  return tolk_calibration_range_in(c->params->calibration, path, v->name, lo, hi);
+}
+
 /* Why activation v of a MatMul cannot get a Q/DQ pair, or NULL. */
 static const char *why_not_act(const struct qctx *c, const struct ir_value *v, const char *role, char *why,
                                size_t size) {
@@ -293,9 +301,13 @@ static const char *why_not_act(const struct qctx *c, const struct ir_value *v, c
     snprintf(why, size, "%s '%s' is a graph input passed through as an output", role, v->name);
     return why;
   }
-  if (!tolk_calibration_range(c->params->calibration, v->name, &lo, &hi)) {
-    snprintf(why, size, "the calibration has no range for %s '%s'%s", role, v->name,
-             v->graph->parent ? " (in a subgraph)" : "");
+  if (!act_range(c, v, &lo, &hi)) {
+    /* Every float activation of a graph that ran was seen: an If branch no
+     * sample took has none. */
+    char path[TOLK_ERROR_MESSAGE_MAX / 2];
+    ir_graph_path(v->graph, path, sizeof path);
+    if (*path) snprintf(why, size, "the calibration has no range for %s '%s': no sample ran %s", role, v->name, path);
+    else snprintf(why, size, "the calibration has no range for %s '%s'", role, v->name);
     return why;
   }
   return NULL;
@@ -309,7 +321,7 @@ static bool need_act(struct qctx *c, const struct ir_value *v) {
   if (!a) return false;
   float lo = 0, hi = 0;
   int zp;
-  tolk_calibration_range(c->params->calibration, v->name, &lo, &hi);
+  act_range(c, v, &lo, &hi);
   a->v = v;
   /* In QOperator form a QLinearMatMul's output is already quantized. */
   const struct ir_node *p = v->producer;
