@@ -7,6 +7,7 @@
 #define TOLK_TESTS_MT_TEXTS_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tolk.h"
@@ -23,6 +24,17 @@ static const char *const mt_texts[] = {
     "Copy",
 };
 enum { MT_N_TEXTS = sizeof mt_texts / sizeof *mt_texts };
+
+/* The texts tagged for Chinese (>>cmn_Hans<<) and encoded into src[0..MT_N_TEXTS). */
+static inline tolk_status mt_texts_encode(const tolk_tokenizer *t, tolk_ids *src, tolk_error *err) {
+  const char *tagged[MT_N_TEXTS];
+  char buf[MT_N_TEXTS][256];
+  for (size_t i = 0; i < MT_N_TEXTS; i++) {
+    snprintf(buf[i], sizeof buf[i], ">>cmn_Hans<< %s", mt_texts[i]);
+    tagged[i] = buf[i];
+  }
+  return tolk_tokenizer_encode_batch(t, tagged, NULL, MT_N_TEXTS, 0, src, err);
+}
 
 static inline bool same_generation(const tolk_generation *a, const tolk_generation *b) {
   return a->n == b->n && !memcmp(a->ids, b->ids, a->n * sizeof *a->ids) &&

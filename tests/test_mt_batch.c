@@ -28,15 +28,8 @@ static void check_model(const char *dir, bool int8, int beams) {
     CHECK_MSG(false, "%s: %s", dir, err.message);
     return;
   }
-  const char *tagged[MT_N_TEXTS];
-  char buf[MT_N_TEXTS][256];
-  for (size_t i = 0; i < MT_N_TEXTS; i++) {
-    snprintf(buf[i], sizeof buf[i], ">>cmn_Hans<< %s", mt_texts[i]);
-    tagged[i] = buf[i];
-  }
   tolk_ids src[MT_N_TEXTS];
-  CHECK(tolk_tokenizer_encode_batch(tolk_translator_tokenizer(tr), tagged, NULL, MT_N_TEXTS, 0, src,
-                                    &err) == TOLK_OK);
+  CHECK(mt_texts_encode(tolk_translator_tokenizer(tr), src, &err) == TOLK_OK);
   tolk_generate_params p = tolk_generate_default_params(tr);
   p.num_beams = beams;
   p.num_return_sequences = 1;

@@ -68,18 +68,14 @@ static void check(const char *dir, bool int8, bool want_ragged, const char *what
     CHECK_MSG(false, "%s: %s", dir, err.message);
     return;
   }
-  const char *tagged[MT_N_TEXTS];
-  char buf[MT_N_TEXTS][256];
   for (size_t i = 0; i < MT_N_TEXTS; i++) {
-    snprintf(buf[i], sizeof buf[i], ">>cmn_Hans<< %s", mt_texts[i]);
-    tagged[i] = buf[i];
     r.p[i] = tolk_generate_default_params(r.tr);
     r.p[i].num_beams = i % 3 == 1 ? 1 : (int)(2 + i % 3); /* greedy, beam 2, 3, 4 mixed */
     r.p[i].num_return_sequences = 1;
     r.p[i].max_new_tokens = 6 + (int)(i * 3);
     r.p[i].batch_tokens = 0;
   }
-  CHECK(tolk_tokenizer_encode_batch(tolk_translator_tokenizer(r.tr), tagged, NULL, MT_N_TEXTS, 0, r.src, &err) == TOLK_OK);
+  CHECK(mt_texts_encode(tolk_translator_tokenizer(r.tr), r.src, &err) == TOLK_OK);
   for (size_t i = 0; i < MT_N_TEXTS; i++)
     CHECK_MSG(tolk_translator_generate(r.tr, &r.src[i], 1, &r.p[i], &r.alone[i], &err) == TOLK_OK, "%s",
               err.message);

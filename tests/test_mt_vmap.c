@@ -149,16 +149,9 @@ static tolk_translator *open_tr(const char *dir, bool int8, bool head, const cha
 }
 
 static void generate(tolk_translator *tr, int beams, tolk_generation *out) {
-  const char *tagged[MT_N_TEXTS];
-  char buf[MT_N_TEXTS][256];
-  for (size_t i = 0; i < MT_N_TEXTS; i++) {
-    snprintf(buf[i], sizeof buf[i], ">>cmn_Hans<< %s", mt_texts[i]);
-    tagged[i] = buf[i];
-  }
   tolk_ids src[MT_N_TEXTS];
   tolk_error err;
-  CHECK(tolk_tokenizer_encode_batch(tolk_translator_tokenizer(tr), tagged, NULL, MT_N_TEXTS, 0, src, &err) ==
-        TOLK_OK);
+  CHECK(mt_texts_encode(tolk_translator_tokenizer(tr), src, &err) == TOLK_OK);
   tolk_generate_params p = tolk_generate_default_params(tr);
   p.num_beams = beams;
   p.num_return_sequences = 1;
@@ -247,15 +240,9 @@ static void test_join(const char *dir) {
   unlink(path);
   if (!tr) return;
   const tolk_tokenizer *t = tolk_translator_tokenizer(tr);
-  const char *tagged[MT_N_TEXTS];
-  char buf[MT_N_TEXTS][256];
-  for (size_t i = 0; i < MT_N_TEXTS; i++) {
-    snprintf(buf[i], sizeof buf[i], ">>cmn_Hans<< %s", mt_texts[i]);
-    tagged[i] = buf[i];
-  }
   tolk_ids src[MT_N_TEXTS];
   tolk_error err;
-  CHECK(tolk_tokenizer_encode_batch(t, tagged, NULL, MT_N_TEXTS, 0, src, &err) == TOLK_OK);
+  CHECK(mt_texts_encode(t, src, &err) == TOLK_OK);
   const struct mt_vmap *v = mt_model_vmap(mt_translator_model(tr));
   bool in_union[8192] = {false};
   for (size_t i = 0; i < MT_N_TEXTS; i++) {
