@@ -362,10 +362,12 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
   pthread_mutex_lock(&s->mu);
   bool fits = !s->stop && s->queued + j->doc.n <= (size_t)s->p.max_queue;
   double wait_s = expected_wait(s, j), budget_s = 0;
+  bool quartered = false; /* the budget that refused is the standing queue's */
   if (fits && wait_s > 0) {
     budget_s = p->follows ? 0 : wait_budget(s);
+    quartered = budget_s > 0 && s->standing;
     double left_s = j->deadline_ns ? (double)(j->deadline_ns - j->submit_ns) * 1e-9 : 0;
-    if (left_s > 0 && (budget_s == 0 || left_s < budget_s)) budget_s = left_s;
+    if (left_s > 0 && (budget_s == 0 || left_s < budget_s)) budget_s = left_s, quartered = false;
     fits = budget_s == 0 || wait_s <= budget_s;
   }
   if (fits) {
@@ -379,7 +381,7 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
     pthread_cond_signal(&s->cv);
   }
   size_t queued = s->queued;
-  bool stopping = s->stop, standing = s->standing;
+  bool stopping = s->stop;
   pthread_mutex_unlock(&s->mu);
   if (!fits) {
     metrics_count(s->m, METRIC_C_REJECTED_QUEUE, 1);
@@ -390,7 +392,7 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
       return tolk_fail(err, TOLK_ERR_LIMIT, SCHED_QUEUE_FULL ": %zu sentences waiting, %zu more do not fit in %d",
                        queued, n, s->p.max_queue);
     return tolk_fail(err, TOLK_ERR_LIMIT, SCHED_QUEUE_FULL ": %zu sentences waiting, %zu more would start in about %.1f s, "
-                     "past the %.2g s allowed%s", queued, n, wait_s, budget_s, standing ? " while the queue stands" : "");
+                     "past the %.2g s allowed%s", queued, n, wait_s, budget_s, quartered ? " while the queue stands" : "");
   }
   metrics_gauge(s->m, METRIC_G_QUEUE_DEPTH, (double)queued);
   *out = j;
