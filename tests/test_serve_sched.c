@@ -340,6 +340,45 @@ static void row_bound(const tolk_translator *tr) {
   CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_ERR_INVALID_ARGUMENT && s == NULL);
 }
 
+/* A text is judged by when the batch could hold all of it, not its first
+ * sentence alone: with one of two rows taken by a long sentence, a text of
+ * one sentence starts at once, but one of two sentences, or the first text
+ * of a request that sends another, would wait for the long one to leave,
+ * past a budget of 1 ms. */
+static void whole_text_wait(const tolk_translator *tr) {
+  struct sched_params sp = sched_default_params();
+  sp.max_batch_rows = 2;
+  sp.max_queue_wait_ms = 1;
+  struct sched *s;
+  tolk_error err;
+  CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_OK);
+  struct probe p;
+  probe_init(&p);
+  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 500, .min_new_tokens = 500};
+  struct sched_job *longj, *j;
+  CHECK(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &longj, &err) == TOLK_OK);
+  while (!sched_live_rows(s)) sched_yield();
+  struct timespec settle = {0, 20 * 1000000L}; /* the estimate is published after the turn */
+  nanosleep(&settle, NULL);
+  CHECK_MSG(sched_live_rows(s) == 1, "the long sentence ended early: %zu rows", sched_live_rows(s));
+  tp.max_new_tokens = tp.min_new_tokens = 5;
+  CHECK_MSG(sched_submit(s, "Open the file. Close it now.", 28, &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && !j,
+            "a text of two sentences was taken with one row free");
+  CHECK_MSG(strstr(err.message, "past the 0.001 s allowed"), "%s", err.message);
+  tp.later_texts = 1;
+  CHECK_MSG(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && !j,
+            "the first of two texts was taken with one row free");
+  tp.later_texts = 0;
+  CHECK_MSG(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK, "%s", err.message);
+  probe_wait(&p, 1);
+  sched_job_release(j);
+  sched_cancel(longj);
+  probe_wait(&p, 2);
+  sched_job_release(longj);
+  probe_free(&p);
+  sched_free(s);
+}
+
 int main(void) {
   const char *fx = getenv("TOLK_FIXTURES");
   char dir[4096];
@@ -366,6 +405,7 @@ int main(void) {
   wait_budget(tr, 0, 2);
   row_bound(tr);
   beam_wider_than_rows(tr);
+  whole_text_wait(tr);
   char *text = metrics_render(root, NULL);
   CHECK(text && strstr(text, "tolk_sentences_total{slot=\"0\",model=\"tiny\"} 4\n"));
   CHECK(text && strstr(text, "tolk_queue_rejected_texts_total{slot=\"0\",model=\"tiny\"} 1\n"));

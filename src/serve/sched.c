@@ -103,10 +103,10 @@ struct sched {
   bool idle;
   double leave_s[SCHED_LEAVE_TABLE];
   double stay_s, drain_per_s;
-  /* Whether the queue stands: every sentence admitted over the last stay
-   * had waited more than two turns. A burst leaves some sentence that
-   * found a free row; overload does not, and then the wait budget is
-   * quartered (wait_budget). */
+  /* Whether the queue stands: over the last stay the wait budget refused
+   * a text, or every sentence admitted had waited more than two turns. A
+   * burst leaves some sentence that found a free row; overload does not,
+   * and then the wait budget is quartered (wait_budget). */
   bool standing;
   _Atomic size_t live_rows, queued_now;
   /* scheduler thread only */
@@ -125,6 +125,9 @@ struct sched {
   /* the shortest wait of the sentences admitted since window_start_ns
    * (standing's evidence; -1: none admitted yet) */
   double window_min_s;
+  /* whether the wait budget (not a deadline) refused a text since
+   * window_start_ns: set by sched_submit, under mu */
+  bool window_refused;
   int64_t window_start_ns;
 };
 
@@ -298,15 +301,31 @@ static tolk_status check_tag(const struct sched *s, const char *tag, tolk_error 
   return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "target tag %s is not in the model's vocabulary", tag);
 }
 
-/* Under s->mu: how long j's first sentence would wait to start (its
- * others then wait for it, which is its own length, not the queue). The
+/* The rows a batch of padded source length len may hold. */
+static size_t batch_cap(const struct sched *s, size_t len) {
+  size_t cap = (size_t)s->p.max_batch_tokens / (len ? len : 1);
+  return s->p.max_batch_rows && (size_t)s->p.max_batch_rows < cap ? (size_t)s->p.max_batch_rows : cap;
+}
+
+/* Under s->mu: how long j would wait until the batch could hold it: until
+ * its m-th sentence starts, m being its sentences and the texts its request
+ * sends after it (each at least one), as many as the batch holds beside
+ * one another. Judging its first sentence alone let a text of two wait a
+ * departure more than the budget allowed, and requests of several
+ * sentences made the tail of every overload run. Those beyond the batch's
+ * rows wait for the text's own, which is its length, not the queue. The
  * sentences queued ahead take the free rows first, then each the place of
  * the next running sentence to leave, and once every running one has been
  * replaced, the place of its replacement a stay later: the k-th waits for
  * departure k mod slots of round k / slots. */
-static double expected_wait(const struct sched *s, const struct sched_job *j) {
+static double expected_wait(const struct sched *s, const struct sched_job *j, size_t later_texts) {
   if (s->idle && !s->queued) return 0;
-  size_t free_now = s->free_rows / (size_t)j->gp.num_beams, ahead = s->queued + 1;
+  size_t beams = (size_t)j->gp.num_beams, len = 0;
+  for (size_t i = 0; i < j->doc.n; i++) len = j->doc.p[i].ids.n > len ? j->doc.p[i].ids.n : len;
+  size_t fit = batch_cap(s, len) / beams, m = j->doc.n + later_texts;
+  if (m > fit) m = fit;
+  if (m < 1) m = 1;
+  size_t free_now = s->free_rows / beams, ahead = s->queued + m;
   if (ahead <= free_now) return 0;
   size_t k = ahead - free_now - 1;
   if (!s->n_slots || !s->n_leave) return s->drain_per_s > 0 ? (double)(k + 1) / s->drain_per_s : 0;
@@ -361,14 +380,16 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
   j->n_left = j->doc.n;
   pthread_mutex_lock(&s->mu);
   bool fits = !s->stop && s->queued + j->doc.n <= (size_t)s->p.max_queue;
-  double wait_s = expected_wait(s, j), budget_s = 0;
+  double wait_s = expected_wait(s, j, p->later_texts), budget_s = 0;
   bool quartered = false; /* the budget that refused is the standing queue's */
   if (fits && wait_s > 0) {
     budget_s = p->follows ? 0 : wait_budget(s);
     quartered = budget_s > 0 && s->standing;
     double left_s = j->deadline_ns ? (double)(j->deadline_ns - j->submit_ns) * 1e-9 : 0;
-    if (left_s > 0 && (budget_s == 0 || left_s < budget_s)) budget_s = left_s, quartered = false;
+    bool by_deadline = left_s > 0 && (budget_s == 0 || left_s < budget_s);
+    if (by_deadline) budget_s = left_s, quartered = false;
     fits = budget_s == 0 || wait_s <= budget_s;
+    if (!fits && !by_deadline) s->window_refused = true;
   }
   if (fits) {
     size_t cap = (size_t)s->p.max_queue;
@@ -478,11 +499,6 @@ static bool fits_batch(const struct sched *s, size_t rows, size_t len, const str
   return r * l <= (size_t)s->p.max_batch_tokens;
 }
 
-/* The rows a batch of padded source length len may hold. */
-static size_t batch_cap(const struct sched *s, size_t len) {
-  size_t cap = (size_t)s->p.max_batch_tokens / (len ? len : 1);
-  return s->p.max_batch_rows && (size_t)s->p.max_batch_rows < cap ? (size_t)s->p.max_batch_rows : cap;
-}
 
 /* Turns a sentence is expected to stay in the batch: as long as those
  * that finished lately, never more than its max_new_tokens allow. */
@@ -706,15 +722,21 @@ static void estimate_drain(struct sched *s, int64_t turn_ns) {
   s->drain_per_s = (double)sentences / s->stay_s;
 }
 
-/* Under s->mu, after a turn: once a stay has passed, whether every
- * sentence admitted in it had waited over two turns; with none admitted,
- * the queue stands as before if anything is queued (a full batch that no
- * sentence left) and not if nothing is. Judged per stay, not by the queue
+/* Under s->mu, after a turn: once a stay has passed, whether the wait
+ * budget refused a text in it or every sentence admitted in it had
+ * waited over two turns; with neither, and none admitted, the queue
+ * stands as before if anything is queued (a full batch that no sentence
+ * left) and not if nothing is. Judged per stay, not by the queue
  * emptying: under a quartered budget the few admitted often leave it
- * empty for a moment. */
+ * empty for a moment. A refusal counts because the quartered budget
+ * admits only short waits, some under two turns: judged by the waits
+ * alone, a stay of overload would pass for a burst and the next admit
+ * waits of the whole budget again. */
 static void judge_standing(struct sched *s, int64_t now) {
   if ((double)(now - s->window_start_ns) * 1e-9 < s->stay_s) return;
-  s->standing = s->window_min_s >= 0 ? s->window_min_s > 2 * s->turn_s : s->standing && s->queued;
+  s->standing = s->window_refused || (s->window_min_s >= 0 ? s->window_min_s > 2 * s->turn_s
+                                                          : s->standing && s->queued);
+  s->window_refused = false;
   s->window_min_s = -1;
   s->window_start_ns = now;
 }

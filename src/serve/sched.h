@@ -81,6 +81,9 @@ struct sched_text_params {
    * the deadline still do), or a request of more texts than the batch has
    * rows would be refused on an idle server. */
   bool follows;
+  /* Texts the same request submits after this one: the first is judged by
+   * when the batch could hold them beside it. */
+  size_t later_texts;
 };
 
 /* One hypothesis: text, ids (decoder start first) and score. */
