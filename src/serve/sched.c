@@ -104,9 +104,10 @@ struct sched {
   double leave_s[SCHED_LEAVE_TABLE];
   double stay_s, drain_per_s;
   /* Whether the queue stands: over the last stay the wait budget refused
-   * a text, or every sentence admitted had waited more than two turns. A
-   * burst leaves some sentence that found a free row; overload does not,
-   * and then the wait budget is quartered (wait_budget). */
+   * at least as many texts as were admitted, or every sentence admitted
+   * had waited more than two turns. A burst leaves some sentence that
+   * found a free row; overload does not, and then the wait budget is
+   * quartered (wait_budget). */
   bool standing;
   _Atomic size_t live_rows, queued_now;
   /* scheduler thread only */
@@ -122,12 +123,12 @@ struct sched {
    * batch (0 until one has finished) */
   uint64_t turns;
   double turn_s, turns_per_sentence;
-  /* the shortest wait of the sentences admitted since window_start_ns
-   * (standing's evidence; -1: none admitted yet) */
+  /* standing's evidence since window_start_ns: the shortest wait of the
+   * sentences admitted (-1: none yet), how many were admitted, and how
+   * many texts the wait budget (not a deadline) refused (sched_submit's,
+   * under mu) */
   double window_min_s;
-  /* whether the wait budget (not a deadline) refused a text since
-   * window_start_ns: set by sched_submit, under mu */
-  bool window_refused;
+  size_t window_admitted, window_refused;
   int64_t window_start_ns;
 };
 
@@ -389,7 +390,7 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
     bool by_deadline = left_s > 0 && (budget_s == 0 || left_s < budget_s);
     if (by_deadline) budget_s = left_s, quartered = false;
     fits = budget_s == 0 || wait_s <= budget_s;
-    if (!fits && !by_deadline) s->window_refused = true;
+    if (!fits && !by_deadline) s->window_refused++;
   }
   if (fits) {
     size_t cap = (size_t)s->p.max_queue;
@@ -650,6 +651,7 @@ static void admit(struct sched *s, struct sentence **x, size_t n) {
     metrics_observe(s->m, METRIC_H_QUEUE_MS, x[i]->out.queue_ms);
     double waited = x[i]->out.queue_ms * 1e-3;
     if (s->window_min_s < 0 || waited < s->window_min_s) s->window_min_s = waited;
+    s->window_admitted++;
     metrics_observe(s->m, METRIC_H_ENCODE_MS, x[i]->out.encode_ms);
   }
   free(src);
@@ -723,20 +725,23 @@ static void estimate_drain(struct sched *s, int64_t turn_ns) {
 }
 
 /* Under s->mu, after a turn: once a stay has passed, whether the wait
- * budget refused a text in it or every sentence admitted in it had
- * waited over two turns; with neither, and none admitted, the queue
- * stands as before if anything is queued (a full batch that no sentence
- * left) and not if nothing is. Judged per stay, not by the queue
- * emptying: under a quartered budget the few admitted often leave it
- * empty for a moment. A refusal counts because the quartered budget
- * admits only short waits, some under two turns: judged by the waits
- * alone, a stay of overload would pass for a burst and the next admit
- * waits of the whole budget again. */
+ * budget refused as many texts in it as were admitted (at least one), or
+ * every sentence admitted in it had waited over two turns; with neither,
+ * and none admitted, the queue stands as before if anything is queued (a
+ * full batch that no sentence left) and not if nothing is. Judged per
+ * stay, not by the queue emptying: under a quartered budget the few
+ * admitted often leave it empty for a moment. Refusals count because the
+ * quartered budget admits only short waits, some under two turns: judged
+ * by the waits alone, a stay of overload passed for a burst and the next
+ * admitted waits of the whole budget again. As many as were admitted, not
+ * any: in a stay each row takes about one sentence, so that is twice the
+ * load the batch serves, where a lone refusal at a moderate load would
+ * quarter the budget, refuse more and keep itself standing. */
 static void judge_standing(struct sched *s, int64_t now) {
   if ((double)(now - s->window_start_ns) * 1e-9 < s->stay_s) return;
-  s->standing = s->window_refused || (s->window_min_s >= 0 ? s->window_min_s > 2 * s->turn_s
-                                                          : s->standing && s->queued);
-  s->window_refused = false;
+  bool turned_away = s->window_refused && s->window_refused >= s->window_admitted;
+  s->standing = turned_away || (s->window_min_s >= 0 ? s->window_min_s > 2 * s->turn_s : s->standing && s->queued);
+  s->window_refused = s->window_admitted = 0;
   s->window_min_s = -1;
   s->window_start_ns = now;
 }
