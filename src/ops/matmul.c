@@ -25,7 +25,7 @@
 #include "../core/pool.h"
 #include "../kern/igemm.h"
 #include "../kern/kern.h"
-#include "matmul.h"
+#include "matmul_impl.h"
 #include "nn_util.h"
 #include "quant_util.h"
 
@@ -149,67 +149,6 @@ void mm_split(struct op_ctx *c, int64_t batch, double flops, op_range_fn fn, voi
 }
 
 /* ------------------------------------------------------- prepacked weights */
-
-/* A constant B packed at prepare (MatMul: k×n; Gemm: op(B), k×n).
- *
- * Packed copies are shared by every node that packs the same initializer the
- * same way: the branches of Optimum's merged decoder (an If whose with-past
- * and without-past subgraphs both multiply by the outer graph's weights)
- * would otherwise hold two packed copies of every decoder weight. Entries
- * are keyed by shape, transpose and ISA, and by content: the initializers'
- * data pointers first, then equal bytes (a 64-bit hash, confirmed by
- * memcmp), so sessions on separate files holding the same weights (Marian's
- * decoder_model and decoder_with_past_model) share one packed copy.
- *
- * Why a source pointer never dangles: `srcs` lists exactly the data pointers
- * of the nodes holding the entry now (each with its count of holders), and a
- * session releases its nodes before it unmaps its model, so every pointer in
- * `srcs` is readable while it is listed. A source whose last holder goes is
- * dropped from the list even though the entry lives on for other holders;
- * an address reused by a later mapping therefore never matches by pointer,
- * and the memcmp always reads a live source. */
-struct packed_src {
-  const void *p;
-  int holders;
-  /* The session gave back p's file pages (mm_packed_src_dropped): a memcmp
-   * that faults them in again gives them back too. */
-  bool dropped;
-};
-
-/* A per-tensor DequantizeLinear in front of an int8/uint8 matrix. */
-struct dq {
-  float scale;
-  int32_t zp;
-};
-
-struct packed_entry {
-  struct packed_entry *next; /* in the shared list */
-  int refs;
-  struct packed_src *srcs; /* n_srcs >= 1 while refs > 0 */
-  int n_srcs, cap_srcs;
-  uint64_t hash; /* of the source bytes */
-  size_t nbytes; /* of the source */
-  int32_t dtype;
-  int64_t d0, d1; /* the initializer's dims */
-  bool trans;     /* packed as its transpose */
-  enum kern_isa isa;
-  struct dq dq;   /* int8/uint8 sources: the dequantization packed */
-  struct kern_packed_b *pb; /* NULL for an int8 entry */
-  /* tolk_matmul_int8_def: op(B) quantized to int8 with a scale per column,
-   * packed for kern_igemm_packed; no fp32 copy is kept. */
-  bool int8;
-  struct kern_igemm_b qb;
-  float *col_scale; /* n entries */
-};
-
-/* A node's state: the entry, and the dtype and dims its input B has at run
- * time, to check that run() sees the tensor the entry was made from. */
-struct mm_state {
-  struct packed_entry *e;
-  const void *src; /* the initializer data this node packed (in e->srcs) */
-  int32_t dtype;
-  int64_t d0, d1;
-};
 
 static pthread_mutex_t packed_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct packed_entry *packed_list;
@@ -396,7 +335,7 @@ static const struct ir_tensor *const_matrix(const struct ir_value *v, bool *tran
  * column — a vocabulary entry of an LM head — so that a rare large entry
  * costs only its own column precision: s_j = max_p |B[p][j]| / 127,
  * q = round(B / s_j). Packs it into e->qb; false when out of memory. */
-static bool quantize_cols(const float *f, bool trans, int64_t k, int64_t n, int64_t ld,
+bool mm_quantize_cols(const float *f, bool trans, int64_t k, int64_t n, int64_t ld,
                           struct packed_entry *e) {
   size_t qbytes, pbytes = kern_igemm_pack_b_size(n, k);
   int8_t *q = NULL;
@@ -434,7 +373,7 @@ static bool quantize_cols(const float *f, bool trans, int64_t k, int64_t n, int6
 
 /* Packs the entry for op(B) = trans ? t^T : t, widening float16/bfloat16
  * or dequantizing int8/uint8 (dq) as DequantizeLinear does; with int8,
- * quantizes that per column instead (quantize_cols). */
+ * quantizes that per column instead (mm_quantize_cols). */
 static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa,
                              const struct dq *dq, bool int8, struct packed_entry **out,
                              tolk_error *err) {
@@ -479,7 +418,7 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
   tolk_status st = TOLK_OK;
   if (!int8)
     st = kern_sgemm_pack_b(trans, k, n, f, t->dims[1], &e->pb, err);
-  else if (!quantize_cols(f, trans, k, n, t->dims[1], e))
+  else if (!mm_quantize_cols(f, trans, k, n, t->dims[1], e))
     st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to quantize a %lld x %lld matrix",
                    (long long)k, (long long)n);
   free(wide);
@@ -605,12 +544,11 @@ static tolk_status check_pair(struct op_ctx *c, const struct tensor *a, const st
   return TOLK_OK;
 }
 
-static tolk_status head_cols_run(struct op_ctx *c, const struct op_head_subset *hs);
 
 static tolk_status matmul_run(struct op_ctx *c) {
   const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
   const struct op_head_subset *hs = op_head_subset(c);
-  if (c->state && hs && hs->head_state == c->state) return head_cols_run(c, hs);
+  if (c->state && hs && hs->head_state == c->state) return mm_head_cols_run(c, hs);
   tolk_status st = check_pair(c, a, b);
   if (st) return st;
   char s1[128], s2[128];
@@ -812,7 +750,7 @@ static tolk_status matmul_int8_prepare(const struct ir_node *node, int64_t opset
 
 /* y = A · op(B) for a B quantized to int8 per column (qb, col_scale): each
  * row of A quantized on its own, as the comment above says. */
-static tolk_status int8_product(struct op_ctx *c, const struct tensor *a, const struct kern_igemm_b *qb,
+tolk_status mm_int8_product(struct op_ctx *c, const struct tensor *a, const struct kern_igemm_b *qb,
                                 const float *col_scale, int64_t n) {
   const int64_t k = qb->k;
   int64_t ydims[IR_MAX_RANK];
@@ -848,7 +786,7 @@ static tolk_status matmul_int8_run(struct op_ctx *c) {
   const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
   const struct mm_state *s = c->state;
   const struct op_head_subset *hs = op_head_subset(c);
-  if (s && hs && hs->head_state == s) return head_cols_run(c, hs);
+  if (s && hs && hs->head_state == s) return mm_head_cols_run(c, hs);
   /* A B that was not constant (no state), or not the one packed: MatMul. */
   if (!s || !a || !b || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 ||
       b->dims[1] != s->d1 || a->dtype != TOLK_FLOAT || a->rank < 1)
@@ -858,129 +796,7 @@ static tolk_status matmul_int8_run(struct op_ctx *c) {
     return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: inner dims %lld and %lld differ",
                    shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2),
                    (long long)a->dims[a->rank - 1], (long long)s->d0);
-  return int8_product(c, a, &s->e->qb, s->e->col_scale, s->d1);
-}
-
-/* ---------------------------------------------------- LM head column subset */
-
-struct op_head_cols {
-  const void *state; /* the node state it was gathered for */
-  int64_t k, n;
-  struct kern_packed_b *pb; /* fp32 heads */
-  struct kern_igemm_b qb;   /* int8 heads, with col_scale */
-  float *col_scale;
-};
-
-bool op_head_cols_dims(const void *state, int64_t *k, int64_t *n) {
-  const struct mm_state *s = state;
-  if (!s) return false;
-  *k = s->d0;
-  *n = s->d1;
-  return true;
-}
-
-/* Element i of the initializer the entry was packed from, as the packing
- * widened it (new_entry). */
-static float source_at(const struct packed_entry *e, const void *src, int64_t i) {
-  const unsigned char *p = src;
-  switch (e->dtype) {
-  case TOLK_FLOAT16:
-  case TOLK_BFLOAT16: {
-    uint16_t h;
-    float f;
-    memcpy(&h, p + 2 * (size_t)i, sizeof h);
-    if (e->dtype == TOLK_FLOAT16) tolk_f16_to_f32_n(&h, &f, 1);
-    else tolk_bf16_to_f32_n(&h, &f, 1);
-    return f;
-  }
-  case TOLK_INT8: return (float)((int8_t)p[i] - e->dq.zp) * e->dq.scale;
-  case TOLK_UINT8: return (float)(p[i] - e->dq.zp) * e->dq.scale;
-  default: {
-    float f;
-    memcpy(&f, p + 4 * (size_t)i, sizeof f);
-    return f;
-  }
-  }
-}
-
-tolk_status op_head_cols_new(const void *state, const int32_t *cols, size_t n,
-                             struct op_head_cols **out, tolk_error *err) {
-  *out = NULL;
-  const struct mm_state *s = state;
-  if (!s) return tolk_fail(err, TOLK_ERR_UNSUPPORTED, "the LM head's weights are not a constant matrix");
-  const struct packed_entry *e = s->e;
-  const int64_t k = s->d0, width = s->d1;
-  size_t elems;
-  struct op_head_cols *hc = calloc(1, sizeof *hc);
-  float *g = NULL;
-  /* The gathered columns as rows of a [n, k] matrix: op(B) transposed. */
-  if (!hc || !n || !tolk_mul_size(n, (size_t)k, &elems) || !(g = malloc(elems * sizeof *g))) {
-    free(hc);
-    return tolk_fail(err, n ? TOLK_ERR_NO_MEMORY : TOLK_ERR_INVALID_ARGUMENT,
-                     n ? "no memory for %zu LM head columns" : "an LM head subset needs a column (%zu)", n);
-  }
-  tolk_status st = TOLK_OK;
-  for (size_t j = 0; j < n && !st; j++) {
-    if (cols[j] < 0 || cols[j] >= width) {
-      st = tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "LM head column %d out of %lld", cols[j], (long long)width);
-      break;
-    }
-    for (int64_t p = 0; p < k; p++)
-      g[j * (size_t)k + (size_t)p] =
-          source_at(e, s->src, e->trans ? (int64_t)cols[j] * k + p : p * width + cols[j]);
-  }
-  hc->state = state;
-  hc->k = k;
-  hc->n = (int64_t)n;
-  if (!st && !e->int8) {
-    st = kern_sgemm_pack_b(true, k, (int64_t)n, g, k, &hc->pb, err);
-  } else if (!st) {
-    struct packed_entry q = {0};
-    if (quantize_cols(g, true, k, (int64_t)n, k, &q)) {
-      hc->qb = q.qb;
-      hc->col_scale = q.col_scale;
-    } else {
-      free(q.qb.data);
-      free(q.col_scale);
-      st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to quantize %zu LM head columns", n);
-    }
-  }
-  free(g);
-  if (st) {
-    op_head_cols_free(hc);
-    return st;
-  }
-  *out = hc;
-  return TOLK_OK;
-}
-
-void op_head_cols_free(struct op_head_cols *hc) {
-  if (!hc) return;
-  kern_packed_b_free(hc->pb);
-  free(hc->qb.data);
-  free(hc->col_scale);
-  free(hc);
-}
-
-/* The head node of a run restricted to a shortlist: A · (B's columns in
- * hs), [.., n] — the GEMM the whole head runs, on fewer columns. */
-static tolk_status head_cols_run(struct op_ctx *c, const struct op_head_subset *hs) {
-  const struct tensor *a = op_in(c, 0);
-  const struct op_head_cols *hc = hs->cols;
-  char s1[128];
-  if (!a || a->dtype != TOLK_FLOAT || a->rank < 1 || a->dims[a->rank - 1] != hc->k)
-    return op_fail(c, TOLK_ERR_SHAPE, "LM head subset: A %s must be float [.., %lld]",
-                   a ? shape_str(a, s1, sizeof s1) : "(missing)", (long long)hc->k);
-  if (hc->col_scale) return int8_product(c, a, &hc->qb, hc->col_scale, hc->n);
-  int64_t ydims[IR_MAX_RANK];
-  memcpy(ydims, a->dims, sizeof ydims);
-  ydims[a->rank - 1] = hc->n;
-  struct tensor *y = op_output(c, 0, TOLK_FLOAT, a->rank, ydims);
-  if (!y) return nn_status(c);
-  if (y->numel == 0) return TOLK_OK;
-  kern_sgemm_packed(false, a->numel / hc->k, hc->n, hc->k, 1.0f, a->data, hc->k, hc->pb, 0.0f, y->data,
-                    hc->n, c->pool);
-  return TOLK_OK;
+  return mm_int8_product(c, a, &s->e->qb, s->e->col_scale, s->d1);
 }
 
 const struct op_def tolk_matmul_int8_def = {
