@@ -41,8 +41,8 @@ void mm_batched(struct op_ctx *c, int32_t dtype, const struct mm_batch *bt, int6
                 int64_t n, int64_t k, const void *a, const void *b, void *out);
 
 /* The packed copies of constant MatMul/Gemm inputs alive now, across all
- * sessions (shared by content): how many, and their bytes. For tests and
- * diagnostics; either pointer may be NULL. */
+ * sessions (shared by content; matmul_pack.c): how many, and their bytes.
+ * For tests and diagnostics; either pointer may be NULL. */
 void op_packed_stats(size_t *entries, size_t *bytes);
 
 /* Einsum (einsum.c). */

@@ -1,10 +1,10 @@
 /*
- * matmul_impl.h — what the files behind MatMul share (matmul.c: MatMul,
- * Gemm and the int8 MatMul; matmul_subset.c: the LM head run over a
- * vocabulary shortlist's columns): the state a node keeps for a constant B
- * it packed at prepare, and the int8 product the whole head and its column
- * subset both run. Internal to those files; Einsum and the other families
- * see only matmul.h.
+ * matmul_impl.h — what the files behind MatMul share: matmul_pack.c packs a
+ * constant B at prepare and keeps the node's state; matmul.c (MatMul, Gemm
+ * and the int8 MatMul) multiplies by it; matmul_subset.c (the LM head run
+ * over a vocabulary shortlist's columns) gathers columns from the source it
+ * was packed from and runs the same products on them. Internal to those
+ * files; Einsum and the other families see only matmul.h.
  */
 #ifndef TOLK_OPS_MATMUL_IMPL_H
 #define TOLK_OPS_MATMUL_IMPL_H
@@ -18,6 +18,7 @@
 #include "matmul.h"
 #include "op.h"
 
+/* ----------------------------------------------- packed B (matmul_pack.c) */
 
 /* A constant B packed at prepare (MatMul: k×n; Gemm: op(B), k×n).
  *
@@ -80,15 +81,35 @@ struct mm_state {
   int64_t d0, d1;
 };
 
+/* Packs node input 1 for kern_sgemm_packed (int8: kern_igemm_packed) when
+ * it is a constant matrix, as op(B) with trans_b (Gemm's transB), sharing
+ * an equal packed copy when there is one; leaves *state NULL otherwise.
+ * Fails only for lack of memory. The state is the node's: mm_release. */
+tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, bool int8, void **state,
+                      tolk_error *err);
+
+/* The node's packed fp32 B when `b` is the tensor it was made from, else NULL. */
+const struct kern_packed_b *mm_packed_for(const struct op_ctx *c, const struct tensor *b);
+
+/* op_def.release, packed_input and packed_src_dropped of every node whose
+ * state mm_pack_b made. */
+void mm_release(void *state);
+bool mm_packed_input(const void *state, size_t input, struct tensor *shape);
+bool mm_packed_src_dropped(const void *state, const void *data);
+
 /* Quantizes op(B) to int8 with a scale per column into e->qb and
- * e->col_scale (matmul.c says how); false when out of memory. */
+ * e->col_scale (matmul_pack.c says how); false when out of memory. */
 bool mm_quantize_cols(const float *f, bool trans, int64_t k, int64_t n, int64_t ld,
                       struct packed_entry *e);
+
+/* ---------------------------------------------------- products (matmul.c) */
 
 /* y = A · op(B) for a B quantized to int8 per column (qb, col_scale, n
  * columns), each row of A quantized on its own (matmul.c). */
 tolk_status mm_int8_product(struct op_ctx *c, const struct tensor *a, const struct kern_igemm_b *qb,
                             const float *col_scale, int64_t n);
+
+/* -------------------------------------------- shortlist (matmul_subset.c) */
 
 /* The head node of a run restricted to a shortlist (matmul_subset.c). */
 tolk_status mm_head_cols_run(struct op_ctx *c, const struct op_head_subset *hs);

@@ -31,7 +31,7 @@ bool op_head_cols_dims(const void *state, int64_t *k, int64_t *n) {
 }
 
 /* Element i of the initializer the entry was packed from, as the packing
- * widened it (new_entry in matmul.c). */
+ * widened it (new_entry in matmul_pack.c). */
 static float source_at(const struct packed_entry *e, const void *src, int64_t i) {
   const unsigned char *p = src;
   switch (e->dtype) {
