@@ -99,17 +99,45 @@ struct bjob {
   struct tolk_pool *inner; /* pool for each product; NULL when split by batch */
 };
 
+bool mm_broadcast(const struct tensor *a, const struct tensor *b, int64_t m, int64_t n, int64_t k,
+                  struct mm_batch *bt, int64_t *ydims, int *yrank) {
+  const int ra = a->rank, rb = b->rank;
+  const int na = ra > 2 ? ra - 2 : 0, nb = rb > 2 ? rb - 2 : 0, nbt = na > nb ? na : nb;
+  int64_t ast = m * k, bst = k * n; /* element strides of the batch dims, innermost first */
+  bt->rank = nbt;
+  for (int d = nbt - 1; d >= 0; d--) {
+    int ia = d - (nbt - na), ib = d - (nbt - nb);
+    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+    if (da != db && da != 1 && db != 1) return false;
+    bt->dims[d] = da == 1 ? db : da;
+    bt->a_st[d] = da == 1 ? 0 : ast;
+    bt->b_st[d] = db == 1 ? 0 : bst;
+    ast *= da;
+    bst *= db;
+    ydims[d] = bt->dims[d];
+  }
+  int yr = nbt;
+  if (ra > 1) ydims[yr++] = m;
+  if (rb > 1) ydims[yr++] = n;
+  *yrank = yr;
+  return true;
+}
+
+void mm_batch_offsets(const struct mm_batch *bt, int64_t t, int64_t *ao, int64_t *bo) {
+  *ao = *bo = 0;
+  for (int d = bt->rank - 1; d >= 0; d--) {
+    int64_t idx = t % bt->dims[d];
+    t /= bt->dims[d];
+    *ao += idx * bt->a_st[d];
+    *bo += idx * bt->b_st[d];
+  }
+}
+
 static void bjob_range(void *arg, int64_t t0, int64_t t1) {
   const struct bjob *j = arg;
-  const struct mm_batch *bt = j->bt;
   for (int64_t t = t0; t < t1; t++) {
-    int64_t ao = 0, bo = 0, rest = t;
-    for (int d = bt->rank - 1; d >= 0; d--) {
-      int64_t idx = rest % bt->dims[d];
-      rest /= bt->dims[d];
-      ao += idx * bt->a_st[d];
-      bo += idx * bt->b_st[d];
-    }
+    int64_t ao, bo;
+    mm_batch_offsets(j->bt, t, &ao, &bo);
     const void *a = j->a + (size_t)ao * j->es, *b = j->b + (size_t)bo * j->es;
     void *c = j->c + (size_t)(t * j->m * j->n) * j->es;
     if (j->dt == TOLK_FLOAT)
@@ -160,7 +188,6 @@ static tolk_status check_pair(struct op_ctx *c, const struct tensor *a, const st
   return TOLK_OK;
 }
 
-
 static tolk_status matmul_run(struct op_ctx *c) {
   const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
   const struct op_head_subset *hs = op_head_subset(c);
@@ -178,34 +205,19 @@ static tolk_status matmul_run(struct op_ctx *c) {
     return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: inner dims %lld and %lld differ",
                    shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2), (long long)k,
                    (long long)kb);
-  /* Broadcast the batch dims (all but the last two of each). */
-  const int na = ra > 2 ? ra - 2 : 0, nb = rb > 2 ? rb - 2 : 0, nbt = na > nb ? na : nb;
-  struct mm_batch bt = {.rank = nbt};
+  struct mm_batch bt;
   int64_t ydims[IR_MAX_RANK];
-  int64_t ast = m * k, bst = k * n; /* element strides of the batch dims, innermost first */
-  for (int d = nbt - 1; d >= 0; d--) {
-    int ia = d - (nbt - na), ib = d - (nbt - nb);
-    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
-    if (da != db && da != 1 && db != 1)
-      return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: batch dims do not broadcast",
-                     shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2));
-    bt.dims[d] = da == 1 ? db : da;
-    bt.a_st[d] = da == 1 ? 0 : ast;
-    bt.b_st[d] = db == 1 ? 0 : bst;
-    ast *= da;
-    bst *= db;
-    ydims[d] = bt.dims[d];
-  }
-  int yr = nbt;
-  if (ra > 1) ydims[yr++] = m;
-  if (rb > 1) ydims[yr++] = n;
+  int yr;
+  if (!mm_broadcast(a, b, m, n, k, &bt, ydims, &yr))
+    return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: batch dims do not broadcast",
+                   shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2));
   struct tensor *y = op_output(c, 0, a->dtype, yr, ydims);
   if (!y) return nn_status(c);
   if (y->numel == 0) return TOLK_OK;
 
   int64_t batch = 1;
   bool b_shared = true; /* B is the same matrix for every batch index */
-  for (int d = 0; d < nbt; d++) {
+  for (int d = 0; d < bt.rank; d++) {
     batch *= bt.dims[d];
     if (bt.b_st[d] != 0) b_shared = false;
   }

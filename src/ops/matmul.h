@@ -26,6 +26,17 @@ struct mm_batch {
   int64_t a_st[IR_MAX_RANK], b_st[IR_MAX_RANK];
 };
 
+/* numpy.matmul's broadcast of A's and B's batch dims (all but the last two
+ * of each) into bt, for products of m×k elements of A and k×n of B, and the
+ * result's dims into ydims (IR_MAX_RANK entries) and *yrank: the batch dims,
+ * then m unless A is 1-D, then n unless B is 1-D. False when the batch dims
+ * do not broadcast. */
+bool mm_broadcast(const struct tensor *a, const struct tensor *b, int64_t m, int64_t n, int64_t k,
+                  struct mm_batch *bt, int64_t *ydims, int *yrank);
+
+/* The element offsets into A and B of product t of the batch. */
+void mm_batch_offsets(const struct mm_batch *bt, int64_t t, int64_t *ao, int64_t *bo);
+
 /* Runs fn(arg, ...) over `batch` products of `flops` each as MatMul does:
  * many small ones one per task with *inner (the pool each product's GEMM may
  * use, read by fn) set to NULL, else all in this thread with *inner left. */
