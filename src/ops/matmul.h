@@ -26,11 +26,11 @@ struct mm_batch {
   int64_t a_st[IR_MAX_RANK], b_st[IR_MAX_RANK];
 };
 
-/* numpy.matmul's broadcast of A's and B's batch dims (all but the last two
- * of each) into bt, for products of m×k elements of A and k×n of B, and the
- * result's dims into ydims (IR_MAX_RANK entries) and *yrank: the batch dims,
- * then m unless A is 1-D, then n unless B is 1-D. False when the batch dims
- * do not broadcast. */
+/* numpy.matmul's broadcast of the batch dims of A and B (rank >= 1; all but
+ * the last two dims of each) into bt, for products of m×k elements of A and
+ * k×n of B, and the result's dims into ydims (IR_MAX_RANK entries) and
+ * *yrank: the batch dims, then m unless A is 1-D, then n unless B is 1-D.
+ * False when the batch dims do not broadcast. */
 bool mm_broadcast(const struct tensor *a, const struct tensor *b, int64_t m, int64_t n, int64_t k,
                   struct mm_batch *bt, int64_t *ydims, int *yrank);
 

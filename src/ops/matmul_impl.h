@@ -105,13 +105,14 @@ bool mm_quantize_cols(const float *f, bool trans, int64_t k, int64_t n, int64_t 
 /* ---------------------------------------------------- products (matmul.c) */
 
 /* y = A · op(B) for a B quantized to int8 per column (qb, col_scale, n
- * columns), each row of A quantized on its own (matmul.c). */
+ * columns), each row of A quantized on its own. */
 tolk_status mm_int8_product(struct op_ctx *c, const struct tensor *a, const struct kern_igemm_b *qb,
                             const float *col_scale, int64_t n);
 
 /* -------------------------------------------- shortlist (matmul_subset.c) */
 
-/* The head node of a run restricted to a shortlist (matmul_subset.c). */
+/* The run of the head node when the run is restricted to a shortlist
+ * (op_head_subset): A · B's columns in hs, [.., hs's n]. */
 tolk_status mm_head_cols_run(struct op_ctx *c, const struct op_head_subset *hs);
 
 #endif /* TOLK_OPS_MATMUL_IMPL_H */
