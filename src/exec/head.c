@@ -1,9 +1,9 @@
 /*
  * head.c — the LM head restricted to a vocabulary shortlist (head.h): finds
  * the head and its bias in a session's main graph, gathers the shortlist's
- * columns (src/ops/matmul.c packs them as the head's own B was packed) and
- * bias entries, and hands them to a run, where the head's MatMul and its
- * bias Add read them through op_head_subset (src/ops/op.h).
+ * columns (src/ops/matmul_subset.c packs them as the head's own B was
+ * packed) and bias entries, and hands them to a run, where the head's
+ * MatMul and its bias Add read them through op_head_subset (src/ops/op.h).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -17,12 +17,24 @@
 
 VM_LOOPS(portable)
 
+/* One ISA's build of the functions below. */
+struct vm_impl {
+  void (*vm_f32)(enum kern_vm_fn f, int64_t n, float *y, const float *x);
+  void (*f16_to_f32)(const uint16_t *src, float *dst, int64_t n);
+  void (*f32_to_f16)(const float *src, uint16_t *dst, int64_t n);
+};
+
+static const struct vm_impl impl_portable = {kern_vm_f32_portable, tolk_f16_to_f32_n,
+                                             tolk_f32_to_f16_n};
+
 #if defined(__x86_64__)
 #include <cpuid.h>
-#define HAVE_AVX2_BUILD 1
 void kern_vm_f32_avx2(enum kern_vm_fn f, int64_t n, float *y, const float *x);
 void kern_f16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n);
 void kern_f32_to_f16_avx2(const float *src, uint16_t *dst, int64_t n);
+
+static const struct vm_impl impl_avx2 = {kern_vm_f32_avx2, kern_f16_to_f32_avx2,
+                                         kern_f32_to_f16_avx2};
 
 /* F16C: CPUID leaf 1, ECX bit 29 (every AVX2 CPU has it, but it is a bit
  * of its own; read directly as not every compiler knows the feature name). */
@@ -41,48 +53,20 @@ static bool use_avx2(void) {
   }
   return h && kern_isa_active() >= KERN_ISA_AVX2;
 }
-#else
-#define HAVE_AVX2_BUILD 0
-static bool use_avx2(void) { return false; }
-#endif
 
-void kern_vm_f32_portable(enum kern_vm_fn f, int64_t n, float *y, const float *x) {
-  switch (f) {
-  case KERN_VM_EXP: vm_exp_portable(n, y, x); break;
-  case KERN_VM_SIGMOID: vm_sigmoid_portable(n, y, x); break;
-  case KERN_VM_TANH: vm_tanh_portable(n, y, x); break;
-  case KERN_VM_ERF: vm_erf_portable(n, y, x); break;
-  case KERN_VM_GELU: vm_gelu_portable(n, y, x); break;
-  case KERN_VM_GELU_TANH: vm_gelu_tanh_portable(n, y, x); break;
-  }
-}
+static const struct vm_impl *impl(void) { return use_avx2() ? &impl_avx2 : &impl_portable; }
+#else
+static const struct vm_impl *impl(void) { return &impl_portable; }
+#endif
 
 void kern_vm_f32(enum kern_vm_fn f, int64_t n, float *y, const float *x) {
-#if HAVE_AVX2_BUILD
-  if (use_avx2()) {
-    kern_vm_f32_avx2(f, n, y, x);
-    return;
-  }
-#endif
-  kern_vm_f32_portable(f, n, y, x);
+  impl()->vm_f32(f, n, y, x);
 }
 
 void kern_f16_to_f32(const uint16_t *src, float *dst, int64_t n) {
-#if HAVE_AVX2_BUILD
-  if (use_avx2()) {
-    kern_f16_to_f32_avx2(src, dst, n);
-    return;
-  }
-#endif
-  tolk_f16_to_f32_n(src, dst, n);
+  impl()->f16_to_f32(src, dst, n);
 }
 
 void kern_f32_to_f16(const float *src, uint16_t *dst, int64_t n) {
-#if HAVE_AVX2_BUILD
-  if (use_avx2()) {
-    kern_f32_to_f16_avx2(src, dst, n);
-    return;
-  }
-#endif
-  tolk_f32_to_f16_n(src, dst, n);
+  impl()->f32_to_f16(src, dst, n);
 }

@@ -27,6 +27,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "kern.h"
+
 /* Clang contracts a*b+c into FMA by default even in ISO mode; keep the two
  * builds identical there too (GCC does not contract under -std=c11). */
 #if defined(__clang__)
@@ -163,25 +165,31 @@ static inline float vm_gelu_tanh(float x) {
   return x == x && x != -INFINITY ? r : x * 0.0f;
 }
 
-/* The loops: y[i] = f(x[i]); y may equal x. */
+/* y[i] = fn(x[i]) for n floats; y may equal x. A loop of its own per
+ * function, so that the compiler vectorises each one. */
+#define VM_LOOP(fn, suffix)                                                              \
+  static void fn##_##suffix(int64_t n, float *y, const float *x) {                       \
+    for (int64_t i = 0; i < n; i++) y[i] = fn(x[i]);                                     \
+  }
+
+/* The loops and kern_vm_f32_<suffix> (kern.h), which picks one by f: the
+ * same code in every ISA's build. */
 #define VM_LOOPS(suffix)                                                                 \
-  static void vm_exp_##suffix(int64_t n, float *y, const float *x) {                     \
-    for (int64_t i = 0; i < n; i++) y[i] = vm_exp(x[i]);                                 \
-  }                                                                                      \
-  static void vm_sigmoid_##suffix(int64_t n, float *y, const float *x) {                 \
-    for (int64_t i = 0; i < n; i++) y[i] = vm_sigmoid(x[i]);                             \
-  }                                                                                      \
-  static void vm_tanh_##suffix(int64_t n, float *y, const float *x) {                    \
-    for (int64_t i = 0; i < n; i++) y[i] = vm_tanh(x[i]);                                \
-  }                                                                                      \
-  static void vm_erf_##suffix(int64_t n, float *y, const float *x) {                     \
-    for (int64_t i = 0; i < n; i++) y[i] = vm_erf(x[i]);                                 \
-  }                                                                                      \
-  static void vm_gelu_##suffix(int64_t n, float *y, const float *x) {                    \
-    for (int64_t i = 0; i < n; i++) y[i] = vm_gelu(x[i]);                                \
-  }                                                                                      \
-  static void vm_gelu_tanh_##suffix(int64_t n, float *y, const float *x) {               \
-    for (int64_t i = 0; i < n; i++) y[i] = vm_gelu_tanh(x[i]);                           \
+  VM_LOOP(vm_exp, suffix)                                                                \
+  VM_LOOP(vm_sigmoid, suffix)                                                            \
+  VM_LOOP(vm_tanh, suffix)                                                               \
+  VM_LOOP(vm_erf, suffix)                                                                \
+  VM_LOOP(vm_gelu, suffix)                                                               \
+  VM_LOOP(vm_gelu_tanh, suffix)                                                          \
+  void kern_vm_f32_##suffix(enum kern_vm_fn f, int64_t n, float *y, const float *x) {    \
+    switch (f) {                                                                         \
+    case KERN_VM_EXP: vm_exp_##suffix(n, y, x); break;                                   \
+    case KERN_VM_SIGMOID: vm_sigmoid_##suffix(n, y, x); break;                           \
+    case KERN_VM_TANH: vm_tanh_##suffix(n, y, x); break;                                 \
+    case KERN_VM_ERF: vm_erf_##suffix(n, y, x); break;                                   \
+    case KERN_VM_GELU: vm_gelu_##suffix(n, y, x); break;                                 \
+    case KERN_VM_GELU_TANH: vm_gelu_tanh_##suffix(n, y, x); break;                       \
+    }                                                                                    \
   }
 
 #endif /* TOLK_KERN_VMATH_H */

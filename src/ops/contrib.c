@@ -6,8 +6,6 @@
  * The normalisations are in contrib_norm.c, attention in attention.c, the
  * integer matmuls in quant_matmul.c; kernels in contrib_cpu.c.
  */
-#include <string.h>
-
 #include "contrib_cpu.h"
 #include "kern/kern.h"
 #include "matmul.h"
@@ -66,8 +64,7 @@ struct fmm_job {
   float alpha;
   const float *a, *b;
   float *y;
-  int brank;
-  int64_t bd[IR_MAX_RANK], as[IR_MAX_RANK], bs[IR_MAX_RANK];
+  const struct mm_batch *bt;
   struct tolk_pool *inner; /* each product's GEMM's pool (mm_split) */
 };
 
@@ -76,14 +73,10 @@ static void fmm_range(void *arg, int64_t begin, int64_t end) {
   const struct fmm_job *j = arg;
   int64_t m = j->m, n = j->n, k = j->k;
   for (int64_t bi = begin; bi < end; bi++) {
-    int64_t rem = bi, ai = 0, bj = 0;
-    for (int d = j->brank - 1; d >= 0; d--) {
-      int64_t idx = rem % j->bd[d];
-      rem /= j->bd[d];
-      ai += idx * j->as[d], bj += idx * j->bs[d];
-    }
-    kern_sgemm(j->ta, j->tb, m, n, k, j->alpha, j->a + ai * m * k, j->ta ? m : k, j->b + bj * k * n,
-               j->tb ? k : n, 0.0f, j->y + bi * m * n, n, j->inner);
+    int64_t ao, bo;
+    mm_batch_offsets(j->bt, bi, &ao, &bo);
+    kern_sgemm(j->ta, j->tb, m, n, k, j->alpha, j->a + ao, j->ta ? m : k, j->b + bo, j->tb ? k : n,
+               0.0f, j->y + bi * m * n, n, j->inner);
   }
 }
 
@@ -110,31 +103,17 @@ static tolk_status run_fused_matmul(struct op_ctx *c) {
   if (k != bk)
     return op_fail(c, TOLK_ERR_SHAPE, "inner dimensions differ: %s x %s (transA %d, transB %d)",
                    shape_str(a, b1, sizeof b1), shape_str(b, b2, sizeof b2), ta, tb);
-  int abr = ar > 2 ? ar - 2 : 0, bbr = br > 2 ? br - 2 : 0;
-  int brank = abr > bbr ? abr : bbr, orank = 0;
-  int64_t bd[IR_MAX_RANK], as[IR_MAX_RANK], bs[IR_MAX_RANK], odims[IR_MAX_RANK];
-  int64_t amul = 1, bmul = 1, nbatch = 1;
-  for (int d = brank - 1; d >= 0; d--) {
-    int ai = d - (brank - abr), bi = d - (brank - bbr);
-    int64_t ad = ai >= 0 ? a->dims[ai] : 1, bdd = bi >= 0 ? b->dims[bi] : 1;
-    if (ad != bdd && ad != 1 && bdd != 1)
-      return op_fail(c, TOLK_ERR_SHAPE, "batch dimensions do not broadcast: %s x %s",
-                     shape_str(a, b1, sizeof b1), shape_str(b, b2, sizeof b2));
-    bd[d] = ad == 1 ? bdd : ad;
-    as[d] = ad == 1 ? 0 : amul;
-    bs[d] = bdd == 1 ? 0 : bmul;
-    amul *= ad, bmul *= bdd, nbatch *= bd[d];
-  }
-  for (int d = 0; d < brank; d++) odims[orank++] = bd[d];
-  if (ar >= 2) odims[orank++] = m;
-  if (br >= 2) odims[orank++] = n;
+  struct mm_batch bt;
+  int64_t odims[IR_MAX_RANK], nbatch = 1;
+  int orank;
+  if (!mm_broadcast(a, b, m, n, k, &bt, odims, &orank))
+    return op_fail(c, TOLK_ERR_SHAPE, "batch dimensions do not broadcast: %s x %s",
+                   shape_str(a, b1, sizeof b1), shape_str(b, b2, sizeof b2));
+  for (int d = 0; d < bt.rank; d++) nbatch *= bt.dims[d];
   struct tensor *y = op_output(c, 0, TOLK_FLOAT, orank, odims);
   if (!y) return quant_err(c);
   if (y->numel == 0) return TOLK_OK;
-  struct fmm_job j = {ta, tb, m, n, k, alpha, a->data, b->data, y->data, brank, {0}, {0}, {0}, c->pool};
-  memcpy(j.bd, bd, (size_t)brank * sizeof *bd);
-  memcpy(j.as, as, (size_t)brank * sizeof *as);
-  memcpy(j.bs, bs, (size_t)brank * sizeof *bs);
+  struct fmm_job j = {ta, tb, m, n, k, alpha, a->data, b->data, y->data, &bt, c->pool};
   /* As MatMul does: many small products (attention heads) one per task. */
   mm_split(c, nbatch, 2.0 * (double)m * (double)n * (double)k, fmm_range, &j, &j.inner);
   return TOLK_OK;

@@ -7,25 +7,19 @@
  * unidirectionally to the result (required before opset 11).
  *
  * float runs on kern_sgemm. When B is an initializer (and not a graph input a
- * caller could override), prepare() packs it once for kern_sgemm_packed, so a
- * decoder step streams each weight matrix once in the layout the micro-kernel
- * reads. A MatMul whose B has no batch dims folds A's batch into the rows:
+ * caller could override), prepare() packs it once for kern_sgemm_packed
+ * (matmul_pack.c), so a decoder step streams each weight matrix once in the
+ * layout the micro-kernel reads; a run over a vocabulary shortlist multiplies
+ * by that matrix's columns alone (matmul_subset.c). A MatMul whose B has no
+ * batch dims folds A's batch into the rows:
  * [batch, seq, d] × [d, n] is one GEMM of batch·seq rows. float16/bfloat16
  * are staged through fp32 (packed weights are widened once, at prepare);
  * double accumulates in double; integer types wrap like numpy's.
  */
-#include <math.h>
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
-#include "../core/half.h"
 #include "../core/pool.h"
-#include "../kern/igemm.h"
-#include "../kern/kern.h"
-#include "matmul.h"
+#include "matmul_impl.h"
 #include "nn_util.h"
 #include "quant_util.h"
 
@@ -105,17 +99,45 @@ struct bjob {
   struct tolk_pool *inner; /* pool for each product; NULL when split by batch */
 };
 
+bool mm_broadcast(const struct tensor *a, const struct tensor *b, int64_t m, int64_t n, int64_t k,
+                  struct mm_batch *bt, int64_t *ydims, int *yrank) {
+  const int ra = a->rank, rb = b->rank;
+  const int na = ra > 2 ? ra - 2 : 0, nb = rb > 2 ? rb - 2 : 0, nbt = na > nb ? na : nb;
+  int64_t ast = m * k, bst = k * n; /* element strides of the batch dims, innermost first */
+  bt->rank = nbt;
+  for (int d = nbt - 1; d >= 0; d--) {
+    int ia = d - (nbt - na), ib = d - (nbt - nb);
+    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+    if (da != db && da != 1 && db != 1) return false;
+    bt->dims[d] = da == 1 ? db : da;
+    bt->a_st[d] = da == 1 ? 0 : ast;
+    bt->b_st[d] = db == 1 ? 0 : bst;
+    ast *= da;
+    bst *= db;
+    ydims[d] = bt->dims[d];
+  }
+  int yr = nbt;
+  if (ra > 1) ydims[yr++] = m;
+  if (rb > 1) ydims[yr++] = n;
+  *yrank = yr;
+  return true;
+}
+
+void mm_batch_offsets(const struct mm_batch *bt, int64_t t, int64_t *ao, int64_t *bo) {
+  *ao = *bo = 0;
+  for (int d = bt->rank - 1; d >= 0; d--) {
+    int64_t idx = t % bt->dims[d];
+    t /= bt->dims[d];
+    *ao += idx * bt->a_st[d];
+    *bo += idx * bt->b_st[d];
+  }
+}
+
 static void bjob_range(void *arg, int64_t t0, int64_t t1) {
   const struct bjob *j = arg;
-  const struct mm_batch *bt = j->bt;
   for (int64_t t = t0; t < t1; t++) {
-    int64_t ao = 0, bo = 0, rest = t;
-    for (int d = bt->rank - 1; d >= 0; d--) {
-      int64_t idx = rest % bt->dims[d];
-      rest /= bt->dims[d];
-      ao += idx * bt->a_st[d];
-      bo += idx * bt->b_st[d];
-    }
+    int64_t ao, bo;
+    mm_batch_offsets(j->bt, t, &ao, &bo);
     const void *a = j->a + (size_t)ao * j->es, *b = j->b + (size_t)bo * j->es;
     void *c = j->c + (size_t)(t * j->m * j->n) * j->es;
     if (j->dt == TOLK_FLOAT)
@@ -148,450 +170,11 @@ void mm_split(struct op_ctx *c, int64_t batch, double flops, op_range_fn fn, voi
   }
 }
 
-/* ------------------------------------------------------- prepacked weights */
-
-/* A constant B packed at prepare (MatMul: k×n; Gemm: op(B), k×n).
- *
- * Packed copies are shared by every node that packs the same initializer the
- * same way: the branches of Optimum's merged decoder (an If whose with-past
- * and without-past subgraphs both multiply by the outer graph's weights)
- * would otherwise hold two packed copies of every decoder weight. Entries
- * are keyed by shape, transpose and ISA, and by content: the initializers'
- * data pointers first, then equal bytes (a 64-bit hash, confirmed by
- * memcmp), so sessions on separate files holding the same weights (Marian's
- * decoder_model and decoder_with_past_model) share one packed copy.
- *
- * Why a source pointer never dangles: `srcs` lists exactly the data pointers
- * of the nodes holding the entry now (each with its count of holders), and a
- * session releases its nodes before it unmaps its model, so every pointer in
- * `srcs` is readable while it is listed. A source whose last holder goes is
- * dropped from the list even though the entry lives on for other holders;
- * an address reused by a later mapping therefore never matches by pointer,
- * and the memcmp always reads a live source. */
-struct packed_src {
-  const void *p;
-  int holders;
-  /* The session gave back p's file pages (mm_packed_src_dropped): a memcmp
-   * that faults them in again gives them back too. */
-  bool dropped;
-};
-
-/* A per-tensor DequantizeLinear in front of an int8/uint8 matrix. */
-struct dq {
-  float scale;
-  int32_t zp;
-};
-
-struct packed_entry {
-  struct packed_entry *next; /* in the shared list */
-  int refs;
-  struct packed_src *srcs; /* n_srcs >= 1 while refs > 0 */
-  int n_srcs, cap_srcs;
-  uint64_t hash; /* of the source bytes */
-  size_t nbytes; /* of the source */
-  int32_t dtype;
-  int64_t d0, d1; /* the initializer's dims */
-  bool trans;     /* packed as its transpose */
-  enum kern_isa isa;
-  struct dq dq;   /* int8/uint8 sources: the dequantization packed */
-  struct kern_packed_b *pb; /* NULL for an int8 entry */
-  /* tolk_matmul_int8_def: op(B) quantized to int8 with a scale per column,
-   * packed for kern_igemm_packed; no fp32 copy is kept. */
-  bool int8;
-  struct kern_igemm_b qb;
-  float *col_scale; /* n entries */
-};
-
-/* A node's state: the entry, and the dtype and dims its input B has at run
- * time, to check that run() sees the tensor the entry was made from. */
-struct mm_state {
-  struct packed_entry *e;
-  const void *src; /* the initializer data this node packed (in e->srcs) */
-  int32_t dtype;
-  int64_t d0, d1;
-};
-
-static pthread_mutex_t packed_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct packed_entry *packed_list;
-
-static void mm_release(void *state) {
-  struct mm_state *s = state;
-  if (!s) return;
-  struct packed_entry *e = s->e;
-  const void *src = s->src;
-  free(s);
-  pthread_mutex_lock(&packed_mu);
-  for (int i = 0; i < e->n_srcs; i++)
-    if (e->srcs[i].p == src) {
-      if (--e->srcs[i].holders == 0) e->srcs[i] = e->srcs[--e->n_srcs];
-      break;
-    }
-  bool last = --e->refs == 0;
-  if (last) {
-    for (struct packed_entry **p = &packed_list; *p; p = &(*p)->next)
-      if (*p == e) {
-        *p = e->next;
-        break;
-      }
-  }
-  pthread_mutex_unlock(&packed_mu);
-  if (!last) return;
-  kern_packed_b_free(e->pb);
-  free(e->qb.data);
-  free(e->col_scale);
-  free(e->srcs);
-  free(e);
-}
-
-/* A 64-bit hash of n bytes, 8 at a time in four independent lanes so the
- * multiplies overlap (a 133 MB LM head hashes in tens of milliseconds);
- * read bytewise, so a misaligned source needs no copy. Only a filter: a
- * match is confirmed by memcmp. */
-static uint64_t bytes_hash(const void *data, size_t n) {
-  const uint8_t *p = data;
-  const uint64_t k = 0x9E3779B97F4A7C15u;
-  uint64_t h[4] = {k, k ^ 1u, k ^ 2u, k ^ 3u};
-  size_t i = 0;
-  for (; i + 32 <= n; i += 32)
-    for (int l = 0; l < 4; l++) {
-      uint64_t w;
-      memcpy(&w, p + i + 8 * (size_t)l, 8);
-      h[l] = (h[l] ^ w) * 0xFF51AFD7ED558CCDu;
-      h[l] ^= h[l] >> 29;
-    }
-  uint64_t r = (uint64_t)n * k;
-  for (; i < n; i++) r = (r ^ p[i]) * 0x100000001B3u;
-  for (int l = 0; l < 4; l++) {
-    r = (r ^ h[l]) * 0xC4CEB9FE1A85EC53u;
-    r ^= r >> 33;
-  }
-  return r;
-}
-
-/* Adds one holder of `src` to e; false when out of memory. */
-static bool entry_add_src(struct packed_entry *e, const void *src) {
-  for (int i = 0; i < e->n_srcs; i++)
-    if (e->srcs[i].p == src) {
-      e->srcs[i].holders++;
-      return true;
-    }
-  if (e->n_srcs == e->cap_srcs) {
-    int cap = e->cap_srcs ? 2 * e->cap_srcs : 2;
-    struct packed_src *g = realloc(e->srcs, (size_t)cap * sizeof *g);
-    if (!g) return false;
-    e->srcs = g;
-    e->cap_srcs = cap;
-  }
-  e->srcs[e->n_srcs++] = (struct packed_src){src, 1, false};
-  return true;
-}
-
-/* op_def.packed_src_dropped of MatMul and Gemm. Every entry packed from
- * `data` is marked, not only this node's: the same weight packed as B and
- * as op(B) makes two. */
-static bool mm_packed_src_dropped(const void *state, const void *data) {
-  const struct mm_state *s = state;
-  if (!s || s->src != data) return false;
-  pthread_mutex_lock(&packed_mu);
-  for (struct packed_entry *e = packed_list; e; e = e->next)
-    for (int i = 0; i < e->n_srcs; i++)
-      if (e->srcs[i].p == data) e->srcs[i].dropped = true;
-  pthread_mutex_unlock(&packed_mu);
-  return true;
-}
-
-void op_packed_stats(size_t *entries, size_t *bytes) {
-  size_t n = 0, b = 0;
-  pthread_mutex_lock(&packed_mu);
-  for (const struct packed_entry *e = packed_list; e; e = e->next) {
-    n++;
-    b += e->int8 ? kern_igemm_pack_b_size(e->qb.n, e->qb.k) + (size_t)e->qb.n * sizeof(float)
-                 : kern_packed_b_bytes(e->pb);
-  }
-  pthread_mutex_unlock(&packed_mu);
-  if (entries) *entries = n;
-  if (bytes) *bytes = b;
-}
-
-/* The scalar float or integer of an initializer, or false. */
-static bool scalar_init(const struct ir_value *v, int32_t dtype, void *out, size_t size) {
-  const struct ir_tensor *t = v ? v->init : NULL;
-  if (!t || (v->flags & IR_VALUE_GRAPH_INPUT) || !t->data || t->numel != 1 || t->dtype != dtype)
-    return false;
-  memcpy(out, t->data, size); /* may be misaligned in the mapping */
-  return true;
-}
-
-/* A per-tensor DequantizeLinear node p with constant scale and zero point
- * for an x of `xdtype` (int8/uint8), into *d. */
-static bool per_tensor_dq(const struct ir_node *p, int32_t xdtype, struct dq *d) {
-  int64_t out = ir_attr_int(p, "output_dtype", 0);
-  if ((out != 0 && out != TOLK_FLOAT) || p->n_inputs < 2 ||
-      !scalar_init(p->inputs[1], TOLK_FLOAT, &d->scale, sizeof d->scale))
-    return false;
-  d->zp = 0;
-  if (p->n_inputs < 3 || !p->inputs[2]) return true;
-  if (xdtype == TOLK_INT8) {
-    int8_t z;
-    if (!scalar_init(p->inputs[2], TOLK_INT8, &z, 1)) return false;
-    d->zp = z;
-  } else {
-    uint8_t z;
-    if (!scalar_init(p->inputs[2], TOLK_UINT8, &z, 1)) return false;
-    d->zp = z;
-  }
-  return true;
-}
-
-/* The constant matrix behind value v, or NULL: an initializer no caller can
- * override, seen directly or through a 2-D Transpose (*transposed set), a
- * Cast to float of a float16/bfloat16 one, and/or a per-tensor
- * DequantizeLinear of an int8/uint8 one (*dq set; *dtype: the dtype v has).
- * Such chains become constants only when folding runs, after prepare:
- * exporters write a tied LM head as Transpose(embedding), float16 exports
- * feed weights through Cast, and ORT's dynamic quantization stores that LM
- * head as DequantizeLinear(Transpose(int8)). Packing the initializer itself
- * gives the same packed matrix without holding the folded copy's layout. */
-static const struct ir_tensor *const_matrix(const struct ir_value *v, bool *transposed,
-                                            int32_t *dtype, struct dq *dq, bool *has_dq) {
-  *transposed = false;
-  *has_dq = false;
-  *dtype = TOLK_UNDEFINED;
-  bool cast = false;
-  const struct ir_node *dq_node = NULL;
-  for (int hop = 0; hop < 3 && !v->init && v->producer; hop++) {
-    const struct ir_node *p = v->producer;
-    if (p->domain[0] != '\0' || p->n_inputs < 1 || !p->inputs[0]) return NULL;
-    if (!strcmp(p->op_type, "Transpose") && !*transposed && p->n_inputs == 1) {
-      const struct ir_attr *perm = ir_node_attr(p, "perm");
-      if (perm && (perm->n != 2 || perm->ints[0] != 1 || perm->ints[1] != 0)) return NULL;
-      *transposed = true;
-    } else if (!strcmp(p->op_type, "Cast") && !cast && !dq_node && p->n_inputs == 1 &&
-               ir_attr_int(p, "to", 0) == TOLK_FLOAT) {
-      cast = true;
-    } else if (!strcmp(p->op_type, "DequantizeLinear") && !dq_node && !cast) {
-      dq_node = p;
-    } else {
-      return NULL;
-    }
-    v = p->inputs[0];
-  }
-  const struct ir_tensor *t = v->init;
-  if (!t || (v->flags & IR_VALUE_GRAPH_INPUT) || !t->data || t->rank != 2) return NULL;
-  if (dq_node) {
-    if ((t->dtype != TOLK_INT8 && t->dtype != TOLK_UINT8) || !per_tensor_dq(dq_node, t->dtype, dq))
-      return NULL;
-    *has_dq = true;
-    *dtype = TOLK_FLOAT;
-    return t;
-  }
-  if (t->dtype != TOLK_FLOAT && t->dtype != TOLK_FLOAT16 && t->dtype != TOLK_BFLOAT16)
-    return NULL;
-  *dtype = cast ? TOLK_FLOAT : t->dtype;
-  return t;
-}
-
-/* Quantizes op(B) (k×n; f holds B, or Bᵀ when trans, rows ld floats apart,
- * read bytewise as it may be misaligned) to int8, symmetric, one scale per
- * column — a vocabulary entry of an LM head — so that a rare large entry
- * costs only its own column precision: s_j = max_p |B[p][j]| / 127,
- * q = round(B / s_j). Packs it into e->qb; false when out of memory. */
-static bool quantize_cols(const float *f, bool trans, int64_t k, int64_t n, int64_t ld,
-                          struct packed_entry *e) {
-  size_t qbytes, pbytes = kern_igemm_pack_b_size(n, k);
-  int8_t *q = NULL;
-  if (pbytes && tolk_mul_size((size_t)n, (size_t)k, &qbytes) && (q = malloc(qbytes ? qbytes : 1)))
-    e->qb.data = malloc(pbytes);
-  e->col_scale = malloc((size_t)n * sizeof(float));
-  if (!q || !e->qb.data || !e->col_scale) {
-    free(q);
-    return false;
-  }
-  const unsigned char *bytes = (const unsigned char *)f;
-  for (int64_t j = 0; j < n; j++) {
-    /* Plain comparisons rather than fmaxf, which GCC leaves a libm call:
-     * this runs over every weight at load. A NaN weight compares false and
-     * is left out of the scale. */
-    float amax = 0.0f, v;
-    for (int64_t p = 0; p < k; p++) {
-      memcpy(&v, bytes + sizeof v * (size_t)(trans ? j * ld + p : p * ld + j), sizeof v);
-      v = v < 0.0f ? -v : v;
-      amax = v > amax ? v : amax;
-    }
-    float scale = amax / 127.0f;
-    e->col_scale[j] = scale;
-    for (int64_t p = 0; p < k; p++) {
-      memcpy(&v, bytes + sizeof v * (size_t)(trans ? j * ld + p : p * ld + j), sizeof v);
-      float r = scale > 0.0f ? nearbyintf(v / scale) : 0.0f;
-      /* NaN (a NaN or infinite weight) becomes 0: converting it is undefined. */
-      q[j * k + p] = (int8_t)(r >= 127.0f ? 127 : r <= -127.0f ? -127 : r == r ? (int)r : 0);
-    }
-  }
-  kern_igemm_pack_b(n, k, q, k, true, true, &e->qb);
-  free(q);
-  return true;
-}
-
-/* Packs the entry for op(B) = trans ? t^T : t, widening float16/bfloat16
- * or dequantizing int8/uint8 (dq) as DequantizeLinear does; with int8,
- * quantizes that per column instead (quantize_cols). */
-static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa,
-                             const struct dq *dq, bool int8, struct packed_entry **out,
-                             tolk_error *err) {
-  const int64_t k = trans ? t->dims[1] : t->dims[0], n = trans ? t->dims[0] : t->dims[1];
-  /* The pack reads bytewise, so a float initializer left misaligned in the
-   * mapping (ir_tensor.misaligned) packs in place; the widening below reads
-   * typed halves, so a misaligned half one is staged first (rare, and the
-   * staging copy is freed before returning). */
-  const void *f = t->data;
-  float *wide = NULL;
-  void *staged = NULL;
-  struct packed_entry *e = calloc(1, sizeof *e);
-  if (!e) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
-  if (t->dtype != TOLK_FLOAT) {
-    size_t bytes;
-    const void *half = t->data;
-    if (t->misaligned && (staged = malloc(t->nbytes))) {
-      memcpy(staged, t->data, t->nbytes);
-      half = staged;
-    }
-    if ((t->misaligned && !staged) || !tolk_mul_size((size_t)t->numel, sizeof(float), &bytes) ||
-        !(wide = malloc(bytes))) {
-      free(staged);
-      free(e);
-      return tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to widen %lld elements",
-                       (long long)t->numel);
-    }
-    if (t->dtype == TOLK_FLOAT16) {
-      tolk_f16_to_f32_n(half, wide, t->numel);
-    } else if (t->dtype == TOLK_BFLOAT16) {
-      tolk_bf16_to_f32_n(half, wide, t->numel);
-    } else if (t->dtype == TOLK_INT8) {
-      const int8_t *q = half;
-      for (int64_t i = 0; i < t->numel; i++) wide[i] = (float)(q[i] - dq->zp) * dq->scale;
-    } else {
-      const uint8_t *q = half;
-      for (int64_t i = 0; i < t->numel; i++) wide[i] = (float)(q[i] - dq->zp) * dq->scale;
-    }
-    free(staged);
-    f = wide;
-  }
-  tolk_status st = TOLK_OK;
-  if (!int8)
-    st = kern_sgemm_pack_b(trans, k, n, f, t->dims[1], &e->pb, err);
-  else if (!quantize_cols(f, trans, k, n, t->dims[1], e))
-    st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to quantize a %lld x %lld matrix",
-                   (long long)k, (long long)n);
-  free(wide);
-  if (st == TOLK_OK && !entry_add_src(e, t->data)) {
-    kern_packed_b_free(e->pb);
-    st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
-  }
-  if (st != TOLK_OK) {
-    free(e->qb.data);
-    free(e->col_scale);
-    free(e);
-    return st;
-  }
-  e->refs = 1;
-  e->int8 = int8;
-  e->hash = bytes_hash(t->data, t->nbytes);
-  e->nbytes = t->nbytes;
-  e->dtype = t->dtype;
-  e->d0 = t->dims[0];
-  e->d1 = t->dims[1];
-  e->trans = trans;
-  e->isa = isa;
-  if (dq) e->dq = *dq;
-  *out = e;
-  return TOLK_OK;
-}
-
-/* Packs node input 1 when it is a constant matrix (const_matrix). Leaves
- * *state NULL otherwise (run() then takes B as it comes); fails only for
- * lack of memory. */
-/* run() reads B from *state whenever prepare set it, never from the input
- * tensor: mm_packed_input (op_def.packed_input, below) says so, which lets
- * the session leave a misaligned constant B unaligned and constant folding
- * drop a folded B such as Transpose(embedding) — the tied LM head — instead
- * of keeping it beside the packed copy. */
-static tolk_status pack_const_b(const struct ir_node *node, bool trans_b, bool int8,
-                                void **state, tolk_error *err) {
-  *state = NULL;
-  if (node->n_inputs < 2 || !node->inputs[1]) return TOLK_OK;
-  bool transposed, has_dq;
-  int32_t dtype;
-  struct dq dq = {0};
-  const struct ir_tensor *t = const_matrix(node->inputs[1], &transposed, &dtype, &dq, &has_dq);
-  if (!t || t->dims[0] == 0 || t->dims[1] == 0) return TOLK_OK;
-  const bool trans = trans_b != transposed;
-  const enum kern_isa isa = kern_isa_active();
-  struct mm_state *s = calloc(1, sizeof *s);
-  if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
-  s->dtype = dtype;
-  s->d0 = transposed ? t->dims[1] : t->dims[0];
-  s->d1 = transposed ? t->dims[0] : t->dims[1];
-  /* Holding the lock while packing keeps two nodes from packing one weight
-   * twice; sessions are created rarely, so the wait costs nothing. */
-  s->src = t->data;
-  pthread_mutex_lock(&packed_mu);
-  /* The same initializer first (no bytes read), then equal bytes from
-   * another model: hashed only if some entry has the same key. */
-  for (int by_content = 0; by_content < 2 && !s->e; by_content++) {
-    bool hashed = false;
-    uint64_t h = 0;
-    for (struct packed_entry *e = packed_list; e && !s->e; e = e->next) {
-      if (e->dtype != t->dtype || e->d0 != t->dims[0] || e->d1 != t->dims[1] ||
-          e->trans != trans || e->isa != isa || e->int8 != int8 || e->nbytes != t->nbytes ||
-          e->n_srcs < 1 ||
-          (has_dq && (e->dq.scale != dq.scale || e->dq.zp != dq.zp)))
-        continue;
-      bool same = false;
-      if (!by_content) {
-        for (int i = 0; i < e->n_srcs && !same; i++) same = e->srcs[i].p == t->data;
-      } else {
-        if (!hashed) {
-          h = bytes_hash(t->data, t->nbytes);
-          hashed = true;
-        }
-        same = e->hash == h && !memcmp(e->srcs[0].p, t->data, t->nbytes);
-        if (e->hash == h && e->srcs[0].dropped) tolk_drop_mapped_pages(e->srcs[0].p, t->nbytes);
-      }
-      /* Out of memory for the source list: pack a copy of our own. */
-      if (same && entry_add_src(e, t->data)) {
-        e->refs++;
-        s->e = e;
-      }
-    }
-  }
-  tolk_status st = TOLK_OK;
-  if (!s->e && (st = new_entry(t, trans, isa, has_dq ? &dq : NULL, int8, &s->e, err)) == TOLK_OK) {
-    s->e->next = packed_list;
-    packed_list = s->e;
-  }
-  pthread_mutex_unlock(&packed_mu);
-  if (st != TOLK_OK) {
-    free(s);
-    tolk_error_prefix(err, "input B (%s)", node->inputs[1]->name);
-    return st;
-  }
-  *state = s;
-  return TOLK_OK;
-}
-
-/* The packed B when `b` is the tensor it was made from. */
-static const struct kern_packed_b *packed_for(const struct op_ctx *c, const struct tensor *b) {
-  const struct mm_state *s = c->state;
-  if (!s || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 || b->dims[1] != s->d1)
-    return NULL;
-  return s->e->pb;
-}
-
 /* ------------------------------------------------------------------ MatMul */
 
 static tolk_status matmul_prepare(const struct ir_node *node, int64_t opset, void **state,
                                   tolk_error *err) {
-  return pack_const_b(node, false, false, state, err);
+  return mm_pack_b(node, false, false, state, err);
 }
 
 static tolk_status check_pair(struct op_ctx *c, const struct tensor *a, const struct tensor *b) {
@@ -605,12 +188,10 @@ static tolk_status check_pair(struct op_ctx *c, const struct tensor *a, const st
   return TOLK_OK;
 }
 
-static tolk_status head_cols_run(struct op_ctx *c, const struct op_head_subset *hs);
-
 static tolk_status matmul_run(struct op_ctx *c) {
   const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
   const struct op_head_subset *hs = op_head_subset(c);
-  if (c->state && hs && hs->head_state == c->state) return head_cols_run(c, hs);
+  if (c->state && hs && hs->head_state == c->state) return mm_head_cols_run(c, hs);
   tolk_status st = check_pair(c, a, b);
   if (st) return st;
   char s1[128], s2[128];
@@ -624,34 +205,19 @@ static tolk_status matmul_run(struct op_ctx *c) {
     return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: inner dims %lld and %lld differ",
                    shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2), (long long)k,
                    (long long)kb);
-  /* Broadcast the batch dims (all but the last two of each). */
-  const int na = ra > 2 ? ra - 2 : 0, nb = rb > 2 ? rb - 2 : 0, nbt = na > nb ? na : nb;
-  struct mm_batch bt = {.rank = nbt};
+  struct mm_batch bt;
   int64_t ydims[IR_MAX_RANK];
-  int64_t ast = m * k, bst = k * n; /* element strides of the batch dims, innermost first */
-  for (int d = nbt - 1; d >= 0; d--) {
-    int ia = d - (nbt - na), ib = d - (nbt - nb);
-    int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
-    if (da != db && da != 1 && db != 1)
-      return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: batch dims do not broadcast",
-                     shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2));
-    bt.dims[d] = da == 1 ? db : da;
-    bt.a_st[d] = da == 1 ? 0 : ast;
-    bt.b_st[d] = db == 1 ? 0 : bst;
-    ast *= da;
-    bst *= db;
-    ydims[d] = bt.dims[d];
-  }
-  int yr = nbt;
-  if (ra > 1) ydims[yr++] = m;
-  if (rb > 1) ydims[yr++] = n;
+  int yr;
+  if (!mm_broadcast(a, b, m, n, k, &bt, ydims, &yr))
+    return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: batch dims do not broadcast",
+                   shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2));
   struct tensor *y = op_output(c, 0, a->dtype, yr, ydims);
   if (!y) return nn_status(c);
   if (y->numel == 0) return TOLK_OK;
 
   int64_t batch = 1;
   bool b_shared = true; /* B is the same matrix for every batch index */
-  for (int d = 0; d < nbt; d++) {
+  for (int d = 0; d < bt.rank; d++) {
     batch *= bt.dims[d];
     if (bt.b_st[d] != 0) b_shared = false;
   }
@@ -660,12 +226,12 @@ static tolk_status matmul_run(struct op_ctx *c) {
   void *yd = y->data;
   const struct kern_packed_b *pb = NULL;
   if (dt == TOLK_FLOAT16 || dt == TOLK_BFLOAT16) {
-    pb = packed_for(c, b);
+    pb = mm_packed_for(c, b);
     if (!(ad = nn_in_f32(c, a)) || (!pb && !(bd = nn_in_f32(c, b))) || !(yd = nn_out_f32(c, y)))
       return nn_status(c);
     dt = TOLK_FLOAT;
   } else if (dt == TOLK_FLOAT) {
-    pb = packed_for(c, b);
+    pb = mm_packed_for(c, b);
   }
   if (b_shared && dt == TOLK_FLOAT) {
     /* A's batch is then dense (nothing to broadcast it against), so its rows
@@ -685,7 +251,7 @@ static tolk_status matmul_run(struct op_ctx *c) {
 
 static tolk_status gemm_prepare(const struct ir_node *node, int64_t opset, void **state,
                                 tolk_error *err) {
-  return pack_const_b(node, ir_attr_int(node, "transB", 0) != 0, false, state, err);
+  return mm_pack_b(node, ir_attr_int(node, "transB", 0) != 0, false, state, err);
 }
 
 /* Writes C broadcast to m×n into y (dtype esize bytes per element). C's
@@ -742,13 +308,13 @@ static tolk_status gemm_run(struct op_ctx *c) {
   void *yd = y->data;
   const struct kern_packed_b *pb = NULL;
   if (dt == TOLK_FLOAT16 || dt == TOLK_BFLOAT16) {
-    pb = packed_for(c, b);
+    pb = mm_packed_for(c, b);
     if (!(ad = nn_in_f32(c, a)) || (!pb && !(bd = nn_in_f32(c, b))) ||
         (ct && !(cd = nn_in_f32(c, ct))) || !(yd = nn_out_f32(c, y)))
       return nn_status(c);
     dt = TOLK_FLOAT;
   } else if (dt == TOLK_FLOAT) {
-    pb = packed_for(c, b);
+    pb = mm_packed_for(c, b);
   }
   const bool use_c = ct && beta != 0.0f;
   if (use_c && (st = fill_c(c, ct, cd, op_dtype_size(dt), m, n, yd))) return st;
@@ -763,19 +329,6 @@ static tolk_status gemm_run(struct op_ctx *c) {
   }
   if (yd != y->data) nn_out_f32_finish(y, yd);
   return TOLK_OK;
-}
-
-/* op_def.packed_input of MatMul and Gemm: run() takes the packed path for
- * every B of the packed dtype and [d0, d1] shape (packed_for): such a B has
- * no batch dims, so MatMul multiplies one shared matrix, and float16/bfloat16
- * entries were widened at prepare. */
-static bool mm_packed_input(const void *state, size_t input, struct tensor *shape) {
-  const struct mm_state *s = state;
-  if (!s || input != 1) return false;
-  memset(shape, 0, sizeof *shape);
-  shape->dtype = s->dtype;
-  if (!tensor_set_shape(shape, 2, (int64_t[]){s->d0, s->d1})) return false;
-  return tolk_mul_size((size_t)shape->numel, op_dtype_size(s->dtype), &shape->nbytes);
 }
 
 /* ------------------------------------------------------------ int8 MatMul */
@@ -807,12 +360,12 @@ static void int8_scale_rows(void *arg, int64_t begin, int64_t end) {
 
 static tolk_status matmul_int8_prepare(const struct ir_node *node, int64_t opset, void **state,
                                        tolk_error *err) {
-  return pack_const_b(node, false, true, state, err);
+  return mm_pack_b(node, false, true, state, err);
 }
 
 /* y = A · op(B) for a B quantized to int8 per column (qb, col_scale): each
  * row of A quantized on its own, as the comment above says. */
-static tolk_status int8_product(struct op_ctx *c, const struct tensor *a, const struct kern_igemm_b *qb,
+tolk_status mm_int8_product(struct op_ctx *c, const struct tensor *a, const struct kern_igemm_b *qb,
                                 const float *col_scale, int64_t n) {
   const int64_t k = qb->k;
   int64_t ydims[IR_MAX_RANK];
@@ -848,7 +401,7 @@ static tolk_status matmul_int8_run(struct op_ctx *c) {
   const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
   const struct mm_state *s = c->state;
   const struct op_head_subset *hs = op_head_subset(c);
-  if (s && hs && hs->head_state == s) return head_cols_run(c, hs);
+  if (s && hs && hs->head_state == s) return mm_head_cols_run(c, hs);
   /* A B that was not constant (no state), or not the one packed: MatMul. */
   if (!s || !a || !b || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 ||
       b->dims[1] != s->d1 || a->dtype != TOLK_FLOAT || a->rank < 1)
@@ -858,129 +411,7 @@ static tolk_status matmul_int8_run(struct op_ctx *c) {
     return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: inner dims %lld and %lld differ",
                    shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2),
                    (long long)a->dims[a->rank - 1], (long long)s->d0);
-  return int8_product(c, a, &s->e->qb, s->e->col_scale, s->d1);
-}
-
-/* ---------------------------------------------------- LM head column subset */
-
-struct op_head_cols {
-  const void *state; /* the node state it was gathered for */
-  int64_t k, n;
-  struct kern_packed_b *pb; /* fp32 heads */
-  struct kern_igemm_b qb;   /* int8 heads, with col_scale */
-  float *col_scale;
-};
-
-bool op_head_cols_dims(const void *state, int64_t *k, int64_t *n) {
-  const struct mm_state *s = state;
-  if (!s) return false;
-  *k = s->d0;
-  *n = s->d1;
-  return true;
-}
-
-/* Element i of the initializer the entry was packed from, as the packing
- * widened it (new_entry). */
-static float source_at(const struct packed_entry *e, const void *src, int64_t i) {
-  const unsigned char *p = src;
-  switch (e->dtype) {
-  case TOLK_FLOAT16:
-  case TOLK_BFLOAT16: {
-    uint16_t h;
-    float f;
-    memcpy(&h, p + 2 * (size_t)i, sizeof h);
-    if (e->dtype == TOLK_FLOAT16) tolk_f16_to_f32_n(&h, &f, 1);
-    else tolk_bf16_to_f32_n(&h, &f, 1);
-    return f;
-  }
-  case TOLK_INT8: return (float)((int8_t)p[i] - e->dq.zp) * e->dq.scale;
-  case TOLK_UINT8: return (float)(p[i] - e->dq.zp) * e->dq.scale;
-  default: {
-    float f;
-    memcpy(&f, p + 4 * (size_t)i, sizeof f);
-    return f;
-  }
-  }
-}
-
-tolk_status op_head_cols_new(const void *state, const int32_t *cols, size_t n,
-                             struct op_head_cols **out, tolk_error *err) {
-  *out = NULL;
-  const struct mm_state *s = state;
-  if (!s) return tolk_fail(err, TOLK_ERR_UNSUPPORTED, "the LM head's weights are not a constant matrix");
-  const struct packed_entry *e = s->e;
-  const int64_t k = s->d0, width = s->d1;
-  size_t elems;
-  struct op_head_cols *hc = calloc(1, sizeof *hc);
-  float *g = NULL;
-  /* The gathered columns as rows of a [n, k] matrix: op(B) transposed. */
-  if (!hc || !n || !tolk_mul_size(n, (size_t)k, &elems) || !(g = malloc(elems * sizeof *g))) {
-    free(hc);
-    return tolk_fail(err, n ? TOLK_ERR_NO_MEMORY : TOLK_ERR_INVALID_ARGUMENT,
-                     n ? "no memory for %zu LM head columns" : "an LM head subset needs a column (%zu)", n);
-  }
-  tolk_status st = TOLK_OK;
-  for (size_t j = 0; j < n && !st; j++) {
-    if (cols[j] < 0 || cols[j] >= width) {
-      st = tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "LM head column %d out of %lld", cols[j], (long long)width);
-      break;
-    }
-    for (int64_t p = 0; p < k; p++)
-      g[j * (size_t)k + (size_t)p] =
-          source_at(e, s->src, e->trans ? (int64_t)cols[j] * k + p : p * width + cols[j]);
-  }
-  hc->state = state;
-  hc->k = k;
-  hc->n = (int64_t)n;
-  if (!st && !e->int8) {
-    st = kern_sgemm_pack_b(true, k, (int64_t)n, g, k, &hc->pb, err);
-  } else if (!st) {
-    struct packed_entry q = {0};
-    if (quantize_cols(g, true, k, (int64_t)n, k, &q)) {
-      hc->qb = q.qb;
-      hc->col_scale = q.col_scale;
-    } else {
-      free(q.qb.data);
-      free(q.col_scale);
-      st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to quantize %zu LM head columns", n);
-    }
-  }
-  free(g);
-  if (st) {
-    op_head_cols_free(hc);
-    return st;
-  }
-  *out = hc;
-  return TOLK_OK;
-}
-
-void op_head_cols_free(struct op_head_cols *hc) {
-  if (!hc) return;
-  kern_packed_b_free(hc->pb);
-  free(hc->qb.data);
-  free(hc->col_scale);
-  free(hc);
-}
-
-/* The head node of a run restricted to a shortlist: A · (B's columns in
- * hs), [.., n] — the GEMM the whole head runs, on fewer columns. */
-static tolk_status head_cols_run(struct op_ctx *c, const struct op_head_subset *hs) {
-  const struct tensor *a = op_in(c, 0);
-  const struct op_head_cols *hc = hs->cols;
-  char s1[128];
-  if (!a || a->dtype != TOLK_FLOAT || a->rank < 1 || a->dims[a->rank - 1] != hc->k)
-    return op_fail(c, TOLK_ERR_SHAPE, "LM head subset: A %s must be float [.., %lld]",
-                   a ? shape_str(a, s1, sizeof s1) : "(missing)", (long long)hc->k);
-  if (hc->col_scale) return int8_product(c, a, &hc->qb, hc->col_scale, hc->n);
-  int64_t ydims[IR_MAX_RANK];
-  memcpy(ydims, a->dims, sizeof ydims);
-  ydims[a->rank - 1] = hc->n;
-  struct tensor *y = op_output(c, 0, TOLK_FLOAT, a->rank, ydims);
-  if (!y) return nn_status(c);
-  if (y->numel == 0) return TOLK_OK;
-  kern_sgemm_packed(false, a->numel / hc->k, hc->n, hc->k, 1.0f, a->data, hc->k, hc->pb, 0.0f, y->data,
-                    hc->n, c->pool);
-  return TOLK_OK;
+  return mm_int8_product(c, a, &s->e->qb, s->e->col_scale, s->d1);
 }
 
 const struct op_def tolk_matmul_int8_def = {

@@ -26,6 +26,17 @@ struct mm_batch {
   int64_t a_st[IR_MAX_RANK], b_st[IR_MAX_RANK];
 };
 
+/* numpy.matmul's broadcast of the batch dims of A and B (rank >= 1; all but
+ * the last two dims of each) into bt, for products of m×k elements of A and
+ * k×n of B, and the result's dims into ydims (IR_MAX_RANK entries) and
+ * *yrank: the batch dims, then m unless A is 1-D, then n unless B is 1-D.
+ * False when the batch dims do not broadcast. */
+bool mm_broadcast(const struct tensor *a, const struct tensor *b, int64_t m, int64_t n, int64_t k,
+                  struct mm_batch *bt, int64_t *ydims, int *yrank);
+
+/* The element offsets into A and B of product t of the batch. */
+void mm_batch_offsets(const struct mm_batch *bt, int64_t t, int64_t *ao, int64_t *bo);
+
 /* Runs fn(arg, ...) over `batch` products of `flops` each as MatMul does:
  * many small ones one per task with *inner (the pool each product's GEMM may
  * use, read by fn) set to NULL, else all in this thread with *inner left. */
@@ -41,8 +52,8 @@ void mm_batched(struct op_ctx *c, int32_t dtype, const struct mm_batch *bt, int6
                 int64_t n, int64_t k, const void *a, const void *b, void *out);
 
 /* The packed copies of constant MatMul/Gemm inputs alive now, across all
- * sessions (shared by content): how many, and their bytes. For tests and
- * diagnostics; either pointer may be NULL. */
+ * sessions (shared by content; matmul_pack.c): how many, and their bytes.
+ * For tests and diagnostics; either pointer may be NULL. */
 void op_packed_stats(size_t *entries, size_t *bytes);
 
 /* Einsum (einsum.c). */

@@ -197,8 +197,8 @@ extern const struct op_def tolk_matmul_int8_def;
 /* A vocabulary shortlist's columns of an LM head (a MatMul by a constant B,
  * fp32 or int8_lm_head's int8 copy): gathered once from the node's own
  * state and packed, so that a run multiplies by those columns only
- * (src/ops/matmul.c builds it; the translator, through src/exec/head.c,
- * makes one per batch). */
+ * (src/ops/matmul_subset.c builds it; the translator, through
+ * src/exec/head.c, makes one per batch). */
 struct op_head_cols;
 
 /* Gathers columns cols[0..n) (each < the head's width, any order) of the B

@@ -20,17 +20,6 @@
 
 VM_LOOPS(avx2)
 
-void kern_vm_f32_avx2(enum kern_vm_fn f, int64_t n, float *y, const float *x) {
-  switch (f) {
-  case KERN_VM_EXP: vm_exp_avx2(n, y, x); break;
-  case KERN_VM_SIGMOID: vm_sigmoid_avx2(n, y, x); break;
-  case KERN_VM_TANH: vm_tanh_avx2(n, y, x); break;
-  case KERN_VM_ERF: vm_erf_avx2(n, y, x); break;
-  case KERN_VM_GELU: vm_gelu_avx2(n, y, x); break;
-  case KERN_VM_GELU_TANH: vm_gelu_tanh_avx2(n, y, x); break;
-  }
-}
-
 void kern_f16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
