@@ -13,6 +13,12 @@
  * →
  *   Y = MultiHeadAttention(Q3, K3, V3, attention_bias = M; num_heads N, scale alpha)
  *
+ * and a projection's bias Add that dies with the attention moves into the
+ * op's bias input, concat(bq, bk, bv), the op then reading MatMul(T, W)
+ * (fold_biases). No earlier pass takes these Adds: tolk fuses no MatMul +
+ * Add (fuse.c says why), and BiasGelu and SkipLayerNormalization take
+ * only an Add before a Gelu or a residual Add.
+ *
  * With no shape inference in tolk, the reshapes are proved to split the
  * last axis into (N, H) from what builds their shapes: a Concat of
  * Unsqueeze(Gather(Shape(T), 0 or 1)) — T being the projection's input, so
