@@ -443,7 +443,8 @@ tolk_status tolk_model_quantize(const char *in_path, const char *out_path,
  *    MatMul with last-two-axes Transposes and scalar Mul/Div on its inputs
  *    or output → FusedMatMul;
  *  - ALL: + the Marian/BART self-attention spelled out op by op →
- *    com.microsoft MultiHeadAttention.
+ *    com.microsoft MultiHeadAttention, the Q/K/V projection biases as its
+ *    bias input.
  * Every graph is optimized: the main one and the If/Loop/Scan bodies (the
  * merged decoder's branches); a value a body reads keeps its name. */
 typedef enum tolk_opt_level {

@@ -8,7 +8,9 @@ marian: each marian-tiny graph at each level passes onnx.checker (full_check: ON
   into QuickGelu, its scaled QK^T into FusedMatMul as ORT's own extended level does and every residual
   Add + LayerNormalization into SkipLayerNormalization, and the all
   level every attention into MultiHeadAttention (self- and cross-attention, with and without a past; the
-  self-attention with a past with past_key/past_value in and present_key/present_value out).
+  self-attention with a past with past_key/past_value in and present_key/present_value out), the Q/K/V
+  projection biases in its bias input (concat(bq, bk, bv), zeros for a projection keeping its Add): no
+  bias Add left before it but the decoder's K and V ones, which its present outputs read.
 shapes: two Shape -> Gather -> Unsqueeze -> Concat chains giving Reshape its shape fold away on a
   static input at basic, and the two equal Reshapes then merge; on a symbolic batch the chains stay,
   merged into one.
@@ -63,6 +65,32 @@ def graph_ops(g, c):
             for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
                 graph_ops(sub, c)
     return c
+
+
+def bias_adds(g, d, outer=None):
+    """The Adds feeding a MultiHeadAttention's query, key or value in g and its bodies (each body sees
+    its own values and its enclosing graphs'; sibling If branches reuse names); fails unless each node
+    has a bias initializer of 3·d values whose slot is a bias where its input is a MatMul's output and
+    zeros where it is not (the bias then stays outside, or K and V come 4-D)."""
+    made, inits = (dict(outer[0]), dict(outer[1])) if outer else ({}, {})
+    made.update({o: x.op_type for x in g.node for o in x.output})
+    inits.update({i.name: numpy_helper.to_array(i) for i in g.initializer})
+    adds = 0
+    for x in g.node:
+        for a in x.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                adds += bias_adds(sub, d, (made, inits))
+        if x.op_type != "MultiHeadAttention":
+            continue
+        b = inits.get(x.input[3]) if len(x.input) > 3 else None
+        if b is None or b.shape != (3 * d,):
+            fail(f"{x.name}: bias input {list(x.input)[3:4]}")
+        for i in range(3):
+            src, slot = made.get(x.input[i]), b[i * d:(i + 1) * d]
+            adds += src == "Add"
+            if (src == "MatMul") != bool(np.any(slot)):
+                fail(f"{x.name}: input {i} from {src}, its bias slot {'zero' if src == 'MatMul' else 'set'}")
+    return adds
 
 
 def all_nodes(g):
@@ -161,6 +189,12 @@ def marian(tolk, fixtures, tmp):
                     fail(f"{what}: {len(past)} MultiHeadAttention with a past, cache Concats {concat}")
             if level == "all" and after["Softmax"]:
                 fail(f"{what}: a Softmax is left: {dict(after)}")
+            # The projection biases go into MultiHeadAttention's bias input; only the decoder's K and V
+            # Adds stay (the present outputs read them), in the merged decoder's branch without a past.
+            want_adds = {"decoder_model": 8, "decoder_model_merged": 8}.get(g, 0)
+            adds = bias_adds(onnx.load(dst).graph, 64) if level == "all" else want_adds
+            if adds != want_adds:
+                fail(f"{what}: {adds} bias Adds before MultiHeadAttention, wanted {want_adds}")
             same_outputs(src, dst, what)
             print(f"ok: {what}: {n0} -> {n1} nodes, outputs within {TOL}")
 

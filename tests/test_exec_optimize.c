@@ -3,7 +3,10 @@
  * created at opt level ALL (or EXTENDED) on marian-tiny's encoder and
  * decoders compiles the fused graph (QuickGelu, SkipLayerNormalization,
  * MultiHeadAttention with and without a past, fewer
- * kernels run), gives the outputs of the BASIC session within 1e-5 on the
+ * kernels run), the Q/K/V projection biases in MultiHeadAttention's bias
+ * input where their Adds die with the attention (not the decoder's K and V
+ * projections, which its present outputs read), gives the outputs of the
+ * BASIC session within 1e-5 on the
  * fixture's inputs, and leaves the borrowed model as it was (the rewrite
  * works on a private copy), so a BASIC session on it afterwards still runs
  * the graph as written.
@@ -21,6 +24,24 @@ static size_t count_op(const tolk_session *s, const char *op) {
   size_t n = 0;
   const struct xgraph *xg = s->graphs[0];
   for (uint32_t k = 0; k < xg->n_nodes; k++) n += !strcmp(xg->nodes[k].node->op_type, op);
+  return n;
+}
+
+/* MultiHeadAttention nodes with a bias input, and Adds feeding their
+ * query, key or value (a projection bias left outside) into *adds. */
+static size_t mha_with_bias(const tolk_session *s, size_t *adds) {
+  size_t n = 0;
+  const struct xgraph *xg = s->graphs[0];
+  *adds = 0;
+  for (uint32_t k = 0; k < xg->n_nodes; k++) {
+    const struct ir_node *nd = xg->nodes[k].node;
+    if (strcmp(nd->op_type, "MultiHeadAttention")) continue;
+    n += nd->n_inputs > 3 && nd->inputs[3];
+    for (size_t i = 0; i < 3 && i < nd->n_inputs; i++) {
+      const struct ir_node *p = nd->inputs[i] ? nd->inputs[i]->producer : NULL;
+      *adds += p && !strcmp(p->op_type, "Add");
+    }
+  }
   return n;
 }
 
@@ -63,7 +84,7 @@ static double max_diff(const tolk_tensor *a, const tolk_tensor *b) {
   return d;
 }
 
-static void graph(const char *name, tolk_opt_level level, size_t want_mha, size_t want_skip) {
+static void graph(const char *name, tolk_opt_level level, size_t want_mha, size_t want_skip, size_t want_adds) {
   char path[4096], data[4096];
   snprintf(path, sizeof path, "%s/marian-tiny/%s.onnx", tu_fixtures(), name);
   snprintf(data, sizeof data, "%s/golden/marian-tiny/%s/test_data_set_0", tu_fixtures(), name);
@@ -86,6 +107,10 @@ static void graph(const char *name, tolk_opt_level level, size_t want_mha, size_
     CHECK_MSG(count_op(fused, "SkipLayerNormalization") == want_skip && count_op(fused, "LayerNormalization") == 0,
               "%s: %zu SkipLayerNormalization, wanted %zu", name, count_op(fused, "SkipLayerNormalization"),
               want_skip);
+    size_t adds, biased = mha_with_bias(fused, &adds);
+    CHECK_MSG(biased == want_mha && adds == want_adds,
+              "%s: %zu MultiHeadAttention with a bias input of %zu, %zu bias Adds before them, wanted %zu", name,
+              biased, want_mha, adds, want_adds);
     tolk_tensor *a[16] = {0}, *b[16] = {0};
     size_t n_out = tolk_session_output_count(plain);
     uint32_t na = 0, nb = 0;
@@ -129,12 +154,14 @@ static void kv_in_place(void) {
 
 int main(void) {
   kv_in_place();
-  graph("encoder_model", TOLK_OPT_ALL, 2, 4);
-  /* Self- and cross-attention; with a past, the cache's Concat feeds them
-   * as 4-D keys and values. */
-  graph("decoder_model", TOLK_OPT_ALL, 4, 6);
-  graph("decoder_with_past_model", TOLK_OPT_ALL, 4, 6);
-  graph("encoder_model", TOLK_OPT_EXTENDED, 0, 4);
+  graph("encoder_model", TOLK_OPT_ALL, 2, 4, 0);
+  /* Self- and cross-attention; with a past, the self-attention takes
+   * past_key/past_value (its new K and V biased inside) and the
+   * cross-attention the encoder's 4-D keys and values (Q's bias only).
+   * Without a past the K and V Adds stay: the present outputs read them. */
+  graph("decoder_model", TOLK_OPT_ALL, 4, 6, 8);
+  graph("decoder_with_past_model", TOLK_OPT_ALL, 4, 6, 0);
+  graph("encoder_model", TOLK_OPT_EXTENDED, 0, 4, 0);
   /* From a file: the session owns the model and rewrites it in place. */
   char path[4096];
   snprintf(path, sizeof path, "%s/marian-tiny/encoder_model.onnx", tu_fixtures());

@@ -13,6 +13,12 @@
  * →
  *   Y = MultiHeadAttention(Q3, K3, V3, attention_bias = M; num_heads N, scale alpha)
  *
+ * and a projection's bias Add that dies with the attention moves into the
+ * op's bias input, concat(bq, bk, bv), the op then reading MatMul(T, W)
+ * (fold_biases). No earlier pass takes these Adds: tolk fuses no MatMul +
+ * Add (fuse.c says why), and BiasGelu and SkipLayerNormalization take
+ * only an Add before a Gelu or a residual Add.
+ *
  * With no shape inference in tolk, the reshapes are proved to split the
  * last axis into (N, H) from what builds their shapes: a Concat of
  * Unsqueeze(Gather(Shape(T), 0 or 1)) — T being the projection's input, so
@@ -34,6 +40,7 @@
  *  - a session keeping its cache in place (ir_rw_is_cache) keeps Kc, Vc
  *    and the attention around them as exported, for src/exec/kv.c.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "rewrite.h"
@@ -101,6 +108,11 @@ static bool sliced_4d(const struct ir_value *m) {
 struct attn {
   struct ir_node *qk, *add, *softmax, *pv, *tr, *out;
   struct ir_value *q3, *k3, *v3, *mask;
+  /* The projection biases folded into the op's bias input (fold_biases):
+   * bias[i] NULL where input i keeps its own (or has none); mm[i] the
+   * MatMul output read in place of the Add's. */
+  const struct ir_value *bias[3];
+  struct ir_value *mm[3];
   const struct ir_rw *rw;
   struct ir_value *t; /* the query projection's input */
   float scale;
@@ -308,23 +320,122 @@ static bool rewrite_past(struct ir_rw *rw, struct attn *a) {
   return true;
 }
 
+/* The Transpose(Reshape(x3)) that `into` reads: x3's heads split. */
+static const struct ir_node *split_of(const struct ir_node *into, const struct ir_value *x3) {
+  for (size_t i = 0; i < into->n_inputs; i++) {
+    const struct ir_node *t = ir_made_by(into->inputs[i], "Transpose");
+    const struct ir_node *r = t ? ir_made_by(t->inputs[0], "Reshape") : NULL;
+    if (r && r->inputs[0] == x3) return t;
+  }
+  return NULL;
+}
+
+/* Whether every reader of v but `except` reads only its shape: a Shape, or
+ * (depth 1) a Transpose only Shapes read — Marian's encoder takes its
+ * mask's length from Shape(Transpose(K)). */
+static bool shape_readers(const struct ir_rw *rw, const struct ir_value *v, const struct ir_node *except, int depth) {
+  if (v->graph != rw->g || rw->pinned[v->index]) return false;
+  for (size_t k = 0; k < rw->g->n_nodes; k++) {
+    const struct ir_node *n = rw->g->nodes[k];
+    for (size_t i = 0; !rw->dead[k] && n != except && i < n->n_inputs; i++)
+      if (n->inputs[i] == v && !ir_is_op(n, "Shape") &&
+          (!depth || !ir_is_op(n, "Transpose") || n->n_outputs != 1 || !n->outputs[0] ||
+           !shape_readers(rw, n->outputs[0], NULL, depth - 1)))
+        return false;
+  }
+  return true;
+}
+
+/* The bias b of x3 = Add(MatMul(T, W), b) (either order), a 1-D float
+ * constant as wide as W, when the Add can die with the attention: its one
+ * reader is the split-heads Reshape, whose Transpose feeds only `into`, a
+ * node the fusion replaces, and whose other readers take only its shape
+ * (fold_biases then gives it the MatMul's output, of the same shape).
+ * Folding a bias whose Add other nodes still read would add it twice.
+ * *mm receives the MatMul's output. */
+static const struct ir_value *dying_bias(const struct ir_rw *rw, const struct ir_value *x3,
+                                         const struct ir_node *into, struct ir_value **mm) {
+  const struct ir_node *add = ir_made_by(x3, "Add"), *t = split_of(into, x3);
+  const struct ir_node *r = t ? t->inputs[0]->producer : NULL;
+  int64_t width;
+  if (!add || add->n_inputs != 2 || !r || ir_rw_sole_reader(rw, x3) != r || !ir_rw_only_into(rw, t, into) ||
+      !shape_readers(rw, r->outputs[0], t, 1) || !projected(x3, &width))
+    return NULL;
+  for (size_t i = 0; i < 2; i++) {
+    struct ir_value *b = add->inputs[i], *m = add->inputs[1 - i];
+    if (ir_vector_const(b) && b->init->data && b->init->numel == width && ir_made_by(m, "MatMul") &&
+        m->graph == rw->g) {
+      *mm = m;
+      return b;
+    }
+  }
+  return NULL;
+}
+
+/* Which projection biases move into MultiHeadAttention's bias input, as
+ * ORT's BART fusion moves them (fusion_attention.py,
+ * create_combined_qkv_bias). With a past, K and V are the new 3-D keys and
+ * values: the op adds their bias before putting the past in front, as the
+ * graph did before its cache Concat. A 4-D key and value (no past) keep
+ * theirs: ORT's CPU kernel takes them as projected already and adds no K
+ * or V bias (multihead_attention.cc), so only Q's moves, and only when V's
+ * heads are Q's size (the D == D_v that form requires), which also keeps a
+ * declared head size out of the bias length. A moved bias's split-heads
+ * Reshape then reads the MatMul's output: what still reads it after the
+ * fusion reads only its shape, and its Add dies. */
+static void fold_biases(struct ir_rw *rw, struct attn *a, bool past) {
+  struct ir_value *x3[3] = {a->q3, past ? a->kn : a->k3, past ? a->vn : a->v3};
+  const struct ir_node *into[3] = {a->qk, past ? a->ck : a->qk, past ? a->cv : a->pv};
+  size_t n = !a->kv4 || past ? 3 : a->head_v == a->head ? 1 : 0;
+  for (size_t i = 0; i < 3; i++) {
+    a->mm[i] = x3[i];
+    a->bias[i] = i < n ? dying_bias(rw, x3[i], into[i], &a->mm[i]) : NULL;
+  }
+  for (size_t i = 0; i < 3; i++)
+    if (a->bias[i]) ir_rw_replace_uses(rw, x3[i], a->mm[i]);
+}
+
+/* The bias input: concat(bq, bk, bv) as a new initializer named after the
+ * node `name`, zeros where a projection keeps its own bias (ORT's fusion
+ * does the same); NULL when none moves, or out of memory (rw->oom). */
+static struct ir_value *qkv_bias(struct ir_rw *rw, const struct attn *a, const char *name) {
+  const int64_t width[3] = {a->heads * a->head, a->heads * a->head, a->heads * a->head_v};
+  int64_t total = width[0] + width[1] + width[2];
+  if (!a->bias[0] && !a->bias[1] && !a->bias[2]) return NULL;
+  float *data = calloc((size_t)total, sizeof *data);
+  struct ir_value *v = data ? ir_rw_value(rw, name, "qkv_bias") : NULL;
+  size_t off = 0;
+  for (size_t i = 0; v && i < 3; off += (size_t)width[i++])
+    if (a->bias[i]) memcpy(data + off, a->bias[i]->init->data, (size_t)width[i] * sizeof *data);
+  struct ir_tensor *t = v ? ir_rw_tensor(rw, TOLK_FLOAT, &total, 1, data, (size_t)total * sizeof *data) : NULL;
+  free(data);
+  if (!t || !ir_rw_make_initializer(rw, v, t)) {
+    rw->oom = true;
+    return NULL;
+  }
+  return v;
+}
+
 int ir_pass_attention(struct ir_rw *rw) {
   int n = 0;
   for (size_t k = 0; k < rw->g->n_nodes; k++) {
     struct attn a;
     if (rw->dead[k] || !match_attention(rw, rw->g->nodes[k], &a)) continue;
     bool past = past_form(rw, &a);
+    /* Before the kills below: they change the readers dying_bias counts. */
+    fold_biases(rw, &a, past);
     struct ir_node *gone[] = {a.out, a.tr, a.pv, a.softmax, a.add, a.qk};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
       if (gone[i]) ir_rw_kill(rw, gone[i]);
     if (past && !rewrite_past(rw, &a)) return -1;
-    struct ir_value *in[8] = {a.q3, a.k3, a.v3, NULL, NULL, a.mask, a.past_k, a.past_v};
-    struct ir_value *out[3] = {a.out->outputs[0], a.k3, a.v3};
-    if (past) in[1] = a.kn, in[2] = a.vn;
     char name[512];
-    struct ir_node *m = ir_rw_node(rw, a.out, "MultiHeadAttention", "com.microsoft",
-                                   ir_rw_node_name(rw, a.out->name, "AttentionFusion", name, sizeof name), in,
-                                   past ? 8 : a.mask ? 6 : 3, out, past ? 3 : 1, 2);
+    const char *nm = ir_rw_node_name(rw, a.out->name, "AttentionFusion", name, sizeof name);
+    struct ir_value *bias = qkv_bias(rw, &a, nm);
+    if (rw->oom) return -1;
+    struct ir_value *in[8] = {a.mm[0], a.mm[1], a.mm[2], bias, NULL, a.mask, a.past_k, a.past_v};
+    struct ir_value *out[3] = {a.out->outputs[0], a.k3, a.v3};
+    struct ir_node *m = ir_rw_node(rw, a.out, "MultiHeadAttention", "com.microsoft", nm, in,
+                                   past ? 8 : a.mask ? 6 : bias ? 4 : 3, out, past ? 3 : 1, 2);
     if (!m) return -1;
     ir_rw_attr_int(m, 0, "num_heads", a.heads);
     ir_rw_attr_float(m, 1, "scale", a.scale);

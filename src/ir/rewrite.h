@@ -199,7 +199,8 @@ int ir_pass_transpose(struct ir_rw *rw);
 int ir_pass_reshape(struct ir_rw *rw);
 
 /* The all level (fuse_attention.c): Marian/BART multi-head attention
- * spelled out op by op -> com.microsoft MultiHeadAttention. */
+ * spelled out op by op -> com.microsoft MultiHeadAttention, the Q/K/V
+ * projection biases as its bias input. */
 int ir_pass_attention(struct ir_rw *rw);
 
 #endif /* TOLK_IR_REWRITE_H */
