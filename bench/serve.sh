@@ -6,7 +6,8 @@
 # 1/8/32/64 users with 1- and 4-sentence requests, RSS over time. Prints the table and ratios; plots into WORK.
 #   bench/serve.sh [MODEL_DIR] [THREADS] [PYTHON]
 # MODEL_DIR: what `tools/make_fixtures.py --bench-model DIR` writes (default /tmp/tolk-bench).
-# Environment: WORK (default /tmp/tolk-bench-serve), SERVERS (comma list, default all seven),
+# Environment: WORK (default /tmp/tolk-bench-serve), SERVERS (comma list, default all seven; tolk-int8-lmh: tolk
+# int8 with --int8-lm-head, the output projection in int8 too, as CTranslate2's int8 has it),
 # SECONDS_PER_RUN (10), NEW_TOKENS (32; 0: natural length, no min_new_tokens and max_new_tokens 256, each
 # server stops at its own </s>: for a trained model), BEAM (1), USERS (1,8,32,64), LOCUST_SECONDS (15), ROUNDS (2: the
 # open-loop runs of every server, interleaved; the table gives medians; Locust runs in the first), PORT (8190),

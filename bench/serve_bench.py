@@ -76,6 +76,8 @@ class Server:
             cmd = [a.tolk, "serve", "-m", str(Path(a.model) / "onnx"), "--port", str(port), "--threads", str(a.threads)]
             if prec == "int8":
                 cmd.append("--int8")
+            if name.endswith("-lmh"):  # the LM head in int8 too, as CTranslate2's int8 has it
+                cmd.append("--int8-lm-head")
             cmd += a.tolk_args.split()
         else:
             cmd = [sys.executable, str(HERE / "serve_peer.py"), "--engine", engine, "--precision", prec,
@@ -204,9 +206,9 @@ def one_round(a, rnd, emit_to, tolk_cap):
             open_loop(a, srv, 1.0, 3)  # warm-up
             cap = capacity(a, srv, emit)
             emit(dict(kind="capacity", capacity=cap))
-            if srv.engine == "tolk":
+            if name == f"tolk-{srv.prec}":  # the peers' 1x/3x/10x: the plain tolk row's, not a variant's
                 tolk_cap[srv.prec] = cap
-            ref = tolk_cap.get(srv.prec) or a.ref_capacity or cap
+            ref = cap if srv.engine == "tolk" else tolk_cap.get(srv.prec) or a.ref_capacity or cap
             if cap:
                 emit(dict(kind="unloaded", mult=0.25, **open_loop(a, srv, cap * 0.25, answers_s(a, cap * 0.25))))
             for mult in (1, 3, 10):
@@ -347,17 +349,17 @@ def cmd_table(a):
               f"(Retry-After on {fmt(100 * (l10['busy_retry_after'] or 0))} %); other 5xx {other or 'none'}; "
               f"RSS +{fmt(growth, 1)} %")
     print("\nCapacity ratios, tolk / best peer at the same precision:")
-    for prec in ("fp32", "int8"):
-        t = caps.get(f"tolk-{prec}")
+    for name in (n for n in caps if n.startswith("tolk-")):
+        prec, t = name.split("-")[1], caps[name]
         peers = {n: c for n, c in caps.items() if not n.startswith("tolk") and n.endswith(prec) and c}
         if t and peers:
             best = max(peers, key=peers.get)
             per_round = []
-            for rnd, tc in sorted(round_caps[f"tolk-{prec}"].items()):
+            for rnd, tc in sorted(round_caps[name].items()):
                 pc = [round_caps[n].get(rnd) for n in peers if round_caps[n].get(rnd)]
                 if tc and pc:
                     per_round.append(f"round {rnd}: {tc / max(pc):.2f}x")
-            print(f"  {prec}: tolk {t:.2f} req/s vs {best} {peers[best]:.2f} req/s = {t / peers[best]:.2f}x "
+            print(f"  {prec}: {name} {t:.2f} req/s vs {best} {peers[best]:.2f} req/s = {t / peers[best]:.2f}x "
                   f"(medians of rounds{'; ' + ', '.join(per_round) if len(per_round) > 1 else ''})")
     plots(a, by)
 
