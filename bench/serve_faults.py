@@ -109,7 +109,7 @@ def free_port():
 def load(url, pid, rate, seconds, new_tokens, timeout=60):
     """serve_load's open loop, run to completion (call from a thread to overlap a fault)."""
     a = types.SimpleNamespace(url=url, pid=pid, rate=rate, seconds=seconds, per_request=1, new_tokens=new_tokens,
-                              beam=1, timeout=timeout, seed=1)
+                              beam=1, timeout=timeout, seed=1, api="native", cycle=0)
     return asyncio.run(serve_load.run(a, SENTENCES))
 
 
