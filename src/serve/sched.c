@@ -500,7 +500,6 @@ static bool fits_batch(const struct sched *s, size_t rows, size_t len, const str
   return r * l <= (size_t)s->p.max_batch_tokens;
 }
 
-
 /* Turns a sentence is expected to stay in the batch: as long as those
  * that finished lately, never more than its max_new_tokens allow. */
 static double expected_turns(const struct sched *s, const tolk_generate_params *gp) {
