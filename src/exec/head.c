@@ -96,3 +96,5 @@ tolk_status exec_session_run_head(tolk_session *s, tolk_kv_cache *kv, const stru
   return exec_run_with_head(s, kv, h ? &h->hs : NULL, n_inputs, input_names, inputs, n_outputs, output_names,
                             outputs, err);
 }
+
+struct tolk_pool *exec_session_pool(const tolk_session *s) { return s->pool; }

@@ -21,6 +21,7 @@
 #include "tolk.h"
 
 struct exec_head_subset;
+struct tolk_pool;
 
 /* Gathers columns cols[0..n) (vocabulary ids, each < the head's width) of
  * session s's LM head. The subset borrows s, which must outlive it; free it
@@ -37,5 +38,10 @@ tolk_status exec_session_run_head(tolk_session *s, tolk_kv_cache *kv, const stru
                                   const tolk_tensor *const *inputs, size_t n_outputs,
                                   const char *const *output_names, tolk_tensor **outputs,
                                   tolk_error *err);
+
+/* The thread pool s runs its kernels on, for the translator's own parallel
+ * work between runs (the beam searches of a step), so that it uses the
+ * threads the session's options gave rather than starting more. */
+struct tolk_pool *exec_session_pool(const tolk_session *s);
 
 #endif /* TOLK_EXEC_HEAD_H */

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/pool.h"
 #include "mt.h"
 
 struct member {
@@ -45,6 +46,7 @@ struct mt_batcher {
   struct mt_scratch *scratch;
   /* per-step buffers, grown as needed */
   int32_t *tokens, *keep, *parents;
+  struct mt_search **stepping; /* a group's searches, in row order */
   size_t cap_rows;
   struct mt_done *done;
   size_t n_done, cap_done;
@@ -57,7 +59,7 @@ tolk_status mt_batcher_new(const tolk_translator *tr, struct mt_batcher **out, t
   b->model = mt_translator_model(tr);
   b->cfg = mt_translator_config(tr);
   b->ragged = mt_model_ragged(b->model);
-  b->scratch = mt_scratch_new((size_t)b->cfg->vocab_size);
+  b->scratch = mt_scratch_new((size_t)b->cfg->vocab_size, tolk_pool_threads(mt_model_pool(b->model)));
   if (!b->scratch) {
     free(b);
     return tolk_fail(err, TOLK_ERR_NO_MEMORY, "batcher: out of memory");
@@ -82,6 +84,7 @@ void mt_batcher_free(struct mt_batcher *b) {
   free(b->tokens);
   free(b->keep);
   free(b->parents);
+  free(b->stepping);
   free(b);
 }
 
@@ -118,6 +121,10 @@ static bool reserve_rows(struct mt_batcher *b, size_t rows) {
     if (!x) return false;
     *bufs[i] = x;
   }
+  /* A member has at least one row, so a group has no more members than rows. */
+  struct mt_search **x = realloc(b->stepping, cap * sizeof *x);
+  if (!x) return false;
+  b->stepping = x;
   b->cap_rows = cap;
   return true;
 }
@@ -148,16 +155,11 @@ static tolk_status group_step(struct mt_batcher *b, struct group *g, tolk_error 
   if (!reserve_done(b, g->n)) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "batcher: out of memory");
   const float *logits;
   tolk_status st = mt_state_step(g->state, b->tokens, &logits, err);
-  size_t keep = 0, live = 0, row = 0, vocab = (size_t)b->cfg->vocab_size;
-  /* A failure part way leaves the group as it is (searches stepped or
-   * not): the caller fails the whole batch. */
-  for (size_t i = 0; i < g->n && !st; i++) {
-    struct member *m = &g->m[i];
-    st = mt_search_step(m->search, b->scratch, logits + row * vocab, b->parents + row, err);
-    row += (size_t)mt_search_rows(m->search);
-  }
+  size_t keep = 0, live = 0, row = 0;
+  for (size_t i = 0; i < g->n; i++) b->stepping[i] = g->m[i].search;
+  /* A failure leaves the group as it was: the caller fails the whole batch. */
+  if (!st) st = mt_search_step_many(b->stepping, g->n, b->scratch, logits, b->parents, mt_state_pool(g->state), err);
   if (st) return st;
-  row = 0;
   for (size_t i = 0; i < g->n; i++) {
     struct member *m = &g->m[i];
     size_t k = (size_t)mt_search_rows(m->search);

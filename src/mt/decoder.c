@@ -131,6 +131,8 @@ static tolk_status check_heads(const struct mt_model *m, const struct mt_files *
 
 const struct mt_vmap *mt_model_vmap(const struct mt_model *m) { return m->vmap; }
 
+struct tolk_pool *mt_model_pool(const struct mt_model *m) { return exec_session_pool(m->past); }
+
 tolk_status mt_model_open(const struct mt_files *files, const struct mt_config *cfg,
                           const tolk_translator_params *tp, struct mt_vmap *vmap,
                           struct mt_model **out, tolk_error *err) {
@@ -267,6 +269,8 @@ void mt_state_free(struct mt_state *s) {
   free(s->wide);
   free(s);
 }
+
+struct tolk_pool *mt_state_pool(const struct mt_state *s) { return mt_model_pool(s->m); }
 
 size_t mt_state_rows(const struct mt_state *s) { return s->rows; }
 size_t mt_state_source_len(const struct mt_state *s) { return (size_t)tolk_tensor_dims(s->enc_mask.t)[1]; }

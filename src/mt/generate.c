@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/pool.h"
 #include "mt.h"
 
 struct batch {
@@ -19,7 +20,8 @@ struct batch {
   size_t n_live;
   int32_t *rows;   /* rows to keep after a step */
   int32_t *tokens; /* the step's inputs */
-  int32_t *parents;
+  int32_t *parents;  /* per row, as mt_search_step_many */
+  struct mt_search **stepping; /* the live searches, in row order */
 };
 
 static void batch_free(struct batch *b) {
@@ -29,6 +31,7 @@ static void batch_free(struct batch *b) {
   free(b->rows);
   free(b->tokens);
   free(b->parents);
+  free(b->stepping);
 }
 
 /* One search per sentence, or per sample copy when sampling returns
@@ -45,8 +48,9 @@ static tolk_status batch_init(const struct mt_config *cfg, const tolk_generate_p
   b->live = malloc(b->n_search * sizeof *b->live);
   b->rows = malloc(b->n_search * K * sizeof *b->rows);
   b->tokens = malloc(b->n_search * K * sizeof *b->tokens);
-  b->parents = malloc(K * sizeof *b->parents);
-  if (!b->search || !b->live || !b->rows || !b->tokens || !b->parents)
+  b->parents = malloc(b->n_search * K * sizeof *b->parents);
+  b->stepping = malloc(b->n_search * sizeof *b->stepping);
+  if (!b->search || !b->live || !b->rows || !b->tokens || !b->parents || !b->stepping)
     return tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
   for (size_t i = 0; i < b->n_search; i++) {
     one.seed = p->seed + (uint64_t)(i % *copies);
@@ -61,24 +65,26 @@ static tolk_status batch_init(const struct mt_config *cfg, const tolk_generate_p
 /* Runs the step loop until every search is done. Row r of the state
  * belongs to search live[r / K] throughout. */
 static tolk_status step_loop(struct batch *b, struct mt_state *s, struct mt_scratch *sc,
-                             size_t vocab, tolk_error *err) {
+                             tolk_error *err) {
   tolk_status st = TOLK_OK;
   while (!st && b->n_live) {
     size_t t = 0;
     for (size_t a = 0; a < b->n_live; a++) {
-      const struct mt_search *x = b->search[b->live[a]];
+      struct mt_search *x = b->search[b->live[a]];
+      b->stepping[a] = x;
       memcpy(b->tokens + t, mt_search_tokens(x), (size_t)mt_search_rows(x) * sizeof *b->tokens);
       t += (size_t)mt_search_rows(x);
     }
     const float *logits;
     if ((st = mt_state_step(s, b->tokens, &logits, err))) break;
+    if ((st = mt_search_step_many(b->stepping, b->n_live, sc, logits, b->parents, mt_state_pool(s), err)))
+      break;
     size_t keep = 0, live = 0, row = 0;
-    for (size_t a = 0; a < b->n_live && !st; a++) {
-      struct mt_search *x = b->search[b->live[a]];
+    for (size_t a = 0; a < b->n_live; a++) {
+      struct mt_search *x = b->stepping[a];
       size_t k_rows = (size_t)mt_search_rows(x);
-      st = mt_search_step(x, sc, logits + row * vocab, b->parents, err);
-      if (!st && !mt_search_done(x)) {
-        for (size_t k = 0; k < k_rows; k++) b->rows[keep++] = (int32_t)(row + (size_t)b->parents[k]);
+      if (!mt_search_done(x)) {
+        for (size_t k = 0; k < k_rows; k++) b->rows[keep++] = (int32_t)(row + (size_t)b->parents[row + k]);
         b->live[live++] = b->live[a];
       }
       row += k_rows;
@@ -95,13 +101,14 @@ tolk_status mt_generate(const struct mt_config *cfg, const tolk_generate_params 
   memset(&b, 0, sizeof b);
   size_t copies = 1;
   tolk_status st = batch_init(cfg, p, n, &b, &copies, err);
-  struct mt_scratch *sc = st ? NULL : mt_scratch_new((size_t)cfg->vocab_size);
+  struct mt_scratch *sc =
+      st ? NULL : mt_scratch_new((size_t)cfg->vocab_size, tolk_pool_threads(mt_state_pool(s)));
   if (!st && !sc) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
   /* Every source row becomes one row per beam (or sample copy). */
   size_t per = st ? 0 : copies * (size_t)mt_search_rows(b.search[0]);
   for (size_t r = 0; !st && r < n * per; r++) b.rows[r] = (int32_t)(r / per);
   if (!st && per > 1) st = mt_state_select(s, b.rows, n * per, err);
-  if (!st) st = step_loop(&b, s, sc, (size_t)cfg->vocab_size, err);
+  if (!st) st = step_loop(&b, s, sc, err);
   size_t R = (size_t)p->num_return_sequences, per_result = copies > 1 ? 1 : R;
   for (size_t i = 0; !st && i < b.n_search; i++) st = mt_search_result(b.search[i], &out[i * per_result], err);
   if (st) tolk_generation_free(out, n * R);

@@ -13,6 +13,8 @@
 
 #include "../core/core.h"
 
+struct tolk_pool;
+
 #define MT_MAX_BAD_WORDS 64
 #define MT_MAX_LAYERS 64
 #define MT_MAX_BEAMS 64
@@ -96,6 +98,8 @@ tolk_status mt_model_open(const struct mt_files *files, const struct mt_config *
                           tolk_error *err);
 /* The model's shortlist, or NULL. */
 const struct mt_vmap *mt_model_vmap(const struct mt_model *m);
+/* The decoder's thread pool, which the searches of a step share. */
+struct tolk_pool *mt_model_pool(const struct mt_model *m);
 void mt_model_close(struct mt_model *m);
 
 /* Runs the encoder on `rows` sources padded to `len` ids (pad id beyond each
@@ -116,6 +120,8 @@ tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float
                           tolk_error *err);
 
 size_t mt_state_rows(const struct mt_state *s);
+/* mt_model_pool of the state's model. */
+struct tolk_pool *mt_state_pool(const struct mt_state *s);
 /* The padded source length (ids) its rows attend to. */
 size_t mt_state_source_len(const struct mt_state *s);
 
@@ -158,7 +164,8 @@ tolk_status mt_state_append(struct mt_state *dst, struct mt_state *src, tolk_err
  * batch (mt_search_rows: num_beams, else 1). It sees only its own rows'
  * logits, so it runs the same alone and among other sentences. */
 struct mt_search;
-/* Scratch for the steps of any number of searches, run one at a time. */
+/* Scratch for the steps of any number of searches: one slot per thread
+ * that steps them at the same time. */
 struct mt_scratch;
 
 /* Checks p as generate() would and gives the length limit it implies
@@ -175,17 +182,23 @@ bool mt_search_done(const struct mt_search *s);
 /* Ids so far, the decoder start included. */
 int mt_search_length(const struct mt_search *s);
 
-/* Consumes the step's logits of its rows (rows × vocab). parents[k]
- * receives the row (of its own, 0-based) that row k continues from, so the
- * caller can reorder the rows' decoder state. Then done() may be true. */
-tolk_status mt_search_step(struct mt_search *s, struct mt_scratch *sc, const float *logits,
-                           int32_t *parents, tolk_error *err);
+/* Steps searches s[0..n), which own consecutive rows of the step's logits
+ * (rows × vocab, in that order, mt_search_rows each): each consumes its
+ * rows, and parents[r] receives, for row r, the row of the same search (0
+ * for its first) that it continues from, so the caller can reorder the
+ * decoder state. Then done() may be true. The searches are shared out over
+ * pool's threads (NULL: this one), at most one per slot of sc at a time;
+ * each runs exactly as alone. */
+tolk_status mt_search_step_many(struct mt_search *const *s, size_t n, struct mt_scratch *sc,
+                                const float *logits, int32_t *parents, struct tolk_pool *pool,
+                                tolk_error *err);
 /* num_return_sequences results (1 for greedy and each sample), which the
  * caller frees with tolk_generation_free. Valid once done (or at any time:
  * the best so far for beams). */
 tolk_status mt_search_result(const struct mt_search *s, tolk_generation *out, tolk_error *err);
 
-struct mt_scratch *mt_scratch_new(size_t vocab);
+/* slots: the most searches stepped at once (a pool's threads). */
+struct mt_scratch *mt_scratch_new(size_t vocab, int slots);
 void mt_scratch_free(struct mt_scratch *sc);
 
 /* Generates for `n` sources (already encoded into `s`, one row each) and

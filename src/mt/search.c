@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/pool.h"
 #include "../kern/kern.h"
 #include "mt.h"
 
@@ -378,14 +379,23 @@ struct mt_search {
   struct beams bm;        /* beam search */
 };
 
-/* Step scratch shared by every sentence of one step loop, grown to the
- * largest beam and max_length seen. */
-struct mt_scratch {
-  size_t vocab;
+/* One thread's step scratch, shared by the sentences it steps, grown to
+ * the largest beam and max_length seen. */
+struct slot {
   int K, L;
   float *row; /* 2 × vocab */
   float *acc; /* K × vocab */
   struct beam_scratch w;
+};
+
+/* A slot per task of mt_search_step_many, and each stepping search's first
+ * row in the step's logits. */
+struct mt_scratch {
+  size_t vocab;
+  int n_slots;
+  struct slot *slot;
+  size_t *first_row; /* cap_searches */
+  size_t cap_searches;
 };
 
 tolk_status mt_search_check(const tolk_generate_params *p, int *max_length, tolk_error *err) {
@@ -490,13 +500,16 @@ static void free_beam_scratch(struct beam_scratch *w) {
   memset(w, 0, sizeof *w);
 }
 
-struct mt_scratch *mt_scratch_new(size_t vocab) {
+struct mt_scratch *mt_scratch_new(size_t vocab, int slots) {
   struct mt_scratch *w = calloc(1, sizeof *w);
   if (!w) return NULL;
   w->vocab = vocab;
-  w->row = malloc(2 * vocab * sizeof *w->row);
-  if (!w->row) {
-    free(w);
+  w->n_slots = slots > 1 ? slots : 1;
+  w->slot = calloc((size_t)w->n_slots, sizeof *w->slot);
+  bool ok = w->slot != NULL;
+  for (int i = 0; ok && i < w->n_slots; i++) ok = (w->slot[i].row = malloc(2 * vocab * sizeof(float))) != NULL;
+  if (!ok) {
+    mt_scratch_free(w);
     return NULL;
   }
   return w;
@@ -504,20 +517,24 @@ struct mt_scratch *mt_scratch_new(size_t vocab) {
 
 void mt_scratch_free(struct mt_scratch *w) {
   if (!w) return;
-  free(w->row);
-  free(w->acc);
-  free_beam_scratch(&w->w);
+  for (int i = 0; w->slot && i < w->n_slots; i++) {
+    free(w->slot[i].row);
+    free(w->slot[i].acc);
+    free_beam_scratch(&w->slot[i].w);
+  }
+  free(w->slot);
+  free(w->first_row);
   free(w);
 }
 
-/* Makes room for a beam of K over sequences of L ids. */
-static bool scratch_reserve(struct mt_scratch *sc, int K, int L) {
+/* Makes room in a slot for a beam of K over sequences of L ids. */
+static bool slot_reserve(struct slot *sc, size_t vocab, int K, int L) {
   if (K <= sc->K && L <= sc->L) return true;
   int nk = K > sc->K ? K : sc->K, nl = L > sc->L ? L : sc->L;
   free(sc->acc);
   free_beam_scratch(&sc->w);
   struct beam_scratch *w = &sc->w;
-  sc->acc = malloc((size_t)nk * sc->vocab * sizeof *sc->acc);
+  sc->acc = malloc((size_t)nk * vocab * sizeof *sc->acc);
   *w = (struct beam_scratch){
       malloc((size_t)2 * nk * sizeof *w->cand), malloc((size_t)3 * nk * sizeof *w->merged),
       malloc((size_t)2 * nk * sizeof *w->run),  malloc((size_t)2 * nk * sizeof *w->hits),
@@ -533,7 +550,7 @@ static bool scratch_reserve(struct mt_scratch *sc, int K, int L) {
 
 /* Greedy or sampling: the next token of the one row; finished at EOS or
  * the length limit. */
-static void greedy_step(struct mt_search *s, struct mt_scratch *sc, const float *logits) {
+static void greedy_step(struct mt_search *s, struct slot *sc, const float *logits) {
   struct gen *g = &s->g;
   size_t V = g->vocab;
   g->row = sc->row;
@@ -553,7 +570,7 @@ static void greedy_step(struct mt_search *s, struct mt_scratch *sc, const float 
 /* Beam search: transformers' step for one sentence. Finished when the
  * result can no longer change — settled by the early-stopping heuristic,
  * or every candidate hit EOS or the length limit. */
-static void beam_step_all(struct mt_search *s, struct mt_scratch *sc, const float *logits,
+static void beam_step_all(struct mt_search *s, struct slot *sc, const float *logits,
                           int32_t *parents) {
   struct gen *g = &s->g;
   int K = s->K;
@@ -575,17 +592,61 @@ static void beam_step_all(struct mt_search *s, struct mt_scratch *sc, const floa
   s->done = s->bm.settled || all_hit;
 }
 
-tolk_status mt_search_step(struct mt_search *s, struct mt_scratch *sc, const float *logits,
-                           int32_t *parents, tolk_error *err) {
-  if (s->done) return tolk_fail(err, TOLK_ERR_INTERNAL, "generate: step after the sentence finished");
-  if (!scratch_reserve(sc, s->K, s->g.max_length))
-    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
-  if (s->K > 1) {
-    beam_step_all(s, sc, logits, parents);
-  } else {
-    greedy_step(s, sc, logits);
-    parents[0] = 0;
+/* One task of mt_search_step_many: searches [i0, i1) on one slot. */
+struct step_job {
+  struct mt_search *const *s;
+  size_t n;
+  struct mt_scratch *sc;
+  int tasks;
+  const float *logits;
+  int32_t *parents;
+};
+
+static void step_tasks(void *arg, int64_t t0, int64_t t1) {
+  const struct step_job *j = arg;
+  for (int64_t t = t0; t < t1; t++) {
+    struct slot *slot = &j->sc->slot[t];
+    size_t i1 = j->n * (size_t)(t + 1) / (size_t)j->tasks;
+    for (size_t i = j->n * (size_t)t / (size_t)j->tasks; i < i1; i++) {
+      struct mt_search *s = j->s[i];
+      size_t row = j->sc->first_row[i];
+      const float *logits = j->logits + row * j->sc->vocab;
+      if (s->K > 1) {
+        beam_step_all(s, slot, logits, j->parents + row);
+      } else {
+        greedy_step(s, slot, logits);
+        j->parents[row] = 0;
+      }
+    }
   }
+}
+
+tolk_status mt_search_step_many(struct mt_search *const *s, size_t n, struct mt_scratch *sc,
+                                const float *logits, int32_t *parents, struct tolk_pool *pool,
+                                tolk_error *err) {
+  if (n > sc->cap_searches) {
+    size_t *f = realloc(sc->first_row, n * sizeof *f);
+    if (!f) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
+    sc->first_row = f;
+    sc->cap_searches = n;
+  }
+  int K = 1, L = 1;
+  size_t row = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i]->done) return tolk_fail(err, TOLK_ERR_INTERNAL, "generate: step after the sentence finished");
+    K = s[i]->K > K ? s[i]->K : K;
+    L = s[i]->g.max_length > L ? s[i]->g.max_length : L;
+    sc->first_row[i] = row;
+    row += (size_t)mt_search_rows(s[i]);
+  }
+  /* Contiguous runs of searches, one per slot: a search's step depends on
+   * nothing but its own rows, so how they are shared out changes no token. */
+  int tasks = n < (size_t)sc->n_slots ? (int)n : sc->n_slots;
+  for (int t = 0; t < tasks; t++)
+    if (!slot_reserve(&sc->slot[t], sc->vocab, K, L))
+      return tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
+  struct step_job job = {s, n, sc, tasks, logits, parents};
+  tolk_pool_for(pool, tasks, 1, step_tasks, &job);
   return TOLK_OK;
 }
 
