@@ -51,11 +51,13 @@ static void log_softmax(float *x, size_t n) {
   for (size_t i = whole; i < n; i++) mx = x[i] > mx ? x[i] : mx;
   if (mx == NEG_INF) return;
   double lane[LANES] = {0};
-  float e[BLOCK];
+  /* Out of place: for e == d the compiler's overlap check would send the
+   * exp loop to its scalar version. */
+  float d[BLOCK], e[BLOCK];
   for (size_t i = 0; i < n; i += BLOCK) {
     size_t m = n - i < BLOCK ? n - i : BLOCK;
-    for (size_t j = 0; j < m; j++) e[j] = x[i + j] - mx;
-    kern_vm_f32(KERN_VM_EXP, (int64_t)m, e, e);
+    for (size_t j = 0; j < m; j++) d[j] = x[i + j] - mx;
+    kern_vm_f32(KERN_VM_EXP, (int64_t)m, e, d);
     for (size_t j = m; j < BLOCK; j++) e[j] = 0.0f;
     for (size_t j = 0; j < BLOCK; j += LANES)
       for (size_t l = 0; l < LANES; l++) lane[l] += e[j + l];
