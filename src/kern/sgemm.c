@@ -152,6 +152,8 @@ static float *thread_buf(void) {
   return p;
 }
 
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 /* Packs rows [pc, pc + kc) of op(B)'s panels [jp0, jp1) into buf, one kc × NR
  * panel after the other, zero past column n. Rows of B are read as long
  * contiguous runs, not a panel's width at a time. */
@@ -255,6 +257,27 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
                    j->c + i0 * j->ldc + c0, j->ldc);
     return;
   }
+  const int64_t a_floats = ceil_div(i1 - i0, mr) * mr * j->k;
+  if (j->packed && buf && a_floats <= BUF_FLOATS) {
+    /* A few rows against a prepacked B (a decoder step of a batch, the LM
+     * head above all): A packed once for all of k, then each panel run down
+     * all of k, so that B is read once front to back and each C tile
+     * takes its k blocks while it is in L1. */
+    const int64_t tiles_floats = ceil_div(i1 - i0, mr) * mr;
+    for (int64_t pc = 0; pc < j->k; pc += KC)
+      pack_a_block(j, buf + tiles_floats * pc, i0, i1, pc, j->k - pc < KC ? j->k - pc : KC);
+    for (int64_t jp = jp0; jp < jp1; jp++) {
+      const int64_t nv = j->n - jp * nr < nr ? j->n - jp * nr : nr;
+      for (int64_t pc = 0; pc < j->k; pc += KC) {
+        const int64_t kc = j->k - pc < KC ? j->k - pc : KC;
+        const float *ap = buf + tiles_floats * pc, *bp = j->packed + jp * j->k * nr + pc * nr;
+        for (int64_t ir = i0; ir < i1; ir += mr)
+          u->tile(i1 - ir < mr ? i1 - ir : mr, nv, kc, ap + (ir - i0) / mr * kc * mr, 1, mr, bp, nr,
+                  j->c + ir * j->ldc + jp * nr, j->ldc, j->alpha, pc == 0 ? j->beta : 1.0f);
+      }
+    }
+    return;
+  }
   float *abuf = buf, *bbuf = buf ? buf + SGEMM_MAX_MC * SGEMM_MAX_KC : NULL;
   const bool pack_a = buf && i1 - i0 > mr; /* one tile height reads A in place */
   const int64_t ncp = j->packed ? jp1 - jp0 : SGEMM_NC / nr;
@@ -296,8 +319,6 @@ static void gemm_tasks(void *arg, int64_t t0, int64_t t1) {
     gemm_block(j, i0, i1 < j->m ? i1 : j->m, jp0, jp1 < j->panels ? jp1 : j->panels);
   }
 }
-
-static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* C = beta * C, for k == 0. */
 static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
