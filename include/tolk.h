@@ -568,6 +568,13 @@ typedef struct tolk_session_params {
    * the quantization error (bounded in tests/test_ops_matmul_int8.c); a row's
    * logits do not depend on the other rows. 0 by default. */
   int int8_lm_head;
+  /* 1: make a signature's plan at its second run, not its first (the run
+   * before is served from the heap, as any run without a plan). Laying out a
+   * plan costs about as much as a small step, so a decoder whose shapes
+   * rarely recur (a new source length or past length at each step; the
+   * translator sets this) would otherwise pay for plans it never uses. The
+   * last 256 signatures run without a plan are remembered. 0 by default. */
+  int plan_on_repeat;
 } tolk_session_params;
 
 tolk_session_params tolk_session_default_params(void);

@@ -236,6 +236,42 @@ static void test_basic(void) {
   tb_free(m);
 }
 
+/* plan_on_repeat: a signature's plan is made at its second run, so the
+ * third is the first served by it; outputs are the same every time. */
+static void test_plan_on_repeat(void) {
+  struct ir_model *m = model_basic();
+  tolk_error err = {0};
+  tolk_session *s = NULL;
+  tolk_session_params p = tolk_session_default_params();
+  p.threads = 2;
+  p.plan_on_repeat = 1;
+  exec_session_create_ir(m, &p, test_ops, &s, &err);
+  CHECK_MSG(s != NULL, "%s", err.message);
+  if (!s) {
+    tb_free(m);
+    return;
+  }
+  float x[6] = {0, 1, -5, 1, 2, 3};
+  int64_t two[2] = {2, 3}, one[2] = {1, 3};
+  tolk_tensor *ta = tb_tensor(2, two, x), *tb = tb_tensor(2, one, x);
+  /* a a b a b b a: reused only from each signature's third run on */
+  const int order[] = {0, 0, 1, 0, 1, 1, 0};
+  const int want_reused[] = {0, 0, 0, 1, 0, 1, 1};
+  for (int i = 0; i < 7; i++) {
+    tolk_tensor *ty = NULL;
+    tolk_run_stats st;
+    CHECK_MSG(run1(s, "x", order[i] ? tb : ta, &ty, &st, &err) == TOLK_OK, "%s", err.message);
+    CHECK_MSG(st.plan_reused == want_reused[i], "run %d: plan_reused %d", i, st.plan_reused);
+    CHECK(want_reused[i] ? st.heap_bytes == 0 : st.heap_bytes > 0);
+    if (ty) CHECK(((float *)tolk_tensor_data(ty))[0] == 2 && tolk_tensor_dims(ty)[0] == (order[i] ? 1 : 2));
+    tolk_tensor_free(ty);
+  }
+  tolk_tensor_free(ta);
+  tolk_tensor_free(tb);
+  tolk_session_free(s);
+  tb_free(m);
+}
+
 static void test_input_errors(void) {
   struct ir_model *m = tb_model();
   struct ir_graph *g = tb_graph(m, NULL, "main");
@@ -659,6 +695,7 @@ int main(void) {
   test_folding();
   test_no_fold_nondeterministic();
   test_basic();
+  test_plan_on_repeat();
   test_input_errors();
   test_creation_errors();
   test_run_errors();

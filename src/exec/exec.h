@@ -222,6 +222,9 @@ struct tolk_session {
   struct exec_run *free_runs;
   struct plan *plans;
   int n_plans;
+  /* plan_on_repeat: hashes of signatures run without a plan, a ring */
+  uint64_t seen[256];
+  uint32_t n_seen;
   uint64_t clock;
   /* public value info */
   tolk_value_info *inputs, *outputs;

@@ -326,13 +326,27 @@ static void arena_follow_need(struct exec_run *r) {
   r->window_runs = 0;
 }
 
+/* plan_on_repeat: whether signature hash h ran before without a plan;
+ * remembers it if not. (Two signatures of one hash only get a plan early.) */
+static bool seen_before(tolk_session *s, uint64_t h) {
+  enum { N = sizeof s->seen / sizeof s->seen[0] };
+  pthread_mutex_lock(&s->mu);
+  uint32_t n = s->n_seen < N ? s->n_seen : N;
+  bool seen = false;
+  for (uint32_t i = 0; i < n && !seen; i++) seen = s->seen[i] == h;
+  if (!seen) s->seen[s->n_seen++ % N] = h;
+  pthread_mutex_unlock(&s->mu);
+  return seen;
+}
+
 void exec_plan_end(struct exec_run *r, bool ok) {
   tolk_session *s = r->s;
   struct plan *fresh = NULL;
   uint64_t h = 0;
   if (ok && r->mode == RUN_RECORD && !r->rec_overflow) {
     h = sig_hash(r->sig, r->n_sig);
-    fresh = build_plan(r, h); /* outside the lock: placement takes a while */
+    if (!s->params.plan_on_repeat || seen_before(s, h))
+      fresh = build_plan(r, h); /* outside the lock: placement takes a while */
   }
   r->plan_reused = r->plan != NULL;
   r->planned_arena = r->plan ? r->plan->arena_bytes : fresh ? fresh->arena_bytes : 0;

@@ -83,6 +83,9 @@ static tolk_status open_session(const char *path, const tolk_translator_params *
   tolk_session_params sp = tolk_session_default_params();
   sp.threads = tp->threads;
   sp.kv_cache = kv;
+  /* Each step of a sentence has a new past length, and each sentence its own
+   * source length: most signatures never recur (tolk.h, plan_on_repeat). */
+  sp.plan_on_repeat = 1;
   /* Only the decoders have an LM head; the encoder has nothing it fits. */
   sp.int8_lm_head = tp->int8_lm_head;
   /* int8 graphs: each row (token) quantized on its own, so that a sentence

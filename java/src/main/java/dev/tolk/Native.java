@@ -36,6 +36,8 @@ final class Native {
           JAVA_INT.withName("plan_cache_size"),
           JAVA_INT.withName("kv_cache"),
           JAVA_INT.withName("quant_rows"),
+          JAVA_INT.withName("int8_lm_head"),
+          JAVA_INT.withName("plan_on_repeat"),
           MemoryLayout.paddingLayout(4));
 
   static final StructLayout TRANSLATOR_PARAMS =
