@@ -30,7 +30,9 @@
 #include "ops/matmul.h" /* op_packed_stats */
 #include "testutil.h"
 
-enum { M = 3, K = 256, N = 192 };
+/* A weight of 8.1 MiB: the content checks read 8 MiB at a time
+ * (matmul_pack.c, CHECK_PIECE), so sharing is decided over two pieces. */
+enum { M = 3, K = 2048, N = 1040 };
 
 static float wa[K * N], wb[K * N], wb2[K * N], x[M * K];
 
@@ -80,7 +82,7 @@ static void fill(void) {
     wb[i] = (float)(i % 13) * -0.029f + 0.161f;
   }
   memcpy(wb2, wb, sizeof wb);
-  wb2[K * N / 2] += 1.0f;
+  wb2[K * N - 1] += 1.0f; /* in the second piece */
   for (int i = 0; i < M * K; i++) x[i] = (float)(i % 11) * 0.173f - 0.9f;
 }
 

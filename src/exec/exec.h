@@ -363,6 +363,11 @@ void exec_fold_plan(tolk_session *s);
 /* Fails, naming the value, when main-graph value `index`, requested as an
  * output by name, is a folded value the session does not hold (unread). */
 tolk_status exec_fold_check_value(const tolk_session *s, int32_t index, tolk_error *err);
+/* Gives back the file pages of node xn's initializers that its prepare
+ * packed whole into a copy of its own (op_def.packed_src_dropped), at once:
+ * release_packed_pages would wait for the whole session, by which time
+ * every weight was resident twice (file pages and packed copy). */
+void exec_release_packed_now(const tolk_session *s, const struct xnode *xn);
 
 /* align.c: initializers left misaligned by the loader (ir_tensor.misaligned).
  * exec_align_bind, after prepare and before folding, gives an aligned copy

@@ -198,6 +198,18 @@ static bool packed_from(const tolk_session *s, const void *data) {
   return false;
 }
 
+void exec_release_packed_now(const tolk_session *s, const struct xnode *xn) {
+  if (!xn->def->packed_src_dropped || !xn->state) return;
+  for (size_t i = 0; i < xn->node->n_inputs; i++) {
+    const struct ir_value *v = xn->node->inputs[i];
+    const struct ir_tensor *t = v ? v->init : NULL;
+    if (!t || !t->zero_copy || !t->data || !t->nbytes || (v->flags & IR_VALUE_GRAPH_INPUT) ||
+        !in_file_map(s->m, t->data, t->nbytes))
+      continue;
+    if (xn->def->packed_src_dropped(xn->state, t->data)) tolk_drop_mapped_pages(t->data, t->nbytes);
+  }
+}
+
 /* Drops the resident pages inside every zero-copy initializer no graph hands
  * on that a packer read whole at prepare (packed_from), or that no
  * remaining node reads except as its packed copy (unread(): also none at

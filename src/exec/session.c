@@ -527,6 +527,7 @@ static tolk_status prepare_all(struct compiler *cp) {
         exec_node_prefix(cp->err, xn->node);
         return st;
       }
+      exec_release_packed_now(s, xn);
     }
   }
   return TOLK_OK;

@@ -77,6 +77,9 @@ struct ir_tensor {
   const void *data;
   size_t nbytes;     /* numel * element size (strings: numel * sizeof ir_bytes) */
   bool zero_copy;    /* data points into a mapped file */
+  /* data lies in one of the model's read-only private file mappings: its
+   * pages may be given back (tolk_drop_mapped_pages) and fault back in. */
+  bool file_pages;
   /* Graph initializers only: data is raw_data left in place at an address
    * not aligned for the dtype (exporters pack raw_data with no padding), so
    * loading copies nothing. Read it bytewise (memcpy); the executor binds an

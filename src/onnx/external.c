@@ -225,6 +225,7 @@ tolk_status onnx_external_resolve(struct onnx_loader *l, struct ir_tensor *t) {
   if (align <= 1 || (uintptr_t)p % align == 0) {
     t->data = p;
     t->zero_copy = true;
+    t->file_pages = true; /* f->map: PROT_READ, MAP_PRIVATE */
   } else {
     uint8_t *d = tolk_arena_alloc(l->arena, t->nbytes);
     if (!d) return tolk_fail(l->err, TOLK_ERR_NO_MEMORY, "out of memory for tensor '%s'", nm);

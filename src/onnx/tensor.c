@@ -444,6 +444,7 @@ tolk_status onnx_tensor_proto(struct onnx_loader *l, const uint8_t *p, size_t le
     if (!l->copy && (aligned || l->borrow_misaligned)) {
       t->data = s.raw;
       t->zero_copy = true;
+      t->file_pages = l->file_mapped;
       t->misaligned = !aligned;
     } else {
       uint8_t *d = tolk_arena_alloc(l->arena, t->nbytes);
@@ -623,6 +624,7 @@ tolk_status onnx_sparse_tensor_proto(struct onnx_loader *l, const uint8_t *p, si
   t->numel = numel;
   t->nbytes = nbytes;
   t->zero_copy = false;
+  t->file_pages = false;
   t->location = IR_DATA_INLINE;
   size_t es = bits / 8;
   const int64_t *ix = indices->data;
