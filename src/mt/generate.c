@@ -62,12 +62,27 @@ static tolk_status batch_init(const struct mt_config *cfg, const tolk_generate_p
   return TOLK_OK;
 }
 
+/* Spreads the first step's logits, one row per source, over the `per` rows
+ * of each source's searches. NULL when out of memory. */
+static float *spread_first(const float *logits, size_t rows, size_t per, size_t vocab) {
+  float *wide = malloc(rows * vocab * sizeof *wide);
+  for (size_t r = 0; wide && r < rows; r++) memcpy(wide + r * vocab, logits + r / per * vocab, vocab * sizeof *wide);
+  return wide;
+}
+
 /* Runs the step loop until every search is done. Row r of the state
- * belongs to search live[r / K] throughout. */
-static tolk_status step_loop(struct batch *b, struct mt_state *s, struct mt_scratch *sc,
-                             tolk_error *err) {
+ * belongs to search live[r / K] throughout, but for the first step: every
+ * row of a source (its beams or sample copies, `per` of them) starts from
+ * the decoder start token alone, so they are all the same row, and the
+ * state keeps one per source until the first step's rows are chosen. That
+ * step, the one that computes the cross-attention keys and values of the
+ * whole source, then runs on a batch `per` times smaller; its logits are
+ * copied to every row (bit for bit what each would have computed: a row's
+ * result does not depend on the others). */
+static tolk_status step_loop(struct batch *b, struct mt_state *s, struct mt_scratch *sc, size_t per,
+                             size_t vocab, tolk_error *err) {
   tolk_status st = TOLK_OK;
-  while (!st && b->n_live) {
+  for (bool first = true; !st && b->n_live; first = false) {
     size_t t = 0;
     for (size_t a = 0; a < b->n_live; a++) {
       struct mt_search *x = b->search[b->live[a]];
@@ -75,16 +90,24 @@ static tolk_status step_loop(struct batch *b, struct mt_state *s, struct mt_scra
       memcpy(b->tokens + t, mt_search_tokens(x), (size_t)mt_search_rows(x) * sizeof *b->tokens);
       t += (size_t)mt_search_rows(x);
     }
+    const size_t fold = first ? per : 1; /* search rows per state row */
+    for (size_t r = 0; fold > 1 && r < t / fold; r++) b->tokens[r] = b->tokens[r * fold];
     const float *logits;
     if ((st = mt_state_step(s, b->tokens, &logits, err))) break;
-    if ((st = mt_search_step_many(b->stepping, b->n_live, sc, logits, b->parents, mt_state_pool(s), err)))
-      break;
+    float *wide = fold > 1 ? spread_first(logits, t, fold, vocab) : NULL;
+    if (fold > 1 && !wide) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
+    if (!st)
+      st = mt_search_step_many(b->stepping, b->n_live, sc, wide ? wide : logits, b->parents,
+                               mt_state_pool(s), err);
+    free(wide);
+    if (st) break;
     size_t keep = 0, live = 0, row = 0;
     for (size_t a = 0; a < b->n_live; a++) {
       struct mt_search *x = b->stepping[a];
       size_t k_rows = (size_t)mt_search_rows(x);
       if (!mt_search_done(x)) {
-        for (size_t k = 0; k < k_rows; k++) b->rows[keep++] = (int32_t)(row + (size_t)b->parents[row + k]);
+        for (size_t k = 0; k < k_rows; k++)
+          b->rows[keep++] = (int32_t)((row + (size_t)b->parents[row + k]) / fold);
         b->live[live++] = b->live[a];
       }
       row += k_rows;
@@ -104,11 +127,10 @@ tolk_status mt_generate(const struct mt_config *cfg, const tolk_generate_params 
   struct mt_scratch *sc =
       st ? NULL : mt_scratch_new((size_t)cfg->vocab_size, tolk_pool_threads(mt_state_pool(s)));
   if (!st && !sc) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
-  /* Every source row becomes one row per beam (or sample copy). */
+  /* Every source row becomes one row per beam (or sample copy), after the
+   * first step (step_loop). */
   size_t per = st ? 0 : copies * (size_t)mt_search_rows(b.search[0]);
-  for (size_t r = 0; !st && r < n * per; r++) b.rows[r] = (int32_t)(r / per);
-  if (!st && per > 1) st = mt_state_select(s, b.rows, n * per, err);
-  if (!st) st = step_loop(&b, s, sc, err);
+  if (!st) st = step_loop(&b, s, sc, per, (size_t)cfg->vocab_size, err);
   size_t R = (size_t)p->num_return_sequences, per_result = copies > 1 ? 1 : R;
   for (size_t i = 0; !st && i < b.n_search; i++) st = mt_search_result(b.search[i], &out[i * per_result], err);
   if (st) tolk_generation_free(out, n * R);
