@@ -142,23 +142,41 @@ static bool reserve_done(struct mt_batcher *b, size_t more) {
 
 /* One decoder step of group g: every member's search consumes its rows'
  * logits; finished members leave (reported), the others' rows follow their
- * parents. */
-static tolk_status group_step(struct mt_batcher *b, struct group *g, tolk_error *err) {
-  size_t rows = mt_state_rows(g->state);
+ * parents. The first step (`first`: the state has one row per member, as
+ * encode_group left it): every row of a member (its beams) starts from the
+ * decoder start token alone, so the step runs once per member — the step
+ * that computes the cross-attention keys and values of its source — and its
+ * logits are copied to each of the member's rows (bit for bit what each
+ * would compute: rows are batch-invariant); the chosen rows are then all made
+ * from that one row. */
+static tolk_status group_step(struct mt_batcher *b, struct group *g, bool first, tolk_error *err) {
+  size_t rows = 0, vocab = (size_t)b->cfg->vocab_size;
+  for (size_t i = 0; i < g->n; i++) rows += (size_t)mt_search_rows(g->m[i].search);
   if (!reserve_rows(b, rows)) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "batcher: out of memory");
   size_t t = 0;
   for (size_t i = 0; i < g->n; i++) {
-    size_t k = (size_t)mt_search_rows(g->m[i].search);
+    size_t k = first ? 1 : (size_t)mt_search_rows(g->m[i].search);
     memcpy(b->tokens + t, mt_search_tokens(g->m[i].search), k * sizeof *b->tokens);
     t += k;
   }
   if (!reserve_done(b, g->n)) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "batcher: out of memory");
   const float *logits;
   tolk_status st = mt_state_step(g->state, b->tokens, &logits, err);
+  float *wide = NULL;
+  if (!st && first && rows > g->n) {
+    wide = malloc(rows * vocab * sizeof *wide);
+    if (!wide) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "batcher: out of memory");
+    for (size_t i = 0, r = 0; wide && i < g->n; i++)
+      for (int j = 0; j < mt_search_rows(g->m[i].search); j++, r++)
+        memcpy(wide + r * vocab, logits + i * vocab, vocab * sizeof *wide);
+  }
   size_t keep = 0, live = 0, row = 0;
   for (size_t i = 0; i < g->n; i++) b->stepping[i] = g->m[i].search;
   /* A failure leaves the group as it was: the caller fails the whole batch. */
-  if (!st) st = mt_search_step_many(b->stepping, g->n, b->scratch, logits, b->parents, mt_state_pool(g->state), err);
+  if (!st)
+    st = mt_search_step_many(b->stepping, g->n, b->scratch, wide ? wide : logits, b->parents,
+                             mt_state_pool(g->state), err);
+  free(wide);
   if (st) return st;
   for (size_t i = 0; i < g->n; i++) {
     struct member *m = &g->m[i];
@@ -166,7 +184,8 @@ static tolk_status group_step(struct mt_batcher *b, struct group *g, tolk_error 
     if (mt_search_done(m->search)) {
       b->done[b->n_done++] = (struct mt_done){m->id, m->search};
     } else {
-      for (size_t j = 0; j < k; j++) b->keep[keep++] = (int32_t)(row + (size_t)b->parents[row + j]);
+      for (size_t j = 0; j < k; j++)
+        b->keep[keep++] = (int32_t)(first ? i : row + (size_t)b->parents[row + j]);
       g->m[live++] = *m;
     }
     row += k;
@@ -188,7 +207,7 @@ static void drop_empty_groups(struct mt_batcher *b) {
 
 tolk_status mt_batcher_step(struct mt_batcher *b, tolk_error *err) {
   tolk_status st = TOLK_OK;
-  for (size_t i = 0; i < b->n_groups && !st; i++) st = group_step(b, &b->g[i], err);
+  for (size_t i = 0; i < b->n_groups && !st; i++) st = group_step(b, &b->g[i], false, err);
   drop_empty_groups(b);
   return st;
 }
@@ -197,15 +216,11 @@ tolk_status mt_batcher_step(struct mt_batcher *b, tolk_error *err) {
  * each source row made one row per beam. */
 static tolk_status encode_group(struct mt_batcher *b, const tolk_ids *src, size_t n, struct group *g,
                                 tolk_error *err) {
-  size_t len = 0, rows = 0;
-  for (size_t i = 0; i < n; i++) {
-    len = src[i].n > len ? src[i].n : len;
-    rows += (size_t)mt_search_rows(g->m[i].search);
-  }
+  size_t len = 0;
+  for (size_t i = 0; i < n; i++) len = src[i].n > len ? src[i].n : len;
   size_t cells = n * len;
   int32_t *ids = malloc((cells ? cells : 1) * sizeof *ids), *lens = malloc(n * sizeof *lens);
-  tolk_status st = ids && lens && reserve_rows(b, rows) ? TOLK_OK
-                                                        : tolk_fail(err, TOLK_ERR_NO_MEMORY, "batcher: out of memory");
+  tolk_status st = ids && lens ? TOLK_OK : tolk_fail(err, TOLK_ERR_NO_MEMORY, "batcher: out of memory");
   for (size_t i = 0; i < n && !st; i++) {
     for (size_t c = 0; c < len; c++) ids[i * len + c] = c < src[i].n ? src[i].ids[c] : b->cfg->pad;
     lens[i] = (int32_t)src[i].n;
@@ -213,11 +228,8 @@ static tolk_status encode_group(struct mt_batcher *b, const tolk_ids *src, size_
   if (!st) st = mt_state_begin(b->model, ids, lens, n, len, &g->state, err);
   free(ids);
   free(lens);
-  if (st || rows == n) return st;
-  size_t r = 0;
-  for (size_t i = 0; i < n; i++)
-    for (int k = 0; k < mt_search_rows(g->m[i].search); k++) b->keep[r++] = (int32_t)i;
-  return mt_state_select(g->state, b->keep, rows, err);
+  /* One row per member until its first step (group_step) makes its beams. */
+  return st;
 }
 
 tolk_status mt_batcher_add(struct mt_batcher *b, const tolk_ids *src, const tolk_generate_params *const *params,
@@ -237,7 +249,7 @@ tolk_status mt_batcher_add(struct mt_batcher *b, const tolk_ids *src, const tolk
   if (!st) st = encode_group(b, src, n, &g, err);
   /* The first step runs on the group alone (the decoder without a cache),
    * then its rows join the running batch. */
-  if (!st) st = group_step(b, &g, err);
+  if (!st) st = group_step(b, &g, true, err);
   if (!st && g.n && b->ragged && b->n_groups) {
     struct group *run = &b->g[0];
     if (run->n + g.n > run->cap) {
