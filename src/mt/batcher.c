@@ -164,11 +164,10 @@ static tolk_status group_step(struct mt_batcher *b, struct group *g, bool first,
   tolk_status st = mt_state_step(g->state, b->tokens, &logits, err);
   float *wide = NULL;
   if (!st && first && rows > g->n) {
-    wide = malloc(rows * vocab * sizeof *wide);
+    for (size_t i = 0, r = 0; i < g->n; i++)
+      for (int j = 0; j < mt_search_rows(g->m[i].search); j++) b->keep[r++] = (int32_t)i;
+    wide = mt_logits_spread(logits, b->keep, rows, vocab);
     if (!wide) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "batcher: out of memory");
-    for (size_t i = 0, r = 0; wide && i < g->n; i++)
-      for (int j = 0; j < mt_search_rows(g->m[i].search); j++, r++)
-        memcpy(wide + r * vocab, logits + i * vocab, vocab * sizeof *wide);
   }
   size_t keep = 0, live = 0, row = 0;
   for (size_t i = 0; i < g->n; i++) b->stepping[i] = g->m[i].search;

@@ -62,14 +62,6 @@ static tolk_status batch_init(const struct mt_config *cfg, const tolk_generate_p
   return TOLK_OK;
 }
 
-/* Spreads the first step's logits, one row per source, over the `per` rows
- * of each source's searches. NULL when out of memory. */
-static float *spread_first(const float *logits, size_t rows, size_t per, size_t vocab) {
-  float *wide = malloc(rows * vocab * sizeof *wide);
-  for (size_t r = 0; wide && r < rows; r++) memcpy(wide + r * vocab, logits + r / per * vocab, vocab * sizeof *wide);
-  return wide;
-}
-
 /* Runs the step loop until every search is done. Row r of the state
  * belongs to search live[r / K] throughout, but for the first step: every
  * row of a source (its beams or sample copies, `per` of them) starts from
@@ -94,7 +86,8 @@ static tolk_status step_loop(struct batch *b, struct mt_state *s, struct mt_scra
     for (size_t r = 0; fold > 1 && r < t / fold; r++) b->tokens[r] = b->tokens[r * fold];
     const float *logits;
     if ((st = mt_state_step(s, b->tokens, &logits, err))) break;
-    float *wide = fold > 1 ? spread_first(logits, t, fold, vocab) : NULL;
+    for (size_t r = 0; fold > 1 && r < t; r++) b->rows[r] = (int32_t)(r / fold);
+    float *wide = fold > 1 ? mt_logits_spread(logits, b->rows, t, vocab) : NULL;
     if (fold > 1 && !wide) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
     if (!st)
       st = mt_search_step_many(b->stepping, b->n_live, sc, wide ? wide : logits, b->parents,

@@ -192,6 +192,10 @@ int mt_search_length(const struct mt_search *s);
 tolk_status mt_search_step_many(struct mt_search *const *s, size_t n, struct mt_scratch *sc,
                                 const float *logits, int32_t *parents, struct tolk_pool *pool,
                                 tolk_error *err);
+/* The first step's logits, computed once per source, for the rows of its
+ * beams or sample copies: a new buffer (free()) of rows × vocab floats whose
+ * row r is row from[r] of logits; NULL when out of memory. */
+float *mt_logits_spread(const float *logits, const int32_t *from, size_t rows, size_t vocab);
 /* num_return_sequences results (1 for greedy and each sample), which the
  * caller frees with tolk_generation_free. Valid once done (or at any time:
  * the best so far for beams). */

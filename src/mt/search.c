@@ -652,6 +652,13 @@ tolk_status mt_search_step_many(struct mt_search *const *s, size_t n, struct mt_
   return TOLK_OK;
 }
 
+float *mt_logits_spread(const float *logits, const int32_t *from, size_t rows, size_t vocab) {
+  float *wide = malloc(rows * vocab * sizeof *wide);
+  for (size_t r = 0; wide && r < rows; r++)
+    memcpy(wide + r * vocab, logits + (size_t)from[r] * vocab, vocab * sizeof *wide);
+  return wide;
+}
+
 tolk_status mt_search_result(const struct mt_search *s, tolk_generation *out, tolk_error *err) {
   size_t L = (size_t)s->g.max_length;
   if (s->K == 1) {
