@@ -2,9 +2,10 @@
  * cmd_optimize.c — `tolk optimize IN.onnx OUT.onnx [--level L] [--report]`:
  * the graph rewrites ONNX Runtime's offline optimizer makes
  * (optimized_model_filepath), saved (tolk_model_optimize in tolk.h).
- * --report lists each pass with the node counts before and after it, and
- * times the original and the optimized graph in tolk: the median of --runs
- * runs each, both sessions with tolk's default options, on the inputs of
+ * --report lists each pass with the node counts before and after it, times
+ * the graph each pass that rewrote something left (tolk_model_optimize_each
+ * lends it), then the original and the optimized file: the median of --runs
+ * runs each after an untimed one, sessions with tolk's default options, on the inputs of
  * --inputs DIR (input_0.pb, input_1.pb, … in input order, as ONNX's test
  * data sets and tests/fixtures/golden hold them) or on zeros with every
  * symbolic dimension 1.
@@ -22,7 +23,7 @@ enum { OPT_LEVEL, OPT_REPORT, OPT_INPUTS, OPT_RUNS };
 
 static const struct cli_option options[] = {
     [OPT_LEVEL] = {"level", 0, "LEVEL", "basic, extended or all (default)"},
-    [OPT_REPORT] = {"report", 0, NULL, "list each pass with node counts, and time both graphs"},
+    [OPT_REPORT] = {"report", 0, NULL, "list each pass with node counts, time the graph after each one"},
     [OPT_INPUTS] = {"inputs", 0, "DIR", "--report times on DIR/input_N.pb (default: zeros, symbolic dims 1)"},
     [OPT_RUNS] = {"runs", 0, "N", "--report times the median of N runs of each graph (default 20)"},
     {NULL, 0, NULL, NULL},
@@ -47,10 +48,6 @@ struct o_opts {
   const char *inputs;
   long runs;
 };
-
-static void print_line(void *user, const char *line) {
-  if (*(const bool *)user) printf("  %s\n", line);
-}
 
 static double now_ms(void) {
   struct timespec t;
@@ -79,24 +76,24 @@ static tolk_status make_input(const tolk_session *s, size_t i, const char *dir, 
   return tolk_tensor_create(v->dtype, rank, dims, NULL, 0, out, err);
 }
 
-/* The median run time of the model at path, in ms; negative on failure. */
-static double median_ms(const char *path, const struct o_opts *o, tolk_error *err) {
-  tolk_session *s = NULL;
+/* The median run time of s, in ms; negative on failure. */
+static double median_ms(tolk_session *s, const struct o_opts *o, tolk_error *err) {
   double med = -1.0;
-  if (tolk_session_create_from_file(path, tolk_session_default_params(), &s, err)) return -1.0;
   size_t n_in = tolk_session_input_count(s), n_out = tolk_session_output_count(s);
   const char **names = calloc(n_in + n_out + 1, sizeof *names);
   tolk_tensor **in = calloc(n_in + 1, sizeof *in), **out = calloc(n_out + 1, sizeof *out);
   double *t = calloc((size_t)o->runs, sizeof *t);
   bool ok = names && in && out && t;
+  if (!ok) snprintf(err->message, sizeof err->message, "out of memory");
   for (size_t i = 0; ok && i < n_in; i++) {
     names[i] = tolk_session_input(s, i)->name;
     ok = !make_input(s, i, o->inputs, &in[i], err);
   }
-  for (long r = 0; ok && r < o->runs; r++) {
+  /* Run -1 is not timed: the first run lays out the memory plan. */
+  for (long r = -1; ok && r < o->runs; r++) {
     double t0 = now_ms();
     ok = !tolk_session_run(s, n_in, names, (const tolk_tensor *const *)in, n_out, NULL, out, NULL, err);
-    t[r] = now_ms() - t0;
+    if (r >= 0) t[r] = now_ms() - t0;
     for (size_t i = 0; i < n_out; i++) {
       tolk_tensor_free(out[i]);
       out[i] = NULL;
@@ -111,15 +108,24 @@ static double median_ms(const char *path, const struct o_opts *o, tolk_error *er
   free(in);
   free(out);
   free(t);
-  tolk_session_free(s);
   return med;
+}
+
+/* The median run time of the model at path (negative on failure), in a
+ * session with tolk's default options. */
+static double file_ms(const char *path, const struct o_opts *o, tolk_error *err) {
+  tolk_session *s = NULL;
+  if (tolk_session_create_from_file(path, tolk_session_default_params(), &s, err)) return -1.0;
+  double ms = median_ms(s, o, err);
+  tolk_session_free(s);
+  return ms;
 }
 
 /* The optimized file is written by now: a graph tolk cannot run (a node
  * without a kernel, inputs that do not fit) is said, not an error. */
 static int time_both(const char *in, const char *out, const struct o_opts *o) {
   tolk_error err;
-  double a = median_ms(in, o, &err), b = a < 0 ? -1.0 : median_ms(out, o, &err);
+  double a = file_ms(in, o, &err), b = a < 0 ? -1.0 : file_ms(out, o, &err);
   if (a < 0 || b < 0) {
     printf("  run time in tolk: not measured: %s\n", err.message);
     return 0;
@@ -129,12 +135,52 @@ static int time_both(const char *in, const char *out, const struct o_opts *o) {
   return 0;
 }
 
+/* What --report keeps between passes: the run time after the last pass
+ * that rewrote something (negative once a run failed: no more timing). */
+struct timing {
+  const struct o_opts *o;
+  double last_ms;
+};
+
+static void time_pass(struct timing *t, const tolk_optimize_pass *p) {
+  tolk_session *s = NULL;
+  tolk_error err;
+  double ms = -1.0;
+  if (!tolk_session_create(p->model, tolk_session_default_params(), &s, &err)) ms = median_ms(s, t->o, &err);
+  tolk_session_free(s);
+  if (ms < 0) {
+    printf("    run time after it: not measured: %s\n", err.message);
+  } else {
+    printf("    run time after it: %.3f -> %.3f ms (%+.1f %%)\n", t->last_ms, ms,
+           t->last_ms > 0 ? (ms / t->last_ms - 1.0) * 100.0 : 0.0);
+  }
+  t->last_ms = ms;
+}
+
+/* Each pass as a line; with a timing, the graph it left is timed when it
+ * rewrote something. */
+static void report_pass(void *user, const tolk_optimize_pass *p) {
+  struct timing *t = user;
+  if (p->skipped) {
+    printf("  %s: skipped, %s\n", p->name, p->skipped);
+    return;
+  }
+  printf("  %s: %zu -> %zu nodes (%zu rewrite%s)\n", p->name, p->nodes_before, p->nodes_after, p->rewrites,
+         p->rewrites == 1 ? "" : "s");
+  if (t->last_ms >= 0 && p->rewrites > 0) time_pass(t, p);
+}
+
 static int optimize(const char *in, const char *out, const struct o_opts *o) {
   tolk_optimize_summary s;
   tolk_error err;
   printf("%s -> %s\n", in, out);
-  bool report = o->report;
-  if (tolk_model_optimize(in, out, o->level, print_line, &report, &s, &err)) return cli_fail("optimize", &err);
+  struct timing t = {o, -1.0};
+  if (o->report) {
+    t.last_ms = file_ms(in, o, &err);
+    if (t.last_ms < 0) printf("  run time in tolk: not measured: %s\n", err.message);
+  }
+  if (tolk_model_optimize_each(in, out, o->level, o->report ? report_pass : NULL, &t, &s, &err))
+    return cli_fail("optimize", &err);
   printf("  %zu -> %zu nodes, %zu rewrites; %.2f MB -> %.2f MB\n", s.nodes_before, s.nodes_after, s.rewrites,
          (double)s.bytes_before / 1e6, (double)s.bytes_after / 1e6);
   return o->report ? time_both(in, out, o) : 0;

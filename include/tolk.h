@@ -473,6 +473,27 @@ tolk_status tolk_model_optimize(const char *in_path, const char *out_path, tolk_
                                 tolk_report_fn report, void *user, tolk_optimize_summary *out,
                                 tolk_error *err);
 
+/* How one pass of tolk_model_optimize_each ended. */
+typedef struct tolk_optimize_pass {
+  const char *name;                 /* "constant folding", "attention fusion", ... */
+  const char *skipped;              /* why the pass did not run, or NULL */
+  size_t nodes_before, nodes_after; /* live nodes of every graph */
+  size_t rewrites;
+  /* The model as the pass left it, for the call's length only: a session
+   * may borrow it (tolk_session_create at opt level NONE or BASIC, which
+   * do not rewrite it) and must be freed before the call returns. */
+  const tolk_model *model;
+} tolk_optimize_pass;
+
+typedef void (*tolk_optimize_pass_fn)(void *user, const tolk_optimize_pass *pass);
+
+/* tolk_model_optimize, with each pass given to `each` (may be NULL) as it
+ * ends rather than as a line: `tolk optimize --report` times the graph
+ * after every pass this way. */
+tolk_status tolk_model_optimize_each(const char *in_path, const char *out_path, tolk_opt_level level,
+                                     tolk_optimize_pass_fn each, void *user, tolk_optimize_summary *out,
+                                     tolk_error *err);
+
 /* ------------------------------------------------------------------ tensors and sessions
  * (src/exec/: owned by the execution engine) */
 

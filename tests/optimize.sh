@@ -24,6 +24,11 @@ golden-*)
       fail "$level: no line for constant folding: $(cat "$tmp/log")"
     grep -Eq "^  run time in tolk \(median of 3 runs\): original [0-9.]+ ms, optimized [0-9.]+ ms" "$tmp/log" ||
       fail "$level: no timing: $(cat "$tmp/log")"
+    # A pass that rewrote something is timed on the graph it left, and only such a pass.
+    awk '/^  [^ ].* nodes \([1-9][0-9]* rewrites?\)$/ { bad += want; want = 1; timed++; next }
+         /^    run time after it: [0-9.]+ -> [0-9.]+ ms \([-+][0-9.]+ %\)$/ { bad += !want; want = 0; next }
+         { bad += want; want = 0 }
+         END { exit bad || !timed }' "$tmp/log" || fail "$level: passes not timed one by one: $(cat "$tmp/log")"
     read -r before after < <(sed -nE 's/^  ([0-9]+) -> ([0-9]+) nodes, .*/\1 \2/p' "$tmp/log")
     [ "$after" -lt "$before" ] || fail "$level: $before -> $after nodes"
     "$tolk" check -q "$out" || fail "$level: the optimized graph does not pass tolk check"

@@ -25,8 +25,11 @@
 struct octx {
   struct ir_rw *rws; /* one per graph: the main graph first, then the bodies in it */
   size_t n_rws;
-  tolk_report_fn report;
+  tolk_report_fn report; /* a line per pass, or (each) the pass itself */
+  tolk_optimize_pass_fn each;
   void *user;
+  const tolk_model *model; /* what `each` is shown: the model whose IR this is */
+  char skipped[TOLK_ERROR_MESSAGE_MAX + 32];
   size_t rewrites;
   tolk_error *err;
 };
@@ -71,8 +74,8 @@ static int fold_graph(struct ir_rw *rw, const struct xgraph *xg) {
 }
 
 /* A graph with nodes tolk has no kernel for gets no folding (the other
- * passes need none); the report says why, and *skipped is set. */
-static int fold_pass(struct octx *c, tolk_status *st, bool *skipped) {
+ * passes need none); c->skipped says why. */
+static int fold_pass(struct octx *c, tolk_status *st) {
   tolk_session_params p = tolk_session_default_params();
   p.threads = 1;
   p.opt_level = TOLK_OPT_BASIC;
@@ -80,8 +83,7 @@ static int fold_pass(struct octx *c, tolk_status *st, bool *skipped) {
   tolk_error local;
   *st = exec_session_create_ir(c->rws[0].m, &p, NULL, &s, &local);
   if (*st == TOLK_ERR_UNSUPPORTED) {
-    tolk_report_line(c->report, c->user, "constant folding: skipped, it runs tolk's kernels: %s", local.message);
-    *skipped = true;
+    snprintf(c->skipped, sizeof c->skipped, "it runs tolk's kernels: %s", local.message);
     *st = TOLK_OK;
     return 0;
   }
@@ -146,6 +148,15 @@ static size_t live_nodes(const struct octx *c) {
   return n;
 }
 
+/* Tells the report or `each` how pass `name` ended. */
+static void tell(const struct octx *c, const char *name, size_t before, int n) {
+  tolk_optimize_pass p = {name, c->skipped[0] ? c->skipped : NULL, before, live_nodes(c), (size_t)n, c->model};
+  if (c->each) c->each(c->user, &p);
+  else if (p.skipped) tolk_report_line(c->report, c->user, "%s: skipped, %s", name, p.skipped);
+  else tolk_report_line(c->report, c->user, "%s: %zu -> %zu nodes (%d rewrite%s)", name, before, p.nodes_after, n,
+                        n == 1 ? "" : "s");
+}
+
 /* Runs the passes of `level` over every graph, in place; constant folding
  * only when `fold`. */
 static tolk_status run_passes(struct octx *c, tolk_opt_level level, bool fold) {
@@ -155,8 +166,8 @@ static tolk_status run_passes(struct octx *c, tolk_opt_level level, bool fold) {
     size_t before = live_nodes(c);
     tolk_status st = TOLK_OK;
     int n = 0;
-    bool skipped = false;
-    if (!p->fn) n = fold_pass(c, &st, &skipped);
+    c->skipped[0] = '\0';
+    if (!p->fn) n = fold_pass(c, &st);
     for (size_t r = 0; p->fn && r < c->n_rws && n >= 0; r++) {
       int k = p->fn(&c->rws[r]);
       n = k < 0 ? -1 : n + k;
@@ -164,9 +175,7 @@ static tolk_status run_passes(struct octx *c, tolk_opt_level level, bool fold) {
     if (st) return st;
     if (n < 0) return tolk_fail(c->err, TOLK_ERR_NO_MEMORY, "out of memory in the %s pass", p->name);
     c->rewrites += (size_t)n;
-    if (!skipped)
-      tolk_report_line(c->report, c->user, "%s: %zu -> %zu nodes (%d rewrite%s)", p->name, before,
-                       live_nodes(c), n, n == 1 ? "" : "s");
+    tell(c, p->name, before, n);
   }
   return TOLK_OK;
 }
@@ -186,28 +195,36 @@ static void graphs_of(struct ir_graph *g, struct ir_graph **out, size_t *n) {
       }
 }
 
-tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold, bool keep_cache,
-                             tolk_report_fn report, void *user, size_t *rewrites, tolk_error *err) {
-  struct octx c = {.report = report, .user = user, .err = err};
+/* Runs the passes over every graph of m, in place, telling c's report or
+ * `each` of each pass. */
+static tolk_status optimize_ir(struct octx *c, struct ir_model *m, tolk_opt_level level, bool fold,
+                               bool keep_cache) {
   size_t n = 0;
   graphs_of(m->graph, NULL, &n);
   struct ir_graph **gs = calloc(n, sizeof *gs);
-  c.rws = calloc(n, sizeof *c.rws);
-  bool ok = gs && c.rws;
+  c->rws = calloc(n, sizeof *c->rws);
+  bool ok = gs && c->rws;
   if (ok) {
     n = 0;
     graphs_of(m->graph, gs, &n);
-    c.n_rws = n;
+    c->n_rws = n;
   }
-  for (size_t r = 0; ok && r < c.n_rws; r++) {
-    ok = ir_rw_begin(&c.rws[r], m, gs[r]);
-    c.rws[r].keep_cache = keep_cache;
+  for (size_t r = 0; ok && r < c->n_rws; r++) {
+    ok = ir_rw_begin(&c->rws[r], m, gs[r]);
+    c->rws[r].keep_cache = keep_cache;
   }
-  tolk_status st = ok ? run_passes(&c, level, fold)
-                      : tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory before optimizing the graph");
-  for (size_t r = 0; r < c.n_rws; r++) ir_rw_end(&c.rws[r]);
-  free(c.rws);
+  tolk_status st = ok ? run_passes(c, level, fold)
+                      : tolk_fail(c->err, TOLK_ERR_NO_MEMORY, "out of memory before optimizing the graph");
+  for (size_t r = 0; r < c->n_rws; r++) ir_rw_end(&c->rws[r]);
+  free(c->rws);
   free(gs);
+  return st;
+}
+
+tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold, bool keep_cache,
+                             tolk_report_fn report, void *user, size_t *rewrites, tolk_error *err) {
+  struct octx c = {.report = report, .user = user, .err = err};
+  tolk_status st = optimize_ir(&c, m, level, fold, keep_cache);
   if (rewrites) *rewrites = c.rewrites;
   return st;
 }
@@ -247,9 +264,10 @@ static tolk_status verify_output(const struct pbw *b, const char *out_path, tolk
   return st ? TOLK_ERR_INTERNAL : TOLK_OK;
 }
 
-tolk_status tolk_model_optimize(const char *in_path, const char *out_path, tolk_opt_level level,
-                                tolk_report_fn report, void *user, tolk_optimize_summary *out,
-                                tolk_error *err) {
+/* tolk_model_optimize and tolk_model_optimize_each, c telling of the passes. */
+static tolk_status optimize_file(struct octx *c, const char *in_path, const char *out_path, tolk_opt_level level,
+                                 tolk_optimize_summary *out) {
+  tolk_error *err = c->err;
   tolk_optimize_summary sum = {0};
   if (out) *out = sum;
   if (!in_path || !out_path) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "tolk_model_optimize: NULL path");
@@ -263,7 +281,9 @@ tolk_status tolk_model_optimize(const char *in_path, const char *out_path, tolk_
   if (!st) st = check_input(m, in_path, out_path, level, err);
   if (!st) {
     sum.nodes_before = count_nodes(m->ir.graph);
-    st = exec_optimize_ir(&m->ir, level, true, false, report, user, &sum.rewrites, err);
+    c->model = m;
+    st = optimize_ir(c, &m->ir, level, true, false);
+    sum.rewrites = c->rewrites;
   }
   if (!st) st = onnx_write_model(&b, m, err);
   if (!st) st = verify_output(&b, out_path, err);
@@ -277,4 +297,18 @@ tolk_status tolk_model_optimize(const char *in_path, const char *out_path, tolk_
   pbw_release(&b);
   tolk_model_free(m);
   return st;
+}
+
+tolk_status tolk_model_optimize(const char *in_path, const char *out_path, tolk_opt_level level,
+                                tolk_report_fn report, void *user, tolk_optimize_summary *out,
+                                tolk_error *err) {
+  struct octx c = {.report = report, .user = user, .err = err};
+  return optimize_file(&c, in_path, out_path, level, out);
+}
+
+tolk_status tolk_model_optimize_each(const char *in_path, const char *out_path, tolk_opt_level level,
+                                     tolk_optimize_pass_fn each, void *user, tolk_optimize_summary *out,
+                                     tolk_error *err) {
+  struct octx c = {.each = each, .user = user, .err = err};
+  return optimize_file(&c, in_path, out_path, level, out);
 }
