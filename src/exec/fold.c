@@ -169,18 +169,12 @@ static void drop_unread(tolk_session *s, struct readers **tab) {
   }
 }
 
-/* Whether [p, p+n) lies in one of m's read-only private file mappings (the
- * .onnx file, or an external data file). */
-static bool in_file_map(const struct ir_model *m, const void *p, size_t n) {
-  const uint8_t *b = p;
-  if (m->file_map && b >= m->file_map && n <= m->file_size &&
-      (size_t)(b - m->file_map) <= m->file_size - n)
-    return true;
-  for (size_t i = 0; i < m->n_ext_files; i++) {
-    const struct ir_external_file *f = &m->ext_files[i];
-    if (f->map && b >= f->map && n <= f->size && (size_t)(b - f->map) <= f->size - n) return true;
-  }
-  return false;
+/* Whether v is an initializer whose pages may be given back: its data lies
+ * in a read-only private file mapping (ir_tensor.file_pages, set by the
+ * loader), and no caller may feed v in its place (a graph input's default). */
+static bool droppable(const struct ir_value *v) {
+  const struct ir_tensor *t = v->init;
+  return t && t->file_pages && t->data && t->nbytes && !(v->flags & IR_VALUE_GRAPH_INPUT);
 }
 
 /* Whether some node of s packed its copy from all of the initializer data
@@ -202,11 +196,8 @@ void exec_release_packed_now(const tolk_session *s, const struct xnode *xn) {
   if (!xn->def->packed_src_dropped || !xn->state) return;
   for (size_t i = 0; i < xn->node->n_inputs; i++) {
     const struct ir_value *v = xn->node->inputs[i];
-    const struct ir_tensor *t = v ? v->init : NULL;
-    if (!t || !t->zero_copy || !t->data || !t->nbytes || (v->flags & IR_VALUE_GRAPH_INPUT) ||
-        !in_file_map(s->m, t->data, t->nbytes))
-      continue;
-    if (xn->def->packed_src_dropped(xn->state, t->data)) tolk_drop_mapped_pages(t->data, t->nbytes);
+    if (!v || !droppable(v)) continue;
+    if (xn->def->packed_src_dropped(xn->state, v->init->data)) tolk_drop_mapped_pages(v->init->data, v->init->nbytes);
   }
 }
 
@@ -228,9 +219,7 @@ static void release_packed_pages(tolk_session *s, struct readers **tab) {
     for (size_t i = 0; i < xg->g->n_initializers; i++) {
       const struct ir_value *v = xg->g->initializers[i];
       const struct ir_tensor *t = v->init;
-      if (!t || !t->zero_copy || !t->data || !t->nbytes || (v->flags & IR_VALUE_GRAPH_INPUT) ||
-          tab[gi][v->index].output || !in_file_map(s->m, t->data, t->nbytes))
-        continue;
+      if (!droppable(v) || tab[gi][v->index].output) continue;
       if (!packed_from(s, t->data) && !unread(&tab[gi][v->index])) continue;
       tolk_drop_mapped_pages(t->data, t->nbytes);
     }

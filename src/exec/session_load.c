@@ -19,26 +19,17 @@ static bool rewrites(const tolk_session_params *p) {
   return p->opt_level == TOLK_OPT_EXTENDED || p->opt_level == TOLK_OPT_ALL;
 }
 
-/* A private copy of the borrowed `model` to rewrite: the same bytes
- * (mapped once, borrowed again), loaded anew, so the caller's model and
- * its other sessions stay as they are. The copy keeps the file mapping's
- * address, so the session gives back packed weights' pages as it would. */
-static tolk_status private_copy(const tolk_model *model, tolk_model **out, tolk_error *err) {
-  tolk_status st = tolk_model_load_buffer(model->map, model->map_size, model->dir, model->params, out, err);
-  if (st) return st;
-  (*out)->ir.file_map = model->ir.file_map;
-  (*out)->ir.file_size = model->ir.file_size;
-  return TOLK_OK;
-}
-
 tolk_status tolk_session_create(const tolk_model *model, tolk_session_params params,
                                 tolk_session **out, tolk_error *err) {
   if (!out) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "out is NULL");
   *out = NULL;
   if (!model) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "model is NULL");
   if (!rewrites(&params)) return exec_session_create_ir(tolk_model_ir(model), &params, NULL, out, err);
+  /* A private copy to rewrite, so the caller's model and its other
+   * sessions stay as they are; it gives back packed weights' pages as the
+   * model would. */
   tolk_model *copy = NULL;
-  tolk_status st = private_copy(model, &copy, err);
+  tolk_status st = onnx_model_load_again(model, &copy, err);
   if (st) return st;
   return adopt(copy, params, out, err);
 }

@@ -248,10 +248,6 @@ struct ir_model {
   size_t n_ext_files;
   size_t n_ext_files_cap;
   size_t file_size;         /* bytes of the .onnx file */
-  /* The .onnx file's read-only private mapping when it was loaded from a
-   * path (zero-copy inline tensors point into it), else NULL: pages in it
-   * may be dropped (MADV_DONTNEED) and fault back from the file. */
-  const uint8_t *file_map;
   int max_depth_seen;       /* deepest subgraph nesting */
   struct tolk_arena arena;  /* owns every struct above */
 };

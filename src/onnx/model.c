@@ -66,12 +66,11 @@ static tolk_status decode(tolk_model *m, tolk_error *err) {
   l.arena = &m->ir.arena;
   l.base = m->map;
   l.size = m->map_size;
-  l.file_mapped = m->mapped;
+  l.file_mapped = m->mapped || m->file_view;
   l.dir = m->dir;
   l.params = m->params;
   l.err = err;
   m->ir.file_size = m->map_size;
-  m->ir.file_map = m->mapped ? m->map : NULL;
   return onnx_decode_model(&l);
 }
 
@@ -82,8 +81,10 @@ static tolk_status check_params(tolk_model_params *p, tolk_error *err) {
   return TOLK_OK;
 }
 
-tolk_status tolk_model_load_buffer(const void *data, size_t size, const char *base_dir,
-                                   tolk_model_params params, tolk_model **out, tolk_error *err) {
+/* tolk_model_load_buffer; file_view: data is another model's read-only
+ * private file mapping, borrowed (its pages may be given back). */
+static tolk_status load_bytes(const void *data, size_t size, const char *base_dir, tolk_model_params params,
+                              bool file_view, tolk_model **out, tolk_error *err) {
   if (out) *out = NULL;
   if (!out || (!data && size))
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "tolk_model_load_buffer: NULL argument");
@@ -98,6 +99,7 @@ tolk_status tolk_model_load_buffer(const void *data, size_t size, const char *ba
   m->params = params;
   m->map = data ? data : (const uint8_t *)"";
   m->map_size = size;
+  m->file_view = file_view;
   if (base_dir && !(m->dir = dup_str(base_dir))) {
     tolk_model_free(m);
     return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
@@ -108,6 +110,15 @@ tolk_status tolk_model_load_buffer(const void *data, size_t size, const char *ba
   }
   *out = m;
   return TOLK_OK;
+}
+
+tolk_status tolk_model_load_buffer(const void *data, size_t size, const char *base_dir,
+                                   tolk_model_params params, tolk_model **out, tolk_error *err) {
+  return load_bytes(data, size, base_dir, params, false, out, err);
+}
+
+tolk_status onnx_model_load_again(const tolk_model *src, tolk_model **out, tolk_error *err) {
+  return load_bytes(src->map, src->map_size, src->dir, src->params, src->mapped || src->file_view, out, err);
 }
 
 tolk_status tolk_model_load(const char *path, tolk_model_params params, tolk_model **out,

@@ -49,10 +49,16 @@ struct tolk_model {
   const uint8_t *map; /* the mapped (or borrowed) model bytes */
   size_t map_size;
   bool mapped;        /* map came from mmap and is ours to unmap */
+  bool file_view;     /* map is another model's file mapping (onnx_model_load_again) */
   char *dir;          /* folder for external data (malloc'd), or NULL */
   char *path;         /* the model's path as given (malloc'd), or NULL */
   tolk_model_params params;
 };
+
+/* Loads src's bytes anew into a model of its own (same folder and params),
+ * borrowing src's mapping, which must outlive it: a private IR to rewrite.
+ * Its tensors know their pages are src's file's (ir_tensor.file_pages). */
+tolk_status onnx_model_load_again(const tolk_model *src, tolk_model **out, tolk_error *err);
 
 /* The IR of a loaded model; borrowed, lives as long as `m`. */
 struct ir_model *tolk_model_ir(const tolk_model *m);
@@ -122,7 +128,8 @@ struct onnx_loader {
   const char *dir;     /* folder for external data, or NULL */
   tolk_model_params params;
   bool copy;           /* never point into `base` (buffer not kept) */
-  bool file_mapped;    /* `base` is our read-only file mapping: pages whose
+  bool file_mapped;    /* `base` is a read-only private file mapping (ours, or
+                          borrowed: onnx_model_load_again): pages whose
                           bytes were copied out may be dropped from RSS */
   bool borrow_misaligned; /* set while decoding graph initializers: raw_data
                              not aligned for its dtype stays in place too
