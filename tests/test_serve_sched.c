@@ -305,6 +305,20 @@ static void beam_wider_than_rows(const tolk_translator *tr) {
   sched_free(s);
 }
 
+/* Rows the scheduler holds at most until the probe has `dones` done. */
+static size_t most_rows_until(const struct sched *s, struct probe *p, int dones) {
+  size_t most = 0;
+  for (;;) {
+    size_t rows = sched_live_rows(s);
+    most = rows > most ? rows : most;
+    pthread_mutex_lock(&p->mu);
+    int done = p->dones;
+    pthread_mutex_unlock(&p->mu);
+    if (done >= dones) return most;
+    sched_yield();
+  }
+}
+
 /* --max-batch-rows: however many texts wait, the batch never holds more
  * rows than the bound, and it does fill up to it. */
 static void row_bound(const tolk_translator *tr) {
@@ -322,16 +336,7 @@ static void row_bound(const tolk_translator *tr) {
     CHECK(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK);
     sched_job_release(j);
   }
-  size_t most = 0;
-  for (;;) {
-    size_t rows = sched_live_rows(s);
-    most = rows > most ? rows : most;
-    pthread_mutex_lock(&p.mu);
-    int done = p.dones;
-    pthread_mutex_unlock(&p.mu);
-    if (done == N) break;
-    sched_yield();
-  }
+  size_t most = most_rows_until(s, &p, N);
   CHECK_MSG(most == 2, "the batch held %zu rows at most, bound 2", most);
   sched_free(s);
   probe_free(&p);
@@ -340,11 +345,12 @@ static void row_bound(const tolk_translator *tr) {
   CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_ERR_INVALID_ARGUMENT && s == NULL);
 }
 
-/* A text is judged by when the batch could hold all of it, not its first
- * sentence alone: with one of two rows taken by a long sentence, a text of
- * one sentence starts at once, but one of two sentences, or the first text
- * of a request that sends another, would wait for the long one to leave,
- * past a budget of 1 ms. */
+/* A request's sentences join the batch together, up to twice the row
+ * bound, and a text is judged by when the batch could hold all of it that
+ * way: with one of two rows taken by a long sentence, a text of two
+ * sentences starts at once, both rows beside the long one (3 > the bound
+ * of 2); a text of four, or the first of a request of four texts, would
+ * have its fourth wait for the long one to leave, past a budget of 1 ms. */
 static void whole_text_wait(const tolk_translator *tr) {
   struct sched_params sp = sched_default_params();
   sp.max_batch_rows = 2;
@@ -361,19 +367,40 @@ static void whole_text_wait(const tolk_translator *tr) {
   struct timespec settle = {0, 20 * 1000000L}; /* the estimate is published after the turn */
   nanosleep(&settle, NULL);
   CHECK_MSG(sched_live_rows(s) == 1, "the long sentence ended early: %zu rows", sched_live_rows(s));
-  tp.max_new_tokens = tp.min_new_tokens = 5;
-  CHECK_MSG(sched_submit(s, "Open the file. Close it now.", 28, &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && !j,
-            "a text of two sentences was taken with one row free");
+  tp.max_new_tokens = tp.min_new_tokens = 40; /* enough turns for the rows to be seen */
+  const char *four = "Open the file. Close it now. Save the text. Read it again.";
+  CHECK_MSG(sched_submit(s, four, strlen(four), &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && !j,
+            "a text of four sentences was taken with one row free");
   CHECK_MSG(strstr(err.message, "past the 0.001 s allowed"), "%s", err.message);
-  tp.later_texts = 1;
+  tp.later_texts = 3;
   CHECK_MSG(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && !j,
-            "the first of two texts was taken with one row free");
+            "the first of four texts was taken with one row free");
   tp.later_texts = 0;
+  CHECK_MSG(sched_submit(s, "Open the file. Close it now.", 28, &tp, &cbs, &p, &j, &err) == TOLK_OK, "%s",
+            err.message);
+  size_t most = most_rows_until(s, &p, 1);
+  CHECK_MSG(most == 3, "a text of two sentences ran in %zu rows beside the long one, not 3", most);
+  sched_job_release(j);
+  /* The same for a request of two texts of one sentence each. */
+  int request;
+  struct sched_job *second;
+  tp.request = &request;
+  tp.later_texts = 1;
   CHECK_MSG(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK, "%s", err.message);
-  probe_wait(&p, 1);
+  tp.later_texts = 0;
+  tp.follows = true;
+  CHECK_MSG(sched_submit(s, "Close it now.", 13, &tp, &cbs, &p, &second, &err) == TOLK_OK, "%s", err.message);
+  most = most_rows_until(s, &p, 3);
+  CHECK_MSG(most == 3, "a request of two texts ran in %zu rows beside the long one, not 3", most);
+  sched_job_release(j);
+  sched_job_release(second);
+  tp.request = NULL;
+  tp.follows = false;
+  CHECK_MSG(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK, "%s", err.message);
+  probe_wait(&p, 4);
   sched_job_release(j);
   sched_cancel(longj);
-  probe_wait(&p, 2);
+  probe_wait(&p, 5);
   sched_job_release(longj);
   probe_free(&p);
   sched_free(s);

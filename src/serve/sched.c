@@ -11,7 +11,8 @@
  *     1. sentences of cancelled or late texts leave the queue and the batch;
  *     2. queued sentences are admitted in arrival order while the batch's
  *        rows × padded source length stays under max_batch_tokens and its
- *        rows under max_batch_rows (an idle scheduler first waits up to
+ *        rows under max_batch_rows, or twice that for the sentences of a
+ *        request already in the batch (an idle scheduler first waits up to
  *        max_wait_ms for company): their encoder run and first decoder step
  *        happen now, between two steps of the batch, and their rows join it;
  *     3. one decoder step for every row;
@@ -72,6 +73,7 @@ struct sched_job {
   tolk_generate_params gp;
   int n_best;
   int64_t submit_ns, deadline_ns;
+  const void *group;  /* its request (sched_text_params.request), or itself */
   struct mt_doc doc;
   struct sentence *sent;
   size_t n_left;      /* sentences not yet finished */
@@ -302,18 +304,22 @@ static tolk_status check_tag(const struct sched *s, const char *tag, tolk_error 
   return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "target tag %s is not in the model's vocabulary", tag);
 }
 
-/* The rows a batch of padded source length len may hold. */
-static size_t batch_cap(const struct sched *s, size_t len) {
+/* The rows a batch of padded source length len may hold when a request
+ * joins it, or (follow) when more of a request already in it do: twice
+ * max_batch_rows (sched_params). */
+static size_t batch_cap(const struct sched *s, size_t len, bool follow) {
   size_t cap = (size_t)s->p.max_batch_tokens / (len ? len : 1);
-  return s->p.max_batch_rows && (size_t)s->p.max_batch_rows < cap ? (size_t)s->p.max_batch_rows : cap;
+  size_t rows = (size_t)s->p.max_batch_rows * (follow ? 2 : 1);
+  return rows && rows < cap ? rows : cap;
 }
 
 /* Under s->mu: how long j would wait until the batch could hold it: until
  * its m-th sentence starts, m being its sentences and the texts its request
- * sends after it (each at least one), as many as the batch holds beside
- * one another. Judging its first sentence alone let a text of two wait a
- * departure more than the budget allowed, and requests of several
- * sentences made the tail of every overload run. Those beyond the batch's
+ * sends after it (each at least one), less those that follow the first
+ * past the row bound (up to the bound's worth: batch_cap), as many as the
+ * batch holds beside one another. Judging its first sentence alone let a
+ * text longer than that wait a departure more than the budget allowed, and
+ * requests of several sentences made the tail of every overload run. Those beyond the batch's
  * rows wait for the text's own, which is its length, not the queue. The
  * sentences queued ahead take the free rows first, then each the place of
  * the next running sentence to leave, and once every running one has been
@@ -323,7 +329,9 @@ static double expected_wait(const struct sched *s, const struct sched_job *j, si
   if (s->idle && !s->queued) return 0;
   size_t beams = (size_t)j->gp.num_beams, len = 0;
   for (size_t i = 0; i < j->doc.n; i++) len = j->doc.p[i].ids.n > len ? j->doc.p[i].ids.n : len;
-  size_t fit = batch_cap(s, len) / beams, m = j->doc.n + later_texts;
+  size_t fit = batch_cap(s, len, false) / beams, more = batch_cap(s, len, true) / beams - fit;
+  size_t m = j->doc.n + later_texts;
+  m = m > more + 1 ? m - more : 1; /* up to `more` follow the first past the bound */
   if (m > fit) m = fit;
   if (m < 1) m = 1;
   size_t free_now = s->free_rows / beams, ahead = s->queued + m;
@@ -359,6 +367,7 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
   j->user = user;
   j->submit_ns = now_ns();
   j->deadline_ns = p->deadline_ns;
+  j->group = p->request ? p->request : (const void *)j;
   atomic_init(&j->refs, 2); /* the caller's and the scheduler's */
   atomic_init(&j->cancel, false);
   tolk_status st = job_params(s, p, j, err);
@@ -492,12 +501,24 @@ static void compact_queue(struct sched *s, int64_t now) {
   s->queued = w;
 }
 
-/* Rows and padded length the batch would have with `x` added. */
-static bool fits_batch(const struct sched *s, size_t rows, size_t len, const struct sentence *x) {
+/* Whether the batch of `rows` rows and padded length `len` can take x;
+ * follow: a sentence of its request is in the batch or joins with it. */
+static bool fits_batch(const struct sched *s, size_t rows, size_t len, const struct sentence *x, bool follow) {
   size_t r = rows + (size_t)x->job->gp.num_beams, l = x->job->doc.p[x->index].ids.n;
   if (l < len) l = len;
-  if (s->p.max_batch_rows && r > (size_t)s->p.max_batch_rows) return false;
+  size_t bound = (size_t)s->p.max_batch_rows * (follow ? 2 : 1);
+  if (bound && r > bound) return false;
   return r * l <= (size_t)s->p.max_batch_tokens;
+}
+
+/* Whether a sentence of x's request is running or among the n joining. */
+static bool group_in_batch(const struct sched *s, const struct sentence *x, struct sentence *const *joining,
+                           size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (joining[i]->job->group == x->job->group) return true;
+  for (size_t i = 0; i < s->n_running; i++)
+    if (s->running[i]->job->group == x->job->group) return true;
+  return false;
 }
 
 /* Turns a sentence is expected to stay in the batch: as long as those
@@ -528,7 +549,7 @@ static size_t pop_admissions(struct sched *s, struct sentence **out, size_t max)
   size_t cap = (size_t)s->p.max_queue;
   while (s->queued && n < max) {
     struct sentence *x = s->queue[s->head];
-    if (!fits_batch(s, rows, len, x) && (rows || n)) break;
+    if (!fits_batch(s, rows, len, x, group_in_batch(s, x, out, n)) && (rows || n)) break;
     rows += (size_t)x->job->gp.num_beams;
     size_t l = x->job->doc.p[x->index].ids.n;
     len = l > len ? l : len;
@@ -541,7 +562,7 @@ static size_t pop_admissions(struct sched *s, struct sentence **out, size_t max)
     }
   }
   if (n) {
-    size_t c = batch_cap(s, len);
+    size_t c = batch_cap(s, len, false);
     s->free_rows = c > rows ? c - rows : 0;
     s->idle = false;
   }
@@ -559,7 +580,7 @@ static void wait_for_company(struct sched *s) {
     bool full = false;
     for (size_t i = 0; i < s->queued && !full; i++) {
       const struct sentence *x = s->queue[(s->head + i) % cap];
-      full = !fits_batch(s, rows, len, x);
+      full = !fits_batch(s, rows, len, x, false);
       rows += (size_t)x->job->gp.num_beams;
       len = x->job->doc.p[x->index].ids.n > len ? x->job->doc.p[x->index].ids.n : len;
     }
@@ -701,7 +722,7 @@ static int cmp_double(const void *a, const void *b) {
  * mean interval between departures. */
 static void estimate_drain(struct sched *s, int64_t turn_ns) {
   size_t sentences = mt_batcher_sentences(s->batch), rows = mt_batcher_rows(s->batch);
-  size_t cap = batch_cap(s, mt_batcher_source_len(s->batch));
+  size_t cap = batch_cap(s, mt_batcher_source_len(s->batch), false);
   s->free_rows = cap > rows ? cap - rows : 0;
   s->idle = sentences == 0;
   s->n_leave = s->n_slots = 0;

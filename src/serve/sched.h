@@ -58,11 +58,15 @@ struct sched_params {
    * of seconds that suits a slow fp32 model lets a faster int8 one's
    * admitted texts wait twice as long relative to their translation. */
   double max_queue_wait_stays;
-  /* A batch's rows (beams count) stay at or under this (0: only
-   * max_batch_tokens bounds them). Past the rows that fill the cores a
-   * step only gets longer for everyone in the batch: this is what keeps
-   * the latency of admitted texts flat under overload, the excess waiting
-   * in the queue where max_queue_wait_ms can refuse it. */
+  /* A request's first sentence joins the batch only while its rows (beams
+   * count) stay at or under this (0: only max_batch_tokens bounds them).
+   * Past the rows that fill the cores a step only gets longer for everyone
+   * in the batch: this is what keeps the latency of admitted texts flat
+   * under overload, the excess waiting in the queue where
+   * max_queue_wait_ms can refuse it. The request's other sentences follow
+   * it up to twice the bound: split by the bound, a request of four
+   * sentences under a bound of three ran three and then one, two stays in
+   * the batch where one of four rows costs little more than one of three. */
   int max_batch_rows;
 };
 
@@ -84,6 +88,9 @@ struct sched_text_params {
   /* Texts the same request submits after this one: the first is judged by
    * when the batch could hold them beside it. */
   size_t later_texts;
+  /* The request the text belongs to (NULL: the text alone): its texts
+   * join the batch together, past max_batch_rows (above). */
+  const void *request;
 };
 
 /* One hypothesis: text, ids (decoder start first) and score. */

@@ -76,6 +76,7 @@ tolk_status req_submit(struct req *r, size_t i, const struct engine *e, const ch
   struct sched_text_params tp = *p;
   tp.follows = i > 0;
   tp.later_texts = r->n_tasks - 1 - i;
+  tp.request = r;
   tolk_status st = sched_submit(e->sched, text, len, &tp, &cb, t, &t->job, err);
   if (st) {
     r->pending--;
