@@ -17,7 +17,7 @@ tolk_status cli_calibrate(const char *model, const char *data, tolk_calibration_
 /* The calibrations of a translation model folder's graphs, made by
  * running sentences through them as translation does (calib_text.c). */
 struct text_cal {
-  tolk_calibration *enc, *dec, *past; /* past NULL without decoder_with_past_model.onnx */
+  tolk_calibration *enc, *dec, *past; /* dec, past NULL without their graph */
   tolk_calibration *merged;           /* decoder_model_merged.onnx, or NULL */
   size_t sentences, tokens, unknown;  /* source text tokens (no tag, </s> or bare "▁"), <unk> among them */
 };
@@ -26,9 +26,11 @@ struct text_cal {
  * and translates it greedily through encoder_model.onnx, decoder_model.onnx
  * and decoder_with_past_model.onnx (when present), every run a sample of its
  * graph's calibration — each step run by decoder_model_merged.onnx too, when
- * present, with the same inputs — then finishes the calibrations. Refuses a file with
- * no sentence and one whose tokens are mostly unknown. On failure *tc holds
- * nothing and err names the file (and sentence). */
+ * present, with the same inputs; without decoder_model.onnx, by the merged
+ * decoder alone on its own outputs — then finishes the calibrations. Refuses
+ * a folder with neither decoder, a file with no sentence and one whose
+ * tokens are mostly unknown. On failure *tc holds nothing and err names the
+ * file (and sentence) or the folder. */
 tolk_status cli_calibrate_text(const char *dir, const char *file, tolk_calibration_params params,
                                struct text_cal *tc, tolk_error *err);
 void cli_text_cal_free(struct text_cal *tc);

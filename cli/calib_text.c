@@ -5,19 +5,25 @@
  * skipped) is tokenized with the folder's tokenizer — given the folder's
  * default target tag (>>cmn_Hans<<, else the first of the vocabulary) when
  * the line has none, as `tolk translate` does — and run through the encoder,
- * then decoded greedily: the first step by decoder_model.onnx from the
- * decoder start token (the pad id, as Marian models start), the next ones by
- * decoder_with_past_model.onnx fed the previous step's present.* as its
- * past_key_values.* (or, without it, by decoder_model.onnx on the whole
- * prefix), until </s> or 2 × the source length + 16 tokens. Every run is a
- * calibration sample of its graph, so each graph's ranges come from the
- * activations translation gives it. A merged decoder (decoder_model_merged.onnx)
- * runs every step too, as translation would run it in the two graphs' place:
- * the first with use_cache_branch false and empty past_key_values.* (as
- * [1, heads, 0, head_dim]), the next ones with use_cache_branch true, the
- * last token and the cache the other graphs made, so each of its If branches
- * is calibrated on the runs that take it. Its outputs are not used: its
- * branches compute what the two graphs compute.
+ * then decoded greedily from the decoder start token (the pad id, as Marian
+ * models start) until </s> or 2 × the source length + 16 tokens. Every run
+ * is a calibration sample of its graph, so each graph's ranges come from the
+ * activations translation gives it.
+ *
+ * With decoder_model.onnx, it takes the first step and picks the tokens;
+ * decoder_with_past_model.onnx takes the next ones, fed the previous step's
+ * present.* as its past_key_values.* (or, without it, decoder_model.onnx
+ * again on the whole prefix). A merged decoder (decoder_model_merged.onnx)
+ * runs every step too, as translation would run it in the two graphs'
+ * place: the first with use_cache_branch false and empty past_key_values.*
+ * (as [1, heads, 0, head_dim]), the next ones with use_cache_branch true,
+ * the last token and the cache the other graphs made, so each of its If
+ * branches is calibrated on the runs that take it; its outputs are not
+ * used, its branches computing what the two graphs compute. Without
+ * decoder_model.onnx (a folder of the encoder and the merged decoder, as
+ * users keep an Optimum export) the merged decoder takes every step itself
+ * the same way, fed its own present.* as past and picking the tokens from
+ * its own logits — the same computations, so the same ranges.
  *
  * Refused: a file with no sentence, and one whose tokens are mostly <unk>
  * (more than half: not text of the model's source language). The random-ids
@@ -65,11 +71,12 @@ static void cache_free(struct cache *c) {
   c->n = 0;
 }
 
-/* Takes the run's outputs: the logits (output 0) into *logits, each
- * present.X into the cache in place of the one before. */
-static void cache_take(struct cache *c, const tolk_calibration *cal, tolk_tensor **out, tolk_tensor **logits) {
-  for (size_t k = 0; k < tolk_calibration_output_count(cal); k++) {
-    const char *name = tolk_calibration_output(cal, k)->name;
+/* Takes the run's outputs out[k], named names[k]: the logits (the first)
+ * into *logits, each present.X into the cache in place of the one before. */
+static void cache_take(struct cache *c, size_t n, const char *const *names, tolk_tensor **out,
+                       tolk_tensor **logits) {
+  for (size_t k = 0; k < n; k++) {
+    const char *name = names[k];
     if (k == 0) {
       tolk_tensor_free(*logits);
       *logits = out[k];
@@ -85,6 +92,21 @@ static void cache_take(struct cache *c, const tolk_calibration *cal, tolk_tensor
     else tolk_tensor_free(c->t[i]);
     c->t[i] = out[k];
   }
+}
+
+/* The outputs a run that leads the decoding returns into *names (64 at
+ * most): all, but at the merged decoder's later steps not present.*.encoder.*.
+ * The cross-attention cache comes from the encoder output alone, made once
+ * by the first step; the cache branch returns empty placeholders in its
+ * place ([0, heads, 1, head_dim]: Optimum fills the outputs a branch lacks),
+ * so the first step's are kept, as translation keeps them (src/mt/decoder.c). */
+static size_t wanted_outputs(const tolk_calibration *cal, bool later_merged, const char **names) {
+  size_t n = 0;
+  for (size_t k = 0; k < tolk_calibration_output_count(cal) && n < 64; k++) {
+    const char *name = tolk_calibration_output(cal, k)->name;
+    if (!later_merged || strncmp(name, "present.", 8) || !strstr(name, ".encoder.")) names[n++] = name;
+  }
+  return n;
 }
 
 /* The tensor the decoder input `name` is fed; NULL when unknown. */
@@ -120,16 +142,18 @@ static tolk_status step(const struct decode *d, tolk_calibration *cal, const tol
                         tolk_tensor **logits, tolk_error *err) {
   struct run_io io = {{0}, {0}, 0};
   tolk_tensor *out[64] = {0};
-  size_t n_out = tolk_calibration_output_count(cal);
-  if (n_out > 64) return fail(err, TOLK_ERR_UNSUPPORTED, "more than 64 outputs", "the decoder");
+  const char *names[64];
+  if (tolk_calibration_output_count(cal) > 64)
+    return fail(err, TOLK_ERR_UNSUPPORTED, "more than 64 outputs", "the decoder");
+  size_t n_out = wanted_outputs(cal, false, names);
   for (size_t i = 0; i < tolk_calibration_input_count(cal) && i < 64; i++) {
     const char *name = tolk_calibration_input(cal, i)->name;
     io.names[io.n] = name;
     if (!(io.in[io.n++] = decoder_feed(name, ids, d->mask, d->enc, c)))
       return fail(err, TOLK_ERR_UNSUPPORTED, "a decoder input calibration by sentences cannot feed", name);
   }
-  tolk_status st = tolk_calibration_add_run(cal, io.n, io.names, io.in, n_out, NULL, out, err);
-  if (!st) cache_take(c, cal, out, logits);
+  tolk_status st = tolk_calibration_add_run(cal, io.n, io.names, io.in, n_out, names, out, err);
+  if (!st) cache_take(c, n_out, names, out, logits);
   return st;
 }
 
@@ -149,20 +173,27 @@ static tolk_status empty_past(const tolk_calibration *cal, const char *name, int
 }
 
 /* One run of the merged decoder on the step that `last` (one token) and the
- * cache `c` (empty at the first step) make. */
-static tolk_status merged_step(const struct decode *d, const tolk_tensor *last, const struct cache *c,
-                               tolk_error *err) {
+ * cache `c` (empty at the first step) make. With `logits` it leads the
+ * decoding: its outputs go into the cache and *logits, as step's do;
+ * without, the cache is the other graphs' and the run only a sample. */
+static tolk_status merged_step(const struct decode *d, const tolk_tensor *last, struct cache *c,
+                               tolk_tensor **logits, tolk_error *err) {
   tolk_calibration *cal = d->tc->merged;
   struct run_io io = {{0}, {0}, 0};
-  tolk_tensor *own[64] = {0}, *branch = NULL;
+  tolk_tensor *own[64] = {0}, *out[64] = {0}, *branch = NULL;
   uint8_t flag = c->n > 0;
   int64_t one = 1;
-  size_t n_own = 0;
+  const char *names[64] = {0};
+  size_t n_own = 0, n_out = 0;
+  if (tolk_calibration_output_count(cal) > 64)
+    return fail(err, TOLK_ERR_UNSUPPORTED, "more than 64 outputs", "the merged decoder");
   tolk_status st = tolk_tensor_create(TOLK_BOOL, 1, &one, &flag, 1, &branch, err);
   for (size_t i = 0; !st && i < tolk_calibration_input_count(cal); i++) {
     const char *name = tolk_calibration_input(cal, i)->name;
-    if (io.n == 64 || n_own == 64)
-      return fail(err, TOLK_ERR_UNSUPPORTED, "more than 64 inputs", "the merged decoder");
+    if (io.n == 64 || n_own == 64) {
+      st = fail(err, TOLK_ERR_UNSUPPORTED, "more than 64 inputs", "the merged decoder");
+      break;
+    }
     io.names[io.n] = name;
     io.in[io.n] = !strcmp(name, "use_cache_branch") ? branch : decoder_feed(name, last, d->mask, d->enc, c);
     if (!io.in[io.n] && !c->n && !strncmp(name, "past_key_values.", 16) &&
@@ -171,39 +202,58 @@ static tolk_status merged_step(const struct decode *d, const tolk_tensor *last, 
     if (!st && !io.in[io.n++])
       st = fail(err, TOLK_ERR_UNSUPPORTED, "a merged decoder input calibration by sentences cannot feed", name);
   }
-  if (!st) st = tolk_calibration_add(cal, io.n, io.names, io.in, err);
+  if (logits) n_out = wanted_outputs(cal, c->n > 0, names);
+  if (!st) st = tolk_calibration_add_run(cal, io.n, io.names, io.in, n_out, names, out, err);
+  /* The run has read the cache: now its outputs may replace it. */
+  if (!st && logits) cache_take(c, n_out, names, out, logits);
   for (size_t i = 0; i < n_own; i++) tolk_tensor_free(own[i]);
   tolk_tensor_free(branch);
   return st;
 }
 
+/* One decoding step, run by every graph that translation could run it
+ * with, on `last` (the last token; `prefix`, every token so far, for
+ * decoder_model after the first step when there is no past graph) and the
+ * cache. The separate graph of the step (decoder_model first, then
+ * decoder_with_past_model, else decoder_model again) leads when there is
+ * one; without it the merged decoder leads, fed its own presents as
+ * translation feeds them. The merged decoder runs first, so that it reads
+ * the cache before the leading graph's outputs replace it. */
+static tolk_status decode_step(const struct decode *d, bool first, const tolk_tensor *last,
+                               const tolk_tensor *prefix, struct cache *c, tolk_tensor **logits,
+                               tolk_error *err) {
+  const struct text_cal *tc = d->tc;
+  tolk_calibration *sep = first ? tc->dec : tc->past ? tc->past : tc->dec;
+  tolk_status st = TOLK_OK;
+  if (tc->merged) st = merged_step(d, last, c, sep ? NULL : logits, err);
+  if (!st && sep) st = step(d, sep, first || tc->past ? last : prefix, c, logits, err);
+  return st;
+}
+
 /* Greedy decoding of one sentence, every run a calibration sample. */
 static tolk_status decode(const struct decode *d, tolk_error *err) {
-  struct text_cal *tc = d->tc;
+  const struct text_cal *tc = d->tc;
   struct cache c = {{0}, {0}, 0};
-  tolk_tensor *logits = NULL, *ids = NULL;
+  tolk_tensor *logits = NULL, *last = NULL, *prefix = NULL;
   int64_t *seq = malloc((size_t)(d->max_steps + 1) * sizeof *seq), n = 1;
   tolk_status st = seq ? TOLK_OK : fail(err, TOLK_ERR_NO_MEMORY, "out of memory", "decoding");
   if (!st) seq[0] = d->start;
-  if (!st && !(ids = ids_tensor(seq, 1, err))) st = err->status;
-  if (!st && tc->merged) st = merged_step(d, ids, &c, err);
-  if (!st) st = step(d, tc->dec, ids, &c, &logits, err);
+  if (!st && !(last = ids_tensor(seq, 1, err))) st = err->status;
+  if (!st) st = decode_step(d, true, last, NULL, &c, &logits, err);
   while (!st && n < d->max_steps && (seq[n] = last_argmax(logits)) != d->eos) {
     n++;
-    tolk_tensor_free(ids);
-    ids = ids_tensor(&seq[n - 1], 1, err);
-    if (!ids) st = err->status;
-    else if (tc->merged) st = merged_step(d, ids, &c, err);
-    /* With the past graph one token and the cache; without, the whole prefix. */
-    if (!st && !tc->past) {
-      tolk_tensor_free(ids);
-      if (!(ids = ids_tensor(seq, n, err))) st = err->status;
-    }
-    if (!st) st = step(d, tc->past ? tc->past : tc->dec, ids, &c, &logits, err);
+    tolk_tensor_free(last);
+    tolk_tensor_free(prefix);
+    prefix = NULL;
+    if (!(last = ids_tensor(&seq[n - 1], 1, err))) st = err->status;
+    /* Without the past graph, decoder_model decodes the whole prefix. */
+    else if (tc->dec && !tc->past && !(prefix = ids_tensor(seq, n, err))) st = err->status;
+    if (!st) st = decode_step(d, false, last, prefix, &c, &logits, err);
   }
   cache_free(&c);
   tolk_tensor_free(logits);
-  tolk_tensor_free(ids);
+  tolk_tensor_free(last);
+  tolk_tensor_free(prefix);
   free(seq);
   return st;
 }
@@ -309,16 +359,23 @@ static bool exists(const char *path) {
   return stat(path, &st) == 0;
 }
 
+/* The folder's graphs that decode: decoder_model.onnx and
+ * decoder_with_past_model.onnx and decoder_model_merged.onnx, each when
+ * present; one of decoder_model and the merged decoder is needed to take
+ * the first step. */
 static tolk_status create_cals(const char *dir, tolk_calibration_params p, struct text_cal *tc, tolk_error *err) {
-  char path[8400];
+  char path[8400], merged[8400];
   snprintf(path, sizeof path, "%s/encoder_model.onnx", dir);
   tolk_status st = tolk_calibration_create(path, p, &tc->enc, err);
   snprintf(path, sizeof path, "%s/decoder_model.onnx", dir);
-  if (!st) st = tolk_calibration_create(path, p, &tc->dec, err);
+  snprintf(merged, sizeof merged, "%s/decoder_model_merged.onnx", dir);
+  if (!st && !exists(path) && !exists(merged))
+    return fail(err, TOLK_ERR_NOT_FOUND, "no decoder_model.onnx or decoder_model_merged.onnx to decode the sentences",
+                dir);
+  if (!st && exists(path)) st = tolk_calibration_create(path, p, &tc->dec, err);
   snprintf(path, sizeof path, "%s/decoder_with_past_model.onnx", dir);
   if (!st && exists(path)) st = tolk_calibration_create(path, p, &tc->past, err);
-  snprintf(path, sizeof path, "%s/decoder_model_merged.onnx", dir);
-  if (!st && exists(path)) st = tolk_calibration_create(path, p, &tc->merged, err);
+  if (!st && exists(merged)) st = tolk_calibration_create(merged, p, &tc->merged, err);
   return st;
 }
 
@@ -338,7 +395,9 @@ tolk_status cli_calibrate_text(const char *dir, const char *file, tolk_calibrati
       snprintf(where, sizeof where, "%.800s: sentence %zu", file, i + 1);
       char old[sizeof err->message];
       memcpy(old, err->message, sizeof old);
-      snprintf(err->message, sizeof err->message, "%s: %.*s", where, (int)(sizeof old - sizeof where - 4), old);
+      /* The message keeps all the room `where` leaves it, not a fixed share. */
+      int room = (int)(sizeof old - 3 - strlen(where));
+      snprintf(err->message, sizeof err->message, "%s: %.*s", where, room, old);
     }
     tc->sentences += !st;
   }

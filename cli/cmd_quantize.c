@@ -60,7 +60,9 @@ static const struct cli_verb verb = {
     "(the input named NAME); for IN_DIR, DATA/X holds the samples of X.onnx (a graph\n"
     "without is skipped). For a translation model folder DATA may also be a text file\n"
     "of source sentences, one a line: each is tokenized and translated greedily through\n"
-    "the encoder, decoder and decoder-with-past graphs, every run a sample of its graph.\n"
+    "the encoder, decoder and decoder-with-past graphs, every run a sample of its graph,\n"
+    "the merged decoder taking each step too; a folder of only the encoder and the\n"
+    "merged decoder is translated by the merged decoder alone.\n"
     "Samples must match the graph's inputs; empty or random-looking data, and text\n"
     "mostly unknown to the tokenizer, are refused.",
     options, "exit status: 0 done, 2 bad usage or a model that could not be quantized", false};

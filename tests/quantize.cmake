@@ -1,11 +1,13 @@
 # `tolk quantize` (cli/cmd_quantize.c; the library side is tested by test_onnx_quantize*.c against ONNX
 # Runtime's references): a model folder quantized and translated next to ORT's quantized graphs, --exclude
-# and --op-types, static quantization of the folder with --calibrate (the merged decoder's If branches included),
+# and --op-types, static quantization of the folder with --calibrate (the merged decoder's If branches included,
+# by sentences with or without decoder_model.onnx),
 # and the refusals — not a model,
 # nothing to quantize, an output folder that does not exist, calibration data naming no input, of another
 # shape, empty or random — each with exit status 2, its message and no file left (tests/quantize.sh).
 foreach(case folder not-onnx nothing unwritable excluded lm-head static-folder static-methods static-mismatch static-shape
-             static-empty static-random static-merged-mismatch text-folder text-merged text-blank text-unknown eval)
+             static-empty static-random static-merged-mismatch text-folder text-merged text-merged-only
+             text-no-decoder text-blank text-unknown eval)
   add_test(NAME quantize_${case} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/quantize.sh $<TARGET_FILE:tolk> ${case})
   set_tests_properties(quantize_${case} PROPERTIES LABELS unit)
 endforeach()

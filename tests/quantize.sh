@@ -4,7 +4,8 @@
 # of them translates exactly as the one with ONNX Runtime's quantized graphs (same options as
 # tools/export.py); static-folder: the same folder calibrated (--calibrate) checks and translates;
 # text-merged: calibrated by sentences, the static merged decoder translates exactly as the two static
-# decoders it merges; the
+# decoders it merges; text-merged-only: a folder of the encoder and the merged decoder alone, calibrated by
+# sentences, writes the same graphs as the full folder; the
 # failures (static-* included: calibration data that does not match, is empty or looks random): each exits 2
 # with its message and leaves no file in the output folder.
 set -u
@@ -137,6 +138,47 @@ text-merged)
     b=$(translate_json "$tmp/merged" "$text") || fail "the merged decoder does not translate"
     [ "$a" = "$b" ] || fail "translations differ: $a vs $b"
   done ;;
+text-merged-only)
+  # A folder of the encoder and the merged decoder alone (what users keep of an Optimum export): the merged
+  # decoder decodes the sentences itself, its first step through the else branch with empty past inputs,
+  # the next ones through the cache branch fed its own presents, the tokens from its own logits. Those are
+  # the computations the full folder's decoders make, so its ranges are theirs: the graph written is the
+  # full folder's byte for byte (so are the scales and zero points). Both branches are calibrated (all 54
+  # MatMuls quantized; a branch no run took would leave its 25 float), the graph passes tolk check and the
+  # folder translates. With decoder_with_past_model.onnx beside them, that graph takes the later steps from
+  # the merged decoder's first: again both graphs as the full folder's.
+  printf '%s\n' "The file cannot be opened." "Press any key to continue." "Disk quota exceeded" >"$tmp/s.txt"
+  model_folder "$tmp/merged" "$tiny/encoder_model.onnx" "$tiny/decoder_model_merged.onnx"
+  "$tolk" quantize --calibrate "$tmp/s.txt" "$tmp/merged" "$tmp/q" >"$tmp/log" || fail "exit $?: $(cat "$tmp/log")"
+  [ "$(ls "$tmp/q" | grep -c '_quantized\.onnx$')" -eq 2 ] || fail "wanted 2 graphs: $(ls "$tmp/q")"
+  sed -n "/decoder_model_merged.onnx ->/,/ skipped; /p" "$tmp/log" | grep -q "^  54 quantized, 0 skipped; " ||
+    fail "the merged decoder's branches: $(cat "$tmp/log")"
+  "$tolk" quantize -q --calibrate "$tmp/s.txt" "$tiny" "$tmp/full" >"$tmp/log2" || fail "exit $?: $(cat "$tmp/log2")"
+  runs() { grep -A1 "/$2.onnx ->" "$1" | sed -n 's/^  calibrated on \([0-9]*\) runs.*/\1/p'; }
+  [ "$(runs "$tmp/log" decoder_model_merged)" = "$(runs "$tmp/log2" decoder_model_merged)" ] ||
+    fail "merged decoder runs: $(cat "$tmp/log") against $(cat "$tmp/log2")"
+  for g in encoder_model decoder_model_merged; do
+    cmp -s "$tmp/q/${g}_quantized.onnx" "$tmp/full/${g}_quantized.onnx" ||
+      fail "$g: other ranges than the full folder's calibration gives"
+  done
+  "$tolk" check -q "$tmp"/q/*.onnx || fail "a static graph does not pass tolk check"
+  model_folder "$tmp/int8" "$tmp"/q/*_quantized.onnx
+  "$tolk" info -m "$tmp/int8" | grep -q "decoder_merged .*decoder_model_merged_quantized.onnx" ||
+    fail "the folder does not use the merged decoder: $("$tolk" info -m "$tmp/int8")"
+  out=$(translate_json "$tmp/int8" "Press any key.") || fail "the static merged decoder does not translate"
+  grep -q '"translation":"[^"]' <<<"$out" || fail "empty translation: $out"
+  model_folder "$tmp/past" "$tiny/encoder_model.onnx" "$tiny/decoder_model_merged.onnx" \
+    "$tiny/decoder_with_past_model.onnx"
+  "$tolk" quantize -q --calibrate "$tmp/s.txt" "$tmp/past" "$tmp/qp" >"$tmp/log3" || fail "exit $?: $(cat "$tmp/log3")"
+  for g in decoder_model_merged decoder_with_past_model; do
+    cmp -s "$tmp/qp/${g}_quantized.onnx" "$tmp/full/${g}_quantized.onnx" || fail "$g with the past graph: other ranges"
+  done ;;
+text-no-decoder)
+  # Neither decoder_model.onnx nor the merged decoder: nothing takes the first step.
+  model_folder "$tmp/enc" "$tiny/encoder_model.onnx" "$tiny/decoder_with_past_model.onnx"
+  printf 'The file cannot be opened.\n' >"$tmp/s.txt"
+  expect_refusal "^tolk quantize: not found: $tmp/enc: no decoder_model.onnx or decoder_model_merged.onnx to decode the sentences$" \
+    --calibrate "$tmp/s.txt" "$tmp/enc" "$tmp/out" ;;
 static-merged-mismatch)
   # decoder_model's samples given to the merged decoder: its past inputs and use_cache_branch are missing.
   expect_refusal "^tolk quantize: invalid argument: calibration sample .*/test_data_set_0: input 'past_key_values.0.decoder.key' is missing$" \
