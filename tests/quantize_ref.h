@@ -11,8 +11,12 @@
 #define TOLK_TESTS_QUANTIZE_REF_H
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/sha256.h"
 #include "onnx/onnx.h"
@@ -165,6 +169,35 @@ static inline bool is_weight_part(const cJSON *inits, const char *name) {
   if (!end) return true; /* W_quantized */
   snprintf(base, sizeof base, "%.*s_quantized", (int)(end - name), name);
   return cJSON_GetObjectItem(inits, base) != NULL;
+}
+
+/* Where a quantize test reads and writes: the fixtures ($TOLK_FIXTURES, else
+ * tests/fixtures), marian-tiny's golden sets, the references under
+ * tests/data/quantize/ (data), and a fresh temporary folder (tmp). */
+struct qtest_dirs {
+  char fixtures[1024], golden[1100], data[1100], tmp[64];
+};
+
+/* data_sub: the references' folder under tests/data/quantize ("" for it). */
+static inline void qtest_dirs_init(struct qtest_dirs *d, const char *data_sub, const char *tmp_name) {
+  const char *fix = getenv("TOLK_FIXTURES");
+  snprintf(d->fixtures, sizeof d->fixtures, "%s", fix ? fix : "tests/fixtures");
+  snprintf(d->golden, sizeof d->golden, "%s/golden/marian-tiny", d->fixtures);
+  snprintf(d->data, sizeof d->data, "%s/../data/quantize%s%s", d->fixtures, *data_sub ? "/" : "", data_sub);
+  snprintf(d->tmp, sizeof d->tmp, "/tmp/%s-XXXXXX", tmp_name);
+  CHECK(mkdtemp(d->tmp) != NULL);
+}
+
+/* Removes the temporary folder with the files a test left in it. */
+static inline void qtest_dirs_cleanup(const struct qtest_dirs *d) {
+  DIR *dir = opendir(d->tmp);
+  for (struct dirent *e; dir && (e = readdir(dir));) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", d->tmp, e->d_name);
+    if (e->d_name[0] != '.') unlink(p);
+  }
+  if (dir) closedir(dir);
+  CHECK_MSG(rmdir(d->tmp) == 0, "%s stays", d->tmp);
 }
 
 #endif /* TOLK_TESTS_QUANTIZE_REF_H */

@@ -11,7 +11,6 @@
  * fixture on the golden inputs, output for output.
  */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -21,7 +20,7 @@
 
 static const char *graphs[] = {"encoder_model", "decoder_model", "decoder_with_past_model", "decoder_model_merged"};
 static const char *modes[] = {"default", "per_channel", "reduce_range", "per_channel_reduce_range"};
-static char fixtures[1024], data_dir[1100], tmp_dir[64];
+static struct qtest_dirs dirs;
 
 static tolk_quantize_params mode_params(const char *mode) {
   tolk_quantize_params p = tolk_quantize_default_params();
@@ -54,9 +53,9 @@ static const struct ir_graph *graph_at(const struct ir_graph *g, const char *pat
 
 static void compare_with_ort(const char *graph, const char *mode) {
   char in[2048], out[256], ref[2048], what[128];
-  snprintf(in, sizeof in, "%s/marian-tiny/%s.onnx", fixtures, graph);
-  snprintf(out, sizeof out, "%s/%s.%s.onnx", tmp_dir, graph, mode);
-  snprintf(ref, sizeof ref, "%s/%s.%s.json", data_dir, graph, mode);
+  snprintf(in, sizeof in, "%s/marian-tiny/%s.onnx", dirs.fixtures, graph);
+  snprintf(out, sizeof out, "%s/%s.%s.onnx", dirs.tmp, graph, mode);
+  snprintf(ref, sizeof ref, "%s/%s.%s.json", dirs.data, graph, mode);
   snprintf(what, sizeof what, "%s %s", graph, mode);
   tolk_quantize_summary s = {0};
   tolk_model *m = quantize_load(what, in, out, mode_params(mode), &s);
@@ -140,10 +139,10 @@ static void run_pair(const char *a_path, const char *b_path, const char *set) {
 
 static void run_against_fixture(const char *graph) {
   char ours[256], ort[2048], golden[2048];
-  snprintf(ours, sizeof ours, "%s/%s.per_channel_reduce_range.onnx", tmp_dir, graph);
-  snprintf(ort, sizeof ort, "%s/marian-tiny/%s_quantized.onnx", fixtures, graph);
+  snprintf(ours, sizeof ours, "%s/%s.per_channel_reduce_range.onnx", dirs.tmp, graph);
+  snprintf(ort, sizeof ort, "%s/marian-tiny/%s_quantized.onnx", dirs.fixtures, graph);
   for (int s = 0;; s++) {
-    snprintf(golden, sizeof golden, "%s/golden/marian-tiny/%s/test_data_set_%d", fixtures, graph, s);
+    snprintf(golden, sizeof golden, "%s/golden/marian-tiny/%s/test_data_set_%d", dirs.fixtures, graph, s);
     if (access(golden, R_OK)) {
       CHECK_MSG(s > 0, "no golden inputs for %s", graph);
       break;
@@ -153,21 +152,10 @@ static void run_against_fixture(const char *graph) {
 }
 
 int main(void) {
-  const char *fix = getenv("TOLK_FIXTURES");
-  snprintf(fixtures, sizeof fixtures, "%s", fix ? fix : "tests/fixtures");
-  snprintf(data_dir, sizeof data_dir, "%s/../data/quantize", fixtures);
-  snprintf(tmp_dir, sizeof tmp_dir, "/tmp/tolk-quantize-XXXXXX");
-  CHECK(mkdtemp(tmp_dir) != NULL);
+  qtest_dirs_init(&dirs, "", "tolk-quantize");
   for (size_t g = 0; g < 4; g++)
     for (size_t m = 0; m < 4; m++) compare_with_ort(graphs[g], modes[m]);
   for (size_t g = 0; g < 4; g++) run_against_fixture(graphs[g]);
-  DIR *d = opendir(tmp_dir);
-  for (struct dirent *e; d && (e = readdir(d));) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", tmp_dir, e->d_name);
-    if (e->d_name[0] != '.') unlink(p);
-  }
-  if (d) closedir(d);
-  rmdir(tmp_dir);
+  qtest_dirs_cleanup(&dirs);
   return tu_finish("test_onnx_quantize");
 }

@@ -33,7 +33,7 @@
 #include "quantize_ref.h"
 
 #define IF_PATH "optimum::if"
-static char fixtures[1024], golden[1100], data_dir[1100], tmp_dir[64];
+static struct qtest_dirs dirs;
 
 /* Branch b's separate graph, and which merged sets took that branch. */
 static const struct branch {
@@ -43,13 +43,13 @@ static const struct branch {
 
 static tolk_calibration *calibrate(const char *graph, const int *sets, size_t n_sets) {
   char model[2048], set[2400];
-  snprintf(model, sizeof model, "%s/marian-tiny/%s.onnx", fixtures, graph);
+  snprintf(model, sizeof model, "%s/marian-tiny/%s.onnx", dirs.fixtures, graph);
   tolk_calibration *cal = NULL;
   tolk_error err;
   CHECK_MSG(!tolk_calibration_create(model, tolk_calibration_default_params(), &cal, &err), "%s: %s", graph,
             err.message);
   for (size_t i = 0; cal && i < n_sets; i++) {
-    snprintf(set, sizeof set, "%s/%s/test_data_set_%d", golden, graph, sets[i]);
+    snprintf(set, sizeof set, "%s/%s/test_data_set_%d", dirs.golden, graph, sets[i]);
     CHECK_MSG(!add_set(cal, set, &err), "%s: %s", set, err.message);
   }
   CHECK_MSG(cal && !tolk_calibration_finish(cal, &err), "%s: %s", graph, cal ? err.message : "no calibration");
@@ -59,7 +59,7 @@ static tolk_calibration *calibrate(const char *graph, const int *sets, size_t n_
 /* ORT's quantize_static reference for the separate graph, format, mode. */
 static cJSON *reference(const char *graph, const char *fmt, const char *mode) {
   char ref[2048];
-  snprintf(ref, sizeof ref, "%s/%s.%s.%s.json", data_dir, graph, fmt, mode);
+  snprintf(ref, sizeof ref, "%s/%s.%s.%s.json", dirs.data, graph, fmt, mode);
   return read_json(ref);
 }
 
@@ -132,7 +132,7 @@ static void check_branch(const char *what, const struct ir_graph *main_graph, si
  * quantized separate graph's on the same inputs (its recorded error). */
 static void check_run(const char *what, tolk_session *s, int k, const cJSON *ort_runs) {
   char set[1200], p[1300];
-  snprintf(set, sizeof set, "%s/decoder_model_merged/test_data_set_%d", golden, k);
+  snprintf(set, sizeof set, "%s/decoder_model_merged/test_data_set_%d", dirs.golden, k);
   tolk_tensor *in[16] = {0}, *out = NULL, *want;
   const char *names[16], *logits = "logits";
   size_t n = 0;
@@ -161,8 +161,8 @@ static void check_run(const char *what, tolk_session *s, int k, const cJSON *ort
 
 static void check_quantized(const tolk_calibration *cal, const char *fmt, const char *mode) {
   char in[2048], out[256], what[128];
-  snprintf(in, sizeof in, "%s/marian-tiny/decoder_model_merged.onnx", fixtures);
-  snprintf(out, sizeof out, "%s/merged.%s.%s.onnx", tmp_dir, fmt, mode);
+  snprintf(in, sizeof in, "%s/marian-tiny/decoder_model_merged.onnx", dirs.fixtures);
+  snprintf(out, sizeof out, "%s/merged.%s.%s.onnx", dirs.tmp, fmt, mode);
   snprintf(what, sizeof what, "merged %s %s", fmt, mode);
   tolk_quantize_params p = tolk_quantize_default_params();
   p.format = !strcmp(fmt, "qdq") ? TOLK_QUANTIZE_QDQ : TOLK_QUANTIZE_QOPERATOR;
@@ -203,8 +203,8 @@ static void check_untaken_branch(void) {
   const int first[] = {0, 2};
   tolk_calibration *cal = calibrate("decoder_model_merged", first, 2);
   char in[2048], out[256];
-  snprintf(in, sizeof in, "%s/marian-tiny/decoder_model_merged.onnx", fixtures);
-  snprintf(out, sizeof out, "%s/merged.first.onnx", tmp_dir);
+  snprintf(in, sizeof in, "%s/marian-tiny/decoder_model_merged.onnx", dirs.fixtures);
+  snprintf(out, sizeof out, "%s/merged.first.onnx", dirs.tmp);
   tolk_quantize_params p = tolk_quantize_default_params();
   p.format = TOLK_QUANTIZE_QDQ;
   p.calibration = cal;
@@ -219,12 +219,7 @@ static void check_untaken_branch(void) {
 }
 
 int main(void) {
-  const char *fix = getenv("TOLK_FIXTURES");
-  snprintf(fixtures, sizeof fixtures, "%s", fix ? fix : "tests/fixtures");
-  snprintf(golden, sizeof golden, "%s/golden/marian-tiny", fixtures);
-  snprintf(data_dir, sizeof data_dir, "%s/../data/quantize/static", fixtures);
-  snprintf(tmp_dir, sizeof tmp_dir, "/tmp/tolk-qmerged-XXXXXX");
-  CHECK(mkdtemp(tmp_dir) != NULL);
+  qtest_dirs_init(&dirs, "static", "tolk-qmerged");
   const int all[] = {0, 1, 2, 3};
   tolk_calibration *cal = calibrate("decoder_model_merged", all, 4);
   CHECK(tolk_calibration_samples(cal) == 4);
@@ -235,6 +230,6 @@ int main(void) {
     for (size_t m = 0; m < 4; m++) check_quantized(cal, formats[f], modes[m]);
   tolk_calibration_free(cal);
   check_untaken_branch();
-  rmdir(tmp_dir);
+  qtest_dirs_cleanup(&dirs);
   return tu_finish("test_onnx_quantize_merged");
 }

@@ -41,17 +41,17 @@
 static const char *graphs[] = {"encoder_model", "decoder_model", "decoder_with_past_model"};
 static const char *modes[] = {"default", "per_channel", "reduce_range", "per_channel_reduce_range"};
 static const char *formats[] = {"qdq", "qoperator"};
-static char fixtures[1024], golden[1100], data_dir[1100], tmp_dir[64];
+static struct qtest_dirs dirs;
 
 static tolk_calibration *calibrate(const char *graph) {
   char model[2048], set[2400];
-  snprintf(model, sizeof model, "%s/marian-tiny/%s.onnx", fixtures, graph);
+  snprintf(model, sizeof model, "%s/marian-tiny/%s.onnx", dirs.fixtures, graph);
   tolk_calibration *cal = NULL;
   tolk_error err;
   CHECK_MSG(!tolk_calibration_create(model, tolk_calibration_default_params(), &cal, &err), "%s: %s", graph,
             err.message);
   for (int s = 0; cal; s++) {
-    snprintf(set, sizeof set, "%s/%s/test_data_set_%d", golden, graph, s);
+    snprintf(set, sizeof set, "%s/%s/test_data_set_%d", dirs.golden, graph, s);
     if (access(set, R_OK)) break;
     CHECK_MSG(!add_set(cal, set, &err), "%s: %s", set, err.message);
   }
@@ -84,7 +84,7 @@ static void check_runs(const char *what, const char *path, const char *graph, co
   for (int k = 0; s && k < cJSON_GetArraySize(runs); k++) {
     const cJSON *r = cJSON_GetArrayItem(runs, k), *values = cJSON_GetObjectItem(r, "values");
     char set[2400], p[2500];
-    snprintf(set, sizeof set, "%s/%s/test_data_set_%d", golden, graph, k);
+    snprintf(set, sizeof set, "%s/%s/test_data_set_%d", dirs.golden, graph, k);
     tolk_tensor *in[16] = {0}, *out = NULL;
     const char *names[16], *out_name = cJSON_GetObjectItem(r, "output")->valuestring;
     size_t n = 0;
@@ -120,9 +120,9 @@ static void check_runs(const char *what, const char *path, const char *graph, co
 
 static void compare_with_ort(const char *graph, const char *fmt, const char *mode, const tolk_calibration *cal) {
   char in[2048], out[256], ref[2048], what[128];
-  snprintf(in, sizeof in, "%s/marian-tiny/%s.onnx", fixtures, graph);
-  snprintf(out, sizeof out, "%s/%s.%s.%s.onnx", tmp_dir, graph, fmt, mode);
-  snprintf(ref, sizeof ref, "%s/%s.%s.%s.json", data_dir, graph, fmt, mode);
+  snprintf(in, sizeof in, "%s/marian-tiny/%s.onnx", dirs.fixtures, graph);
+  snprintf(out, sizeof out, "%s/%s.%s.%s.onnx", dirs.tmp, graph, fmt, mode);
+  snprintf(ref, sizeof ref, "%s/%s.%s.%s.json", dirs.data, graph, fmt, mode);
   snprintf(what, sizeof what, "%s %s %s", graph, fmt, mode);
   tolk_quantize_params p = tolk_quantize_default_params();
   p.format = !strcmp(fmt, "qdq") ? TOLK_QUANTIZE_QDQ : TOLK_QUANTIZE_QOPERATOR;
@@ -164,9 +164,9 @@ static void compare_with_ort(const char *graph, const char *fmt, const char *mod
 
 static void check_ranges(const char *graph, const char *name, tolk_calibration_params cp) {
   char model[2048], set[2400], ref[2048], what[160];
-  snprintf(model, sizeof model, "%s/marian-tiny/%s.onnx", fixtures, graph);
-  snprintf(set, sizeof set, "%s/%s/test_data_set_1", golden, graph);
-  snprintf(ref, sizeof ref, "%s/%s.ranges.%s.json", data_dir, graph, name);
+  snprintf(model, sizeof model, "%s/marian-tiny/%s.onnx", dirs.fixtures, graph);
+  snprintf(set, sizeof set, "%s/%s/test_data_set_1", dirs.golden, graph);
+  snprintf(ref, sizeof ref, "%s/%s.ranges.%s.json", dirs.data, graph, name);
   snprintf(what, sizeof what, "%s %s", graph, name);
   tolk_calibration *cal = NULL;
   tolk_error err;
@@ -221,8 +221,8 @@ static void expect_fail(tolk_status st, tolk_status want, const tolk_error *err,
 
 static void check_refusals(void) {
   char model[2048], set[2400], p[2500];
-  snprintf(model, sizeof model, "%s/marian-tiny/encoder_model.onnx", fixtures);
-  snprintf(set, sizeof set, "%s/encoder_model/test_data_set_0", golden);
+  snprintf(model, sizeof model, "%s/marian-tiny/encoder_model.onnx", dirs.fixtures);
+  snprintf(set, sizeof set, "%s/encoder_model/test_data_set_0", dirs.golden);
   tolk_calibration *cal = NULL;
   tolk_error err;
   CHECK_MSG(!tolk_calibration_create(model, tolk_calibration_default_params(), &cal, &err), "%s", err.message);
@@ -242,7 +242,7 @@ static void check_refusals(void) {
   /* Nothing added yet: finishing and quantizing are refused, nothing written. */
   expect_fail(tolk_calibration_finish(cal, &err), TOLK_ERR_INVALID_ARGUMENT, &err, "no samples");
   char out[256];
-  snprintf(out, sizeof out, "%s/refused.onnx", tmp_dir);
+  snprintf(out, sizeof out, "%s/refused.onnx", dirs.tmp);
   tolk_quantize_params qp = tolk_quantize_default_params();
   qp.format = TOLK_QUANTIZE_QDQ;
   expect_fail(tolk_model_quantize(model, out, qp, NULL, NULL, NULL, &err), TOLK_ERR_INVALID_ARGUMENT, &err,
@@ -332,12 +332,7 @@ static void check_refusals(void) {
 }
 
 int main(void) {
-  const char *fix = getenv("TOLK_FIXTURES");
-  snprintf(fixtures, sizeof fixtures, "%s", fix ? fix : "tests/fixtures");
-  snprintf(golden, sizeof golden, "%s/golden/marian-tiny", fixtures);
-  snprintf(data_dir, sizeof data_dir, "%s/../data/quantize/static", fixtures);
-  snprintf(tmp_dir, sizeof tmp_dir, "/tmp/tolk-qstatic-XXXXXX");
-  CHECK(mkdtemp(tmp_dir) != NULL);
+  qtest_dirs_init(&dirs, "static", "tolk-qstatic");
   for (size_t g = 0; g < 3; g++) {
     tolk_calibration *cal = calibrate(graphs[g]);
     for (size_t f = 0; cal && f < 2; f++)
@@ -346,6 +341,6 @@ int main(void) {
   }
   check_histogram_methods();
   check_refusals();
-  rmdir(tmp_dir);
+  qtest_dirs_cleanup(&dirs);
   return tu_finish("test_onnx_quantize_static");
 }
