@@ -222,7 +222,8 @@ def marian(tolk, fixtures, tmp):
 def marian_almost(tolk, fixtures, tmp):
     """The decoder with past with layer 0's past encoder key declared with symbolic heads: its
     cross-attention's K can no longer be proved [B, N, T, H] and stays unfused (3 MultiHeadAttention,
-    not 4); the outputs stay ORT's."""
+    not 4); a cache or a present key read by one more node keeps the form that writes it; the outputs
+    stay ORT's."""
     m = onnx.load(os.path.join(fixtures, "marian-tiny", "decoder_with_past_model.onnx"))
     for i in m.graph.input:
         if i.name == "past_key_values.0.encoder.key":
@@ -253,6 +254,23 @@ def marian_almost(tolk, fixtures, tmp):
         fail(f"cache read elsewhere: MultiHeadAttention inputs {mha}, cache Concats {concat}")
     same_outputs(src, dst, "cache read elsewhere")
     print("ok: a cache read elsewhere keeps its Concat and feeds 4-D keys")
+
+    # Without a past, layer 0's present key read by one more node: its self-attention keeps the K and
+    # V Add, Reshape and Transpose that write the present outputs; the other attentions write theirs.
+    m = onnx.load(os.path.join(fixtures, "marian-tiny", "decoder_model.onnx"))
+    m.graph.node.append(helper.make_node("Identity", ["present.0.decoder.key"], ["k0_copy"]))
+    m.graph.output.append(helper.make_tensor_value_info("k0_copy", TensorProto.FLOAT, ["batch_size", 4, "t", 16]))
+    src, dst = os.path.join(tmp, "present.onnx"), os.path.join(tmp, "present.all.onnx")
+    onnx.save(m, src)
+    optimize(tolk, src, dst, "all")
+    onnx.checker.check_model(onnx.load(dst), full_check=True)
+    g = onnx.load(dst).graph
+    present, adds = present_producers(g), bias_adds(g, 64)
+    mha = ops(dst)["com.microsoft:MultiHeadAttention"]
+    if mha != 4 or present != {"MultiHeadAttention": 6, "Transpose": 2} or adds != 2:
+        fail(f"present key read elsewhere: present outputs written by {dict(present)}, {adds} bias Adds")
+    same_outputs(src, dst, "present key read elsewhere")
+    print("ok: a present key read elsewhere keeps its Transpose and its K/V Adds")
 
 
 def gelu_model(path):

@@ -30,7 +30,11 @@
  * arithmetic no one reads any more go in the dead-node pass after.
  *
  * Cross-attention: K3 and V3 project another tensor, their reshapes take
- * the query's batch. With a past, K and V come 4-D, [B, N, T, H]:
+ * the query's batch. Without a past (Optimum's decoder_model), Kt and Vt
+ * in [B, N, T, H] (Transpose 0 2 1 3 of the same reshapes) are also the
+ * graph's present outputs: MultiHeadAttention writes them as its
+ * present_key/present_value (present_form). With a past, K and V come
+ * 4-D, [B, N, T, H]:
  *  - the encoder's keys and values as graph inputs (cross-attention of a
  *    decoder with past) go in as MultiHeadAttention's 4-D key and value;
  *  - the self-attention cache, Kc = Concat(past_k, Kt) on the sequence
@@ -330,13 +334,12 @@ static struct ir_node *bnsh_of(const struct ir_rw *rw, const struct ir_value *x)
  * keys' reshape takes — so that the node does not read its own output
  * (Shape's start and end need opset 15). */
 static bool present_form(const struct ir_rw *rw, struct attn *a) {
-  const struct ir_node *sk = split_of(a->qk, a->k3);
-  struct ir_node *kt = sk ? bnsh_of(rw, sk->inputs[0]) : NULL;
-  struct ir_node *vt = split_of(a->pv, a->v3);
+  if (a->kv4) return false;
+  /* match_qk and match_attention proved these the heads-split K and V. */
+  const struct ir_node *sk = ir_made_by(a->qk->inputs[1], "Transpose");
+  struct ir_node *kt = bnsh_of(rw, sk->inputs[0]), *vt = ir_made_by(a->pv->inputs[1], "Transpose");
   int64_t width;
-  if (a->kv4 || !kt || !vt || kt == vt ||
-      !(a->tk = projected(a->k3, &width)))
-    return false;
+  if (!kt || kt == vt || !(a->tk = projected(a->k3, &width))) return false;
   const struct ir_value *k4 = kt->outputs[0], *v4 = vt->outputs[0];
   if (!k4 || !v4 || k4->graph != rw->g || v4->graph != rw->g || !rw->pinned[k4->index] ||
       !rw->pinned[v4->index] || rw->uses[v4->index] != 1 || !only_lengths(rw, a, k4))
@@ -436,13 +439,13 @@ static const struct ir_value *dying_bias(const struct ir_rw *rw, const struct ir
  * values: the op adds their bias before putting the past in front, as the
  * graph did before its cache Concat; in the present form, before writing
  * the present key and value, as the graph did before its Reshape. A 4-D
- * key and value (the encoder's, as graph inputs) keep theirs: ORT's CPU
- * kernel takes them as projected already and adds no K or V bias
- * (multihead_attention.cc), so only Q's moves, and only when V's heads are
- * Q's size (the D == D_v that form requires), which also keeps a declared
- * head size out of the bias length. A moved bias's split-heads Reshape
- * then reads the MatMul's output: what still reads it after the fusion
- * reads only its shape, and its Add dies. */
+ * key and value (the encoder's past keys, or a cache Concat that stays)
+ * keep theirs: ORT's CPU kernel takes them as projected already and adds
+ * no K or V bias (multihead_attention.cc), so only Q's moves, and only
+ * when V's heads are Q's size (the D == D_v that form requires), which
+ * also keeps a declared head size out of the bias length. A moved bias's
+ * split-heads Reshape then reads the MatMul's output: what still reads it
+ * after the fusion reads only its shape, and its Add dies. */
 static void fold_biases(struct ir_rw *rw, struct attn *a, bool past) {
   struct ir_value *x3[3] = {a->q3, past ? a->kn : a->k3, past ? a->vn : a->v3};
   const struct ir_node *into[3] = {a->qk, past ? a->ck : a->qk, past ? a->cv : a->pv};
