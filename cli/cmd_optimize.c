@@ -37,7 +37,8 @@ static const struct cli_verb verb = {
     "into com.microsoft QuickGelu, Gelu/BiasGelu and FusedMatMul, written-out\n"
     "LayerNormalization (opset 17+), and residual Add + LayerNormalization into\n"
     "SkipLayerNormalization; all: + attention (self, cross, with a past) into\n"
-    "MultiHeadAttention, the Q/K/V projection biases as its bias input.\n"
+    "MultiHeadAttention, the Q/K/V projection biases as its bias input, the\n"
+    "decoders' present key/value outputs as its present_key/present_value.\n"
     "The output is checked, written to a temporary file and renamed: complete or\n"
     "absent. tolk run --opt LEVEL applies the same rewrites at session creation.",
     options, "exit status: 0 done, 2 bad usage or a model that could not be optimized", false};

@@ -8,9 +8,11 @@ marian: each marian-tiny graph at each level passes onnx.checker (full_check: ON
   into QuickGelu, its scaled QK^T into FusedMatMul as ORT's own extended level does and every residual
   Add + LayerNormalization into SkipLayerNormalization, and the all
   level every attention into MultiHeadAttention (self- and cross-attention, with and without a past; the
-  self-attention with a past with past_key/past_value in and present_key/present_value out), the Q/K/V
+  self-attention with a past with past_key/past_value in and present_key/present_value out, every
+  attention without a past writing the present outputs from its 3-D keys and values), the Q/K/V
   projection biases in its bias input (concat(bq, bk, bv), zeros for a projection keeping its Add): no
-  bias Add left before it but the decoder's K and V ones, which its present outputs read.
+  bias Add left before it, and every present.* output of a graph or If branch written by a
+  MultiHeadAttention (but the merged decoder's If, and its past encoder keys passed through).
 shapes: two Shape -> Gather -> Unsqueeze -> Concat chains giving Reshape its shape fold away on a
   static input at basic, and the two equal Reshapes then merge; on a symbolic batch the chains stay,
   merged into one.
@@ -91,6 +93,18 @@ def bias_adds(g, d, outer=None):
             if (src == "MatMul") != bool(np.any(slot)):
                 fail(f"{x.name}: input {i} from {src}, its bias slot {'zero' if src == 'MatMul' else 'set'}")
     return adds
+
+
+def present_producers(g):
+    """What writes the present.* outputs of g and of its bodies: op type -> count (None: a value from
+    outside the graph, such as the past encoder keys a branch passes through)."""
+    made = {o: x.op_type for x in g.node for o in x.output}
+    c = collections.Counter(made.get(o.name) for o in g.output if o.name.startswith("present."))
+    for x in g.node:
+        for a in x.attribute:
+            for sub in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                c += present_producers(sub)
+    return c
 
 
 def all_nodes(g):
@@ -189,12 +203,18 @@ def marian(tolk, fixtures, tmp):
                     fail(f"{what}: {len(past)} MultiHeadAttention with a past, cache Concats {concat}")
             if level == "all" and after["Softmax"]:
                 fail(f"{what}: a Softmax is left: {dict(after)}")
-            # The projection biases go into MultiHeadAttention's bias input; only the decoder's K and V
-            # Adds stay (the present outputs read them), in the merged decoder's branch without a past.
-            want_adds = {"decoder_model": 8, "decoder_model_merged": 8}.get(g, 0)
-            adds = bias_adds(onnx.load(dst).graph, 64) if level == "all" else want_adds
-            if adds != want_adds:
-                fail(f"{what}: {adds} bias Adds before MultiHeadAttention, wanted {want_adds}")
+            # The projection biases go into MultiHeadAttention's bias input, all of them: without a
+            # past too, where it writes the present outputs from the 3-D keys and values, so no K/V
+            # Add, Reshape or Transpose stays for them.
+            adds = bias_adds(onnx.load(dst).graph, 64) if level == "all" else 0
+            if adds:
+                fail(f"{what}: {adds} bias Adds before MultiHeadAttention, wanted none")
+            mha = "MultiHeadAttention"
+            want_present = {"encoder_model": {}, "decoder_model": {mha: 8}, "decoder_with_past_model": {mha: 4},
+                            "decoder_model_merged": {"If": 8, mha: 12, None: 4}}[g]
+            present = present_producers(onnx.load(dst).graph)
+            if level == "all" and present != want_present:
+                fail(f"{what}: present outputs written by {dict(present)}, wanted {want_present}")
             same_outputs(src, dst, what)
             print(f"ok: {what}: {n0} -> {n1} nodes, outputs within {TOL}")
 
@@ -202,7 +222,8 @@ def marian(tolk, fixtures, tmp):
 def marian_almost(tolk, fixtures, tmp):
     """The decoder with past with layer 0's past encoder key declared with symbolic heads: its
     cross-attention's K can no longer be proved [B, N, T, H] and stays unfused (3 MultiHeadAttention,
-    not 4); the outputs stay ORT's."""
+    not 4); a cache or a present key read by one more node keeps the form that writes it; the outputs
+    stay ORT's."""
     m = onnx.load(os.path.join(fixtures, "marian-tiny", "decoder_with_past_model.onnx"))
     for i in m.graph.input:
         if i.name == "past_key_values.0.encoder.key":
@@ -233,6 +254,23 @@ def marian_almost(tolk, fixtures, tmp):
         fail(f"cache read elsewhere: MultiHeadAttention inputs {mha}, cache Concats {concat}")
     same_outputs(src, dst, "cache read elsewhere")
     print("ok: a cache read elsewhere keeps its Concat and feeds 4-D keys")
+
+    # Without a past, layer 0's present key read by one more node: its self-attention keeps the K and
+    # V Add, Reshape and Transpose that write the present outputs; the other attentions write theirs.
+    m = onnx.load(os.path.join(fixtures, "marian-tiny", "decoder_model.onnx"))
+    m.graph.node.append(helper.make_node("Identity", ["present.0.decoder.key"], ["k0_copy"]))
+    m.graph.output.append(helper.make_tensor_value_info("k0_copy", TensorProto.FLOAT, ["batch_size", 4, "t", 16]))
+    src, dst = os.path.join(tmp, "present.onnx"), os.path.join(tmp, "present.all.onnx")
+    onnx.save(m, src)
+    optimize(tolk, src, dst, "all")
+    onnx.checker.check_model(onnx.load(dst), full_check=True)
+    g = onnx.load(dst).graph
+    present, adds = present_producers(g), bias_adds(g, 64)
+    mha = ops(dst)["com.microsoft:MultiHeadAttention"]
+    if mha != 4 or present != {"MultiHeadAttention": 6, "Transpose": 2} or adds != 2:
+        fail(f"present key read elsewhere: present outputs written by {dict(present)}, {adds} bias Adds")
+    same_outputs(src, dst, "present key read elsewhere")
+    print("ok: a present key read elsewhere keeps its Transpose and its K/V Adds")
 
 
 def gelu_model(path):

@@ -261,6 +261,13 @@ def main():
     write_case(root, "ort_ms_dequantizelinear_axis", "DequantizeLinear",
                {"x": ri(np.int8, 3, 4, 10), "s": rn(10, lo=0.01, hi=0.05), "z": ri(np.int8, 10)},
                1, domain=MS, attrs={"axis": 2})
+    # MultiHeadAttention without a past writing present_key/present_value (the new keys and values
+    # with their bias, [B, N, L, H]), as tolk's attention fusion writes a decoder without a past
+    # (src/ir/fuse_attention.c), its mask an attention_bias. Last, so that the cases before it keep
+    # their random data.
+    write_case(root, "ort_mha_present", "MultiHeadAttention",
+               {"q": q, "k": k, "v": v, "bias": qkv_b, "m": None, "ab": rn(B, 1, S, L)}, 3,
+               domain=MS, attrs=mha)
     print(f"wrote {len(os.listdir(root)) - 1} tests to {root}")
 
 

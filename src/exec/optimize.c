@@ -127,6 +127,10 @@ static const struct pass passes[] = {
     {"SkipLayerNormalization fusion", ir_pass_skip_layernorm, TOLK_OPT_EXTENDED},
     {"dead nodes", ir_pass_dce, TOLK_OPT_EXTENDED},
     {"attention fusion", ir_pass_attention, TOLK_OPT_ALL},
+    /* The attention fusion's lengths without a past, Shape(keys' input,
+     * 1..2), repeat where layers attend to one tensor (the encoder's
+     * output), and so do the mask Slices reading them. */
+    {"common subexpressions", ir_pass_cse, TOLK_OPT_ALL},
     {"dead nodes", ir_pass_dce, TOLK_OPT_ALL},
 };
 

@@ -30,7 +30,11 @@
  * arithmetic no one reads any more go in the dead-node pass after.
  *
  * Cross-attention: K3 and V3 project another tensor, their reshapes take
- * the query's batch. With a past, K and V come 4-D, [B, N, T, H]:
+ * the query's batch. Without a past (Optimum's decoder_model), Kt and Vt
+ * in [B, N, T, H] (Transpose 0 2 1 3 of the same reshapes) are also the
+ * graph's present outputs: MultiHeadAttention writes them as its
+ * present_key/present_value (present_form). With a past, K and V come
+ * 4-D, [B, N, T, H]:
  *  - the encoder's keys and values as graph inputs (cross-attention of a
  *    decoder with past) go in as MultiHeadAttention's 4-D key and value;
  *  - the self-attention cache, Kc = Concat(past_k, Kt) on the sequence
@@ -124,6 +128,11 @@ struct attn {
   struct ir_value *past_k, *past_v, *kn, *vn;
   struct ir_node *len[4][3]; /* Unsqueeze(Gather(Shape(present key), 2)): the mask's length */
   size_t n_len;
+  /* The present form (present_form): the heads-split K and V transposes
+   * whose outputs, the graph's present key and value, MultiHeadAttention
+   * writes; tk the keys' projection input. */
+  struct ir_node *kt, *vt;
+  struct ir_value *tk;
 };
 
 static const int64_t bnsh[] = {0, 2, 1, 3};
@@ -255,6 +264,22 @@ static bool length_chain(const struct ir_rw *rw, struct ir_node *shape, struct a
   return true;
 }
 
+/* Whether every live reader of the present key k4 is a->qk or a length
+ * chain (into a->len). */
+static bool only_lengths(const struct ir_rw *rw, struct attn *a, const struct ir_value *k4) {
+  uint32_t seen = 0;
+  a->n_len = 0;
+  for (size_t k = 0; k < rw->g->n_nodes; k++) {
+    struct ir_node *n = rw->g->nodes[k];
+    for (size_t i = 0; !rw->dead[k] && i < n->n_inputs; i++)
+      if (n->inputs[i] == k4) {
+        if (n != a->qk && !length_chain(rw, n, a)) return false;
+        seen++;
+      }
+  }
+  return seen == rw->uses[k4->index];
+}
+
 /* The self-attention with a past as MultiHeadAttention takes it: past_key
  * and past_value in, present_key and present_value out (ORT's BART
  * fusion), instead of the cache Concats feeding it 4-D keys. The present
@@ -270,29 +295,69 @@ static bool past_form(const struct ir_rw *rw, struct attn *a) {
   struct ir_value *k4 = a->k3, *v4 = a->v3;
   if (!a->kv4 || ir_model_opset(rw->m, "") < 15 || !cache_concat(k4, a, &a->past_k, &a->kn, &h, &s_of_t) ||
       !s_of_t || !cache_concat(v4, a, &a->past_v, &a->vn, &h, NULL) || k4->graph != rw->g || v4->graph != rw->g ||
-      rw->uses[v4->index] != 1)
+      rw->uses[v4->index] != 1 || !only_lengths(rw, a, k4))
     return false;
-  a->n_len = 0;
-  uint32_t seen = 0;
-  for (size_t k = 0; k < rw->g->n_nodes; k++) {
-    struct ir_node *n = rw->g->nodes[k];
-    if (rw->dead[k] || n == a->qk) continue;
-    for (size_t i = 0; i < n->n_inputs; i++)
-      if (n->inputs[i] == k4) {
-        if (!length_chain(rw, n, a)) return false;
-        seen++;
-      }
-  }
-  if (seen + 1 != rw->uses[k4->index]) return false;
   a->ck = k4->producer;
   a->cv = v4->producer;
   return true;
 }
 
-/* Shape(x) from dim `start` to `start` + 1, placed where `where` stood. */
-static struct ir_value *dim_shape(struct ir_rw *rw, struct ir_node *where, struct ir_value *x, int64_t start) {
+/* The Transpose(Reshape(x3)) that `into` reads: x3's heads split. */
+static struct ir_node *split_of(const struct ir_node *into, const struct ir_value *x3) {
+  for (size_t i = 0; i < into->n_inputs; i++) {
+    struct ir_node *t = ir_made_by(into->inputs[i], "Transpose");
+    const struct ir_node *r = t ? ir_made_by(t->inputs[0], "Reshape") : NULL;
+    if (r && r->inputs[0] == x3) return t;
+  }
+  return NULL;
+}
+
+/* The live Transpose(x, 0 2 1 3), or NULL. */
+static struct ir_node *bnsh_of(const struct ir_rw *rw, const struct ir_value *x) {
+  for (size_t k = 0; k < rw->g->n_nodes; k++) {
+    struct ir_node *n = rw->g->nodes[k];
+    if (!rw->dead[k] && ir_is_op(n, "Transpose") && n->n_inputs == 1 && n->inputs[0] == x && perm_is(n, bnsh, 4))
+      return n;
+  }
+  return NULL;
+}
+
+/* The decoder without a past (Optimum's decoder_model) as ORT's BART
+ * fusion takes it: the heads-split K and V, [B, N, T, H], are the graph's
+ * present key and value as well as the attention's. MultiHeadAttention
+ * reads the 3-D keys and values and writes those outputs as its
+ * present_key/present_value, which without a past_key are the new keys
+ * and values with their bias, in the same layout; the transposes die with
+ * the attention, and so can the K and V bias Adds (fold_biases). The
+ * present key's only other readers must be the mask's length chains, which
+ * become Shape(Tk, 1..2) — Tk the keys' projection input, whose dim 1 the
+ * keys' reshape takes — so that the node does not read its own output
+ * (Shape's start and end need opset 15). */
+static bool present_form(const struct ir_rw *rw, struct attn *a) {
+  if (a->kv4) return false;
+  /* match_qk and match_attention proved these the heads-split K and V. */
+  const struct ir_node *sk = ir_made_by(a->qk->inputs[1], "Transpose");
+  struct ir_node *kt = bnsh_of(rw, sk->inputs[0]), *vt = ir_made_by(a->pv->inputs[1], "Transpose");
+  int64_t width;
+  if (!kt || kt == vt || !(a->tk = projected(a->k3, &width))) return false;
+  const struct ir_value *k4 = kt->outputs[0], *v4 = vt->outputs[0];
+  if (!k4 || !v4 || k4->graph != rw->g || v4->graph != rw->g || !rw->pinned[k4->index] ||
+      !rw->pinned[v4->index] || rw->uses[v4->index] != 1 || !only_lengths(rw, a, k4))
+    return false;
+  const struct ir_node *dims = ir_made_by(sk->inputs[0]->producer->inputs[1], "Concat");
+  if (a->n_len && (ir_model_opset(rw->m, "") < 15 || !ir_dim_of(dims->inputs[1], a->tk, 1))) return false;
+  a->kt = kt;
+  a->vt = vt;
+  return true;
+}
+
+/* Shape(x) from dim `start` to `start` + 1 into `out` (NULL: a new value),
+ * placed where `where` stood. */
+static struct ir_value *dim_shape(struct ir_rw *rw, struct ir_node *where, struct ir_value *x, int64_t start,
+                                  struct ir_value *out) {
   char name[512];
-  struct ir_value *v = ir_rw_value(rw, where->outputs[0]->name, start == 2 ? "_past_length" : "_new_length");
+  struct ir_value *v = out;
+  if (!v) v = ir_rw_value(rw, where->outputs[0]->name, start == 2 ? "_past_length" : "_new_length");
   const char *nm = v ? ir_rw_node_name(rw, where->name, "AttentionFusion", name, sizeof name) : NULL;
   struct ir_node *s = nm ? ir_rw_node(rw, where, "Shape", "", nm, &x, 1, &v, 1, 2) : NULL;
   if (!s) return NULL;
@@ -301,46 +366,40 @@ static struct ir_value *dim_shape(struct ir_rw *rw, struct ir_node *where, struc
   return v;
 }
 
-/* The past form's rewrite of the length chains and the cache Concats. */
-static bool rewrite_past(struct ir_rw *rw, struct attn *a) {
+/* The length chains' rewrite: the present key's length is Shape(past,
+ * 2..3) + Shape(T, 1..2) with a past, Shape(Tk, 1..2) without. */
+static bool rewrite_lengths(struct ir_rw *rw, struct attn *a) {
   for (size_t i = 0; i < a->n_len; i++) {
     struct ir_node *shape = a->len[i][0], *g = a->len[i][1], *u = a->len[i][2];
     ir_rw_kill(rw, shape);
     ir_rw_kill(rw, g);
     ir_rw_kill(rw, u);
-    struct ir_value *in[2] = {dim_shape(rw, shape, a->past_k, 2), dim_shape(rw, g, a->t, 1)};
+    if (!a->past_k) {
+      if (!dim_shape(rw, u, a->tk, 1, u->outputs[0])) return false;
+      continue;
+    }
+    struct ir_value *in[2] = {dim_shape(rw, shape, a->past_k, 2, NULL), dim_shape(rw, g, a->t, 1, NULL)};
     char name[512];
     if (!in[0] || !in[1] ||
         !ir_rw_node(rw, u, "Add", "", ir_rw_node_name(rw, u->name, "AttentionFusion", name, sizeof name), in, 2,
                     u->outputs, 1, 0))
       return false;
   }
-  ir_rw_kill(rw, a->ck);
-  ir_rw_kill(rw, a->cv);
   return true;
 }
 
-/* The Transpose(Reshape(x3)) that `into` reads: x3's heads split. */
-static const struct ir_node *split_of(const struct ir_node *into, const struct ir_value *x3) {
-  for (size_t i = 0; i < into->n_inputs; i++) {
-    const struct ir_node *t = ir_made_by(into->inputs[i], "Transpose");
-    const struct ir_node *r = t ? ir_made_by(t->inputs[0], "Reshape") : NULL;
-    if (r && r->inputs[0] == x3) return t;
-  }
-  return NULL;
-}
-
-/* Whether every reader of v but `except` reads only its shape: a Shape, or
- * (depth 1) a Transpose only Shapes read — Marian's encoder takes its
- * mask's length from Shape(Transpose(K)). */
-static bool shape_readers(const struct ir_rw *rw, const struct ir_value *v, const struct ir_node *except, int depth) {
+/* Whether every reader of v but `except` and `also` reads only its shape:
+ * a Shape, or (depth 1) a Transpose only Shapes read — Marian's encoder
+ * takes its mask's length from Shape(Transpose(K)). */
+static bool shape_readers(const struct ir_rw *rw, const struct ir_value *v, const struct ir_node *except,
+                          const struct ir_node *also, int depth) {
   if (v->graph != rw->g || rw->pinned[v->index]) return false;
   for (size_t k = 0; k < rw->g->n_nodes; k++) {
     const struct ir_node *n = rw->g->nodes[k];
-    for (size_t i = 0; !rw->dead[k] && n != except && i < n->n_inputs; i++)
+    for (size_t i = 0; !rw->dead[k] && n != except && n != also && i < n->n_inputs; i++)
       if (n->inputs[i] == v && !ir_is_op(n, "Shape") &&
           (!depth || !ir_is_op(n, "Transpose") || n->n_outputs != 1 || !n->outputs[0] ||
-           !shape_readers(rw, n->outputs[0], NULL, depth - 1)))
+           !shape_readers(rw, n->outputs[0], NULL, NULL, depth - 1)))
         return false;
   }
   return true;
@@ -349,17 +408,19 @@ static bool shape_readers(const struct ir_rw *rw, const struct ir_value *v, cons
 /* The bias b of x3 = Add(MatMul(T, W), b) (either order), a 1-D float
  * constant as wide as W, when the Add can die with the attention: its one
  * reader is the split-heads Reshape, whose Transpose feeds only `into`, a
- * node the fusion replaces, and whose other readers take only its shape
- * (fold_biases then gives it the MatMul's output, of the same shape).
- * Folding a bias whose Add other nodes still read would add it twice.
- * *mm receives the MatMul's output. */
-static const struct ir_value *dying_bias(const struct ir_rw *rw, const struct ir_value *x3,
-                                         const struct ir_node *into, struct ir_value **mm) {
+ * node the fusion replaces (or is `present`, the transpose whose output
+ * the fused node writes, present_form), and whose other readers, but
+ * `present`, take only its shape (fold_biases then gives it the MatMul's
+ * output, of the same shape). Folding a bias whose Add other nodes still
+ * read would add it twice. *mm receives the MatMul's output. */
+static const struct ir_value *dying_bias(const struct ir_rw *rw, const struct ir_value *x3, const struct ir_node *into,
+                                         const struct ir_node *present, struct ir_value **mm) {
   const struct ir_node *add = ir_made_by(x3, "Add"), *t = split_of(into, x3);
   const struct ir_node *r = t ? t->inputs[0]->producer : NULL;
   int64_t width;
-  if (!add || add->n_inputs != 2 || !r || ir_rw_sole_reader(rw, x3) != r || !ir_rw_only_into(rw, t, into) ||
-      !shape_readers(rw, r->outputs[0], t, 1) || !projected(x3, &width))
+  if (!add || add->n_inputs != 2 || !r || ir_rw_sole_reader(rw, x3) != r ||
+      (t != present && !ir_rw_only_into(rw, t, into)) || !shape_readers(rw, r->outputs[0], t, present, 1) ||
+      !projected(x3, &width))
     return NULL;
   for (size_t i = 0; i < 2; i++) {
     struct ir_value *b = add->inputs[i], *m = add->inputs[1 - i];
@@ -376,20 +437,23 @@ static const struct ir_value *dying_bias(const struct ir_rw *rw, const struct ir
  * ORT's BART fusion moves them (fusion_attention.py,
  * create_combined_qkv_bias). With a past, K and V are the new 3-D keys and
  * values: the op adds their bias before putting the past in front, as the
- * graph did before its cache Concat. A 4-D key and value (no past) keep
- * theirs: ORT's CPU kernel takes them as projected already and adds no K
- * or V bias (multihead_attention.cc), so only Q's moves, and only when V's
- * heads are Q's size (the D == D_v that form requires), which also keeps a
- * declared head size out of the bias length. A moved bias's split-heads
- * Reshape then reads the MatMul's output: what still reads it after the
- * fusion reads only its shape, and its Add dies. */
+ * graph did before its cache Concat; in the present form, before writing
+ * the present key and value, as the graph did before its Reshape. A 4-D
+ * key and value (the encoder's past keys, or a cache Concat that stays)
+ * keep theirs: ORT's CPU kernel takes them as projected already and adds
+ * no K or V bias (multihead_attention.cc), so only Q's moves, and only
+ * when V's heads are Q's size (the D == D_v that form requires), which
+ * also keeps a declared head size out of the bias length. A moved bias's
+ * split-heads Reshape then reads the MatMul's output: what still reads it
+ * after the fusion reads only its shape, and its Add dies. */
 static void fold_biases(struct ir_rw *rw, struct attn *a, bool past) {
   struct ir_value *x3[3] = {a->q3, past ? a->kn : a->k3, past ? a->vn : a->v3};
   const struct ir_node *into[3] = {a->qk, past ? a->ck : a->qk, past ? a->cv : a->pv};
+  const struct ir_node *present[3] = {NULL, a->kt, a->vt};
   size_t n = !a->kv4 || past ? 3 : a->head_v == a->head ? 1 : 0;
   for (size_t i = 0; i < 3; i++) {
     a->mm[i] = x3[i];
-    a->bias[i] = i < n ? dying_bias(rw, x3[i], into[i], &a->mm[i]) : NULL;
+    a->bias[i] = i < n ? dying_bias(rw, x3[i], into[i], present[i], &a->mm[i]) : NULL;
   }
   for (size_t i = 0; i < 3; i++)
     if (a->bias[i]) ir_rw_replace_uses(rw, x3[i], a->mm[i]);
@@ -421,21 +485,24 @@ int ir_pass_attention(struct ir_rw *rw) {
   for (size_t k = 0; k < rw->g->n_nodes; k++) {
     struct attn a;
     if (rw->dead[k] || !match_attention(rw, rw->g->nodes[k], &a)) continue;
-    bool past = past_form(rw, &a);
+    bool past = past_form(rw, &a), present = !past && present_form(rw, &a);
     /* Before the kills below: they change the readers dying_bias counts. */
     fold_biases(rw, &a, past);
-    struct ir_node *gone[] = {a.out, a.tr, a.pv, a.softmax, a.add, a.qk};
+    /* The cache Concats (past) or the heads-split transposes (present)
+     * whose outputs the fused node writes. */
+    struct ir_node *gone[] = {a.out, a.tr, a.pv, a.softmax, a.add, a.qk, a.ck, a.cv, a.kt, a.vt};
     for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++)
       if (gone[i]) ir_rw_kill(rw, gone[i]);
-    if (past && !rewrite_past(rw, &a)) return -1;
+    if ((past || present) && !rewrite_lengths(rw, &a)) return -1;
     char name[512];
     const char *nm = ir_rw_node_name(rw, a.out->name, "AttentionFusion", name, sizeof name);
     struct ir_value *bias = qkv_bias(rw, &a, nm);
     if (rw->oom) return -1;
     struct ir_value *in[8] = {a.mm[0], a.mm[1], a.mm[2], bias, NULL, a.mask, a.past_k, a.past_v};
-    struct ir_value *out[3] = {a.out->outputs[0], a.k3, a.v3};
+    struct ir_value *out[3] = {a.out->outputs[0], past ? a.k3 : present ? a.kt->outputs[0] : NULL,
+                               past ? a.v3 : present ? a.vt->outputs[0] : NULL};
     struct ir_node *m = ir_rw_node(rw, a.out, "MultiHeadAttention", "com.microsoft", nm, in,
-                                   past ? 8 : a.mask ? 6 : bias ? 4 : 3, out, past ? 3 : 1, 2);
+                                   past ? 8 : a.mask ? 6 : bias ? 4 : 3, out, past || present ? 3 : 1, 2);
     if (!m) return -1;
     ir_rw_attr_int(m, 0, "num_heads", a.heads);
     ir_rw_attr_float(m, 1, "scale", a.scale);
