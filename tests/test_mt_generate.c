@@ -142,7 +142,7 @@ static void run_all(const cJSON *root, const char *dir, tolk_translator_params t
   tolk_translator_free(tr);
 }
 
-int main(int argc, char **argv) {
+int main(void) {
   char path[4096];
   snprintf(path, sizeof path, "%s/golden/generate.json", tu_fixtures());
   char *json = tu_slurp(path, NULL);
@@ -151,7 +151,6 @@ int main(int argc, char **argv) {
   cJSON *root = cJSON_Parse(json);
   free(json);
   tolk_translator_params tp = tolk_translator_default_params();
-  tp.int8 = argc > 1 && strcmp(argv[1], "--int8") == 0;
   snprintf(path, sizeof path, "%s/marian-tiny", tu_fixtures());
   run_all(root, path, tp, "decoder + decoder_with_past");
   char dir[64];

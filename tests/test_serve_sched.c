@@ -346,8 +346,8 @@ static void row_bound(const tolk_translator *tr) {
 }
 
 /* A request's sentences join the batch together, up to twice the row
- * bound, and a text is judged by when the batch could hold all of it that
- * way: with one of two rows taken by a long sentence, a text of two
+ * bound while no other request waits, and a text is judged by when the
+ * batch could hold all of it that way: with one of two rows taken by a long sentence, a text of two
  * sentences starts at once, both rows beside the long one (3 > the bound
  * of 2); a text of four, or the first of a request of four texts, would
  * have its fourth wait for the long one to leave, past a budget of 1 ms. */
@@ -394,13 +394,26 @@ static void whole_text_wait(const tolk_translator *tr) {
   CHECK_MSG(most == 3, "a request of two texts ran in %zu rows beside the long one, not 3", most);
   sched_job_release(j);
   sched_job_release(second);
+  /* While another request waits, nothing follows past the bound: a text of
+   * two sentences is judged by the whole of it again, and refused. The one
+   * waiting has two beams, which the one free row cannot take; it follows
+   * a text of its own request, so the budget does not judge it. */
+  struct sched_job *wide;
   tp.request = NULL;
+  tp.num_beams = 2;
+  CHECK_MSG(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &wide, &err) == TOLK_OK, "%s", err.message);
+  tp.num_beams = 1;
   tp.follows = false;
-  CHECK_MSG(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK, "%s", err.message);
+  CHECK_MSG(sched_submit(s, "Open the file. Close it now.", 28, &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && !j,
+            "a text of two sentences was taken past the bound while another request waited");
+  sched_cancel(wide);
   probe_wait(&p, 4);
+  sched_job_release(wide);
+  CHECK_MSG(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK, "%s", err.message);
+  probe_wait(&p, 5);
   sched_job_release(j);
   sched_cancel(longj);
-  probe_wait(&p, 5);
+  probe_wait(&p, 6);
   sched_job_release(longj);
   probe_free(&p);
   sched_free(s);

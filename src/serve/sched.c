@@ -12,7 +12,8 @@
  *     2. queued sentences are admitted in arrival order while the batch's
  *        rows × padded source length stays under max_batch_tokens and its
  *        rows under max_batch_rows, or twice that for the sentences of a
- *        request already in the batch (an idle scheduler first waits up to
+ *        request already in the batch while no other waits (an idle
+ *        scheduler first waits up to
  *        max_wait_ms for company): their encoder run and first decoder step
  *        happen now, between two steps of the batch, and their rows join it;
  *     3. one decoder step for every row;
@@ -316,7 +317,8 @@ static size_t batch_cap(const struct sched *s, size_t len, bool follow) {
 /* Under s->mu: how long j would wait until the batch could hold it: until
  * its m-th sentence starts, m being its sentences and the texts its request
  * sends after it (each at least one), less those that follow the first
- * past the row bound (up to the bound's worth: batch_cap), as many as the
+ * past the row bound (up to the bound's worth: batch_cap; none when others
+ * wait: group_may_follow), as many as the
  * batch holds beside one another. Judging its first sentence alone let a
  * text longer than that wait a departure more than the budget allowed, and
  * requests of several sentences made the tail of every overload run. Those beyond the batch's
@@ -329,7 +331,7 @@ static double expected_wait(const struct sched *s, const struct sched_job *j, si
   if (s->idle && !s->queued) return 0;
   size_t beams = (size_t)j->gp.num_beams, len = 0;
   for (size_t i = 0; i < j->doc.n; i++) len = j->doc.p[i].ids.n > len ? j->doc.p[i].ids.n : len;
-  size_t fit = batch_cap(s, len, false) / beams, more = batch_cap(s, len, true) / beams - fit;
+  size_t fit = batch_cap(s, len, false) / beams, more = s->queued ? 0 : batch_cap(s, len, true) / beams - fit;
   size_t m = j->doc.n + later_texts;
   m = m > more + 1 ? m - more : 1; /* up to `more` follow the first past the bound */
   if (m > fit) m = fit;
@@ -511,9 +513,16 @@ static bool fits_batch(const struct sched *s, size_t rows, size_t len, const str
   return r * l <= (size_t)s->p.max_batch_tokens;
 }
 
-/* Whether a sentence of x's request is running or among the n joining. */
-static bool group_in_batch(const struct sched *s, const struct sentence *x, struct sentence *const *joining,
-                           size_t n) {
+/* Under s->mu: whether x, at the queue's head, may follow its request past
+ * the row bound: a sentence of the request is running or among the n
+ * joining, and no other request waits. Rows past the bound slow every step
+ * of the batch; taken while others wait (overload), they would lengthen
+ * the stays those others wait for, and the tail of every admitted text. */
+static bool group_may_follow(const struct sched *s, const struct sentence *x, struct sentence *const *joining,
+                             size_t n) {
+  size_t cap = (size_t)s->p.max_queue;
+  for (size_t i = 0; i < s->queued; i++)
+    if (s->queue[(s->head + i) % cap]->job->group != x->job->group) return false;
   for (size_t i = 0; i < n; i++)
     if (joining[i]->job->group == x->job->group) return true;
   for (size_t i = 0; i < s->n_running; i++)
@@ -549,7 +558,7 @@ static size_t pop_admissions(struct sched *s, struct sentence **out, size_t max)
   size_t cap = (size_t)s->p.max_queue;
   while (s->queued && n < max) {
     struct sentence *x = s->queue[s->head];
-    if (!fits_batch(s, rows, len, x, group_in_batch(s, x, out, n)) && (rows || n)) break;
+    if (!fits_batch(s, rows, len, x, group_may_follow(s, x, out, n)) && (rows || n)) break;
     rows += (size_t)x->job->gp.num_beams;
     size_t l = x->job->doc.p[x->index].ids.n;
     len = l > len ? l : len;

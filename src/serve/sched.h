@@ -63,10 +63,11 @@ struct sched_params {
    * Past the rows that fill the cores a step only gets longer for everyone
    * in the batch: this is what keeps the latency of admitted texts flat
    * under overload, the excess waiting in the queue where
-   * max_queue_wait_ms can refuse it. The request's other sentences follow
-   * it up to twice the bound: split by the bound, a request of four
-   * sentences under a bound of three ran three and then one, two stays in
-   * the batch where one of four rows costs little more than one of three. */
+   * max_queue_wait_ms can refuse it. While no other request waits, the
+   * request's other sentences follow it up to twice the bound: split by the
+   * bound, a request of four sentences under a bound of three ran three
+   * and then one, two stays in the batch where one of four rows costs
+   * little more than one of three. */
   int max_batch_rows;
 };
 
