@@ -277,19 +277,28 @@ static void fill_c(const void *cdata, int64_t c0, int64_t c1, size_t es, int64_t
   }
 }
 
-/* y += beta·C (c0 × c1) broadcast to m×n, once the product is in y. With
- * beta 1 this is Add's y + C: MatMul then Add, which tolk optimize fuses
- * into Gemm (src/ir/fuse.c), gives these very bits. Adding C at the
- * kernel's first k block instead (C prefilled, kernel beta 1) would round
- * differently once k spans more than one block. */
-static void add_c(const float *cd, int64_t c0, int64_t c1, float beta, int64_t m, int64_t n, float *y) {
-  for (int64_t i = 0; i < m; i++) {
-    float *row = y + i * n;
-    const float *src = cd + (c0 == 1 ? 0 : i) * c1;
-    if (c1 == n) {
-      for (int64_t j = 0; j < n; j++) row[j] += beta * src[j];
+/* y += beta·C (c0 × c1) broadcast to the n columns of y, rows [begin,
+ * end), once the product is in y. With beta 1 this is Add's y + C: MatMul
+ * then Add, which tolk optimize fuses into Gemm (src/ir/fuse.c), gives
+ * these very bits. Adding C at the kernel's first k block instead (C
+ * prefilled, kernel beta 1) would round differently once k spans more
+ * than one block. */
+struct add_c_job {
+  const float *cd;
+  int64_t c0, c1, n;
+  float beta;
+  float *y;
+};
+
+static void add_c_rows(void *arg, int64_t begin, int64_t end) {
+  const struct add_c_job *j = arg;
+  for (int64_t i = begin; i < end; i++) {
+    float *row = j->y + i * j->n;
+    const float *src = j->cd + (j->c0 == 1 ? 0 : i) * j->c1;
+    if (j->c1 == j->n) {
+      for (int64_t x = 0; x < j->n; x++) row[x] += j->beta * src[x];
     } else {
-      for (int64_t j = 0; j < n; j++) row[j] += beta * src[0];
+      for (int64_t x = 0; x < j->n; x++) row[x] += j->beta * src[0];
     }
   }
 }
@@ -342,7 +351,10 @@ static tolk_status gemm_run(struct op_ctx *c) {
       kern_sgemm_packed(ta, m, n, k, alpha, ad, lda, pb, 0.0f, yd, n, c->pool);
     else
       kern_sgemm(ta, tb, m, n, k, alpha, ad, lda, bd, ldb, 0.0f, yd, n, c->pool);
-    if (use_c) add_c(cd, c0, c1, beta, m, n, yd);
+    if (use_c) {
+      struct add_c_job j = {cd, c0, c1, n, beta, yd};
+      op_parallel_for(c, m, n >= 4096 ? 1 : 4096 / n, add_c_rows, &j);
+    }
   } else {
     /* The reference sums each element in one go: C prefilled is added once. */
     if (use_c) fill_c(cd, c0, c1, op_dtype_size(dt), m, n, yd);
