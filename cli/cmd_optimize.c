@@ -33,12 +33,13 @@ static const struct cli_verb verb = {
     "optimize", "[options] IN.onnx OUT.onnx",
     "Saves the graph as tolk optimizes it, as ONNX Runtime's optimized_model_filepath\n"
     "does, If/Loop/Scan bodies included. basic: constant folding with tolk's kernels,\n"
-    "static Shape chains, common subexpressions and dead nodes; extended: + fusions\n"
-    "into com.microsoft QuickGelu, Gelu/BiasGelu and FusedMatMul, written-out\n"
-    "LayerNormalization (opset 17+), and residual Add + LayerNormalization into\n"
-    "SkipLayerNormalization; all: + attention (self, cross, with a past) into\n"
-    "MultiHeadAttention, the Q/K/V projection biases as its bias input, the\n"
-    "decoders' present key/value outputs as its present_key/present_value.\n"
+    "static Shape chains, common subexpressions, 2-D MatMul + Add into Gemm and\n"
+    "dead nodes; extended: + fusions into com.microsoft QuickGelu, Gelu/BiasGelu,\n"
+    "FastGelu (GELU's tanh form) and FusedMatMul, written-out LayerNormalization\n"
+    "(opset 17+), and residual Add + LayerNormalization into SkipLayerNormalization;\n"
+    "all: + attention (self, cross, with a past) into MultiHeadAttention, the Q/K/V\n"
+    "projection biases as its bias input, the decoders' present key/value outputs\n"
+    "as its present_key/present_value.\n"
     "The output is checked, written to a temporary file and renamed: complete or\n"
     "absent. tolk run --opt LEVEL applies the same rewrites at session creation.",
     options, "exit status: 0 done, 2 bad usage or a model that could not be optimized", false};

@@ -435,10 +435,12 @@ tolk_status tolk_model_quantize(const char *in_path, const char *out_path,
  *    MatMul's packed weight reads, as a tied LM head's Transpose: folding
  *    it would store a second copy of the embedding), Shape of a fully
  *    static value replaced by its value, common-subexpression elimination
- *    (the duplicate Shape/Gather/Unsqueeze/Concat chains exporters leave)
- *    and dead-node removal;
+ *    (the duplicate Shape/Gather/Unsqueeze/Concat chains exporters leave),
+ *    MatMul + Add → Gemm where A is 2-D (as ORT's basic level does) and
+ *    dead-node removal;
  *  - EXTENDED: + fusions into com.microsoft ops: x·Sigmoid(αx) → QuickGelu,
- *    the Erf form of GELU → Gelu (BiasGelu with a bias Add before it),
+ *    the Erf form of GELU → Gelu (BiasGelu with a bias Add before it), its
+ *    tanh form → FastGelu (a bias Add before it as FastGelu's bias input),
  *    LayerNormalization written out op by op → LayerNormalization (opset 17+),
  *    MatMul with last-two-axes Transposes and scalar Mul/Div on its inputs
  *    or output → FusedMatMul;

@@ -34,6 +34,13 @@ layout: at basic, Transpose(Transpose(x)) composing to the identity goes, one co
   Outputs bit-identical in ORT, tolk within 1e-5 of ORT, `tolk check` passes.
 gelu: a BERT-style feed-forward block with the Erf form of GELU, in both of ORT's orders, with and
   without a bias Add before it, becomes Gelu / BiasGelu at extended (not at basic), same outputs.
+fastgelu: GELU's tanh form as HF's gelu_new (Pow), torch.onnx (x·x·x, the 0.5 last) and Megatron
+  (√(2/π)x·(1 + 0.044715x·x)) write it, with and without a bias Add, becomes FastGelu at extended (the
+  bias as its second input), a near miss (0.04 for 0.044715) stays; ORT's own extended level fuses its
+  two formulas of them; same outputs in ORT and in tolk, `tolk check` passes.
+gemm: MatMul + Add of a 2-D A becomes Gemm at basic for a bias [n], [1, n] (added first) and [m, n], a
+  B that is a graph input and an A that a Gemm of the model computes; a 3-D A, a bias broadcasting to 3-D and a scalar bias stay; same outputs
+  in ORT, tolk's bit-identical to the unfused graph's (k = 300, past one block of the GEMM kernel's k).
 """
 import collections
 import os
@@ -592,6 +599,140 @@ def skiplayernorm(tolk, tmp, conformance):
         print(f"ok: skip at {level}: {dict(after)}, tolk bit-identical")
 
 
+def fastgelu_model(path):
+    """Five blocks on x [2, 3, 8], each MatMul then GELU's tanh form: Pow(x, 3), the 0.5 first (HF's
+    NewGELUActivation, ORT's second formula), with a bias Add; x·(x·x), the 0.5 last (torch.onnx's
+    gelu(approximate='tanh')); √(2/π)x·(1 + 0.044715x·x), the 0.5 first (Megatron, ORT's first formula),
+    with a bias; Pow, the 0.5 last; and the first with 0.04 for 0.044715, which is no GELU."""
+    rng = np.random.default_rng(8)
+    c = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.float32), name)
+    inits = [c(f"W{i}", rng.standard_normal((8, 8))) for i in range(1, 6)]
+    inits += [c("b1", rng.standard_normal(8)), c("b3", rng.standard_normal(8)), c("half", 0.5), c("one", 1.0),
+              c("three", 3.0), c("kappa", 0.044715), c("beta", 0.7978845608028654), c("wrong", 0.04),
+              c("beta_megatron", 0.79788456)]
+    n = helper.make_node
+
+    def tanh_tail(i, x, u, half_first):
+        # 0.5·x·(1 + tanh(u)), y{i} out.
+        t = [n("Tanh", [u], [f"t{i}"]), n("Add", ["one", f"t{i}"], [f"a{i}"])]
+        if half_first:
+            return t + [n("Mul", [x, "half"], [f"h{i}"]), n("Mul", [f"h{i}", f"a{i}"], [f"y{i}"])]
+        return t + [n("Mul", [x, f"a{i}"], [f"m{i}"]), n("Mul", ["half", f"m{i}"], [f"y{i}"])]
+
+    def pow_form(i, x, kappa):
+        return [n("Pow", [x, "three"], [f"p{i}"]), n("Mul", [kappa, f"p{i}"], [f"k{i}"]),
+                n("Add", [x, f"k{i}"], [f"s{i}"]), n("Mul", ["beta", f"s{i}"], [f"u{i}"])]
+
+    nodes = [n("MatMul", ["x", f"W{i}"], [f"z{i}"]) for i in range(1, 6)]
+    nodes += [n("Add", ["z1", "b1"], ["x1"])] + pow_form(1, "x1", "kappa") + tanh_tail(1, "x1", "u1", True)
+    nodes += [n("Mul", ["z2", "z2"], ["q2"]), n("Mul", ["z2", "q2"], ["p2"]), n("Mul", ["kappa", "p2"], ["k2"]),
+              n("Add", ["z2", "k2"], ["s2"]), n("Mul", ["beta", "s2"], ["u2"])] + tanh_tail(2, "z2", "u2", False)
+    nodes += [n("Add", ["b3", "z3"], ["x3"]), n("Mul", ["x3", "beta_megatron"], ["l3"]),
+              n("Mul", ["kappa", "x3"], ["k3"]), n("Mul", ["k3", "x3"], ["q3"]), n("Add", ["q3", "one"], ["o3"]),
+              n("Mul", ["l3", "o3"], ["u3"])] + tanh_tail(3, "x3", "u3", True)
+    nodes += pow_form(4, "z4", "kappa") + tanh_tail(4, "z4", "u4", False)
+    nodes += pow_form(5, "z5", "wrong") + tanh_tail(5, "z5", "u5", True)
+    # A Relu after each: ORT fuses no GELU whose result is a graph output.
+    nodes += [n("Relu", [f"y{i}"], [f"r{i}"]) for i in range(1, 6)]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])
+    rs = [helper.make_tensor_value_info(f"r{i}", TensorProto.FLOAT, [2, 3, 8]) for i in range(1, 6)]
+    g = helper.make_graph(nodes, "fastgelu", [x], rs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(m, full_check=True)
+    onnx.save(m, path)
+
+
+def ort_extended_ops(src, tmp):
+    """Op counts of the graph ONNX Runtime's own extended level makes of src."""
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    so.optimized_model_filepath = os.path.join(tmp, "ort." + os.path.basename(src))
+    ort.InferenceSession(src, so, providers=["CPUExecutionProvider"])
+    return ops(so.optimized_model_filepath)
+
+
+def fastgelu(tolk, tmp, conformance):
+    src = os.path.join(tmp, "fastgelu.onnx")
+    fastgelu_model(src)
+    # ORT's own extended level fuses its two formulas (the 0.5 first); tolk takes torch's x·x·x and the
+    # 0.5 last too.
+    theirs = ort_extended_ops(src, tmp)["com.microsoft:FastGelu"]
+    if theirs != 2:
+        fail(f"fastgelu: ORT's extended level makes {theirs} FastGelu, wanted 2")
+    for level, want in [("basic", 0), ("extended", 4)]:
+        dst = os.path.join(tmp, f"fastgelu.{level}.onnx")
+        optimize(tolk, src, dst, level)
+        out = onnx.load(dst)
+        onnx.checker.check_model(out, full_check=True)
+        tolk_check(tolk, dst)
+        after = ops(dst)
+        fast = {x.output[0]: len(x.input) for x in out.graph.node if x.op_type == "FastGelu"}
+        if len(fast) != want or after["Tanh"] != 5 - want or (want and fast != {"y1": 2, "y2": 1, "y3": 2, "y4": 1}):
+            fail(f"fastgelu at {level}: FastGelu (output: inputs) {fast}: {dict(after)}")
+        same_outputs(src, dst, f"fastgelu at {level}")
+        sess = session(src)
+        feed = feeds(sess, np.random.default_rng(9))
+        tolk_agrees(conformance, tmp, [src, dst], feed,
+                    [(o.name, v) for o, v in zip(sess.get_outputs(), sess.run(None, feed))], f"fastgelu {level}")
+        print(f"ok: fastgelu at {level}: {dict(after)}")
+
+
+def gemm_model(path):
+    """MatMul + Add on a [4, 300] (k past one of the GEMM kernel's k blocks): bias [5]; [1, 5] added
+    first; [4, 5]; b a graph input [300, 5] and a scaled by 0.05 (its rank seen through the Mul); A a
+    Relu of a Gemm the model has (its rank known from the Gemm, N from its transposed B); and three that
+    stay: x [2, 4, 300] 3-D, a bias [3, 1, 5] (the Add broadcasts to 3-D, Gemm's C cannot)
+    and a scalar bias (ORT wants [n] or [·, n])."""
+    rng = np.random.default_rng(10)
+    c = lambda name, shape: numpy_helper.from_array((0.1 * rng.standard_normal(shape)).astype(np.float32), name)
+    inits = [c(f"W{i}", (300, 5)) for i in (1, 2, 3, 5, 6, 7)]
+    inits += [c("b1", (5,)), c("b2", (1, 5)), c("b3", (4, 5)), c("b4", (5,)), c("b5", (3, 1, 5)), c("b6", ()),
+              c("b7", (5,)), numpy_helper.from_array(np.array(0.05, dtype=np.float32), "s"), c("W8", (6, 300)),
+              c("b8", (6,)), c("W9", (6, 5)), c("b9", (5,))]
+    n = helper.make_node
+    nodes = [n("MatMul", ["a", "W1"], ["m1"]), n("Add", ["m1", "b1"], ["y1"]),
+             n("MatMul", ["a", "W2"], ["m2"]), n("Add", ["b2", "m2"], ["y2"]),
+             n("MatMul", ["a", "W3"], ["m3"]), n("Add", ["m3", "b3"], ["y3"]),
+             n("MatMul", ["x", "W7"], ["m4"]), n("Add", ["m4", "b4"], ["y4"]),
+             n("MatMul", ["a", "W5"], ["m5"]), n("Add", ["m5", "b5"], ["y5"]),
+             n("MatMul", ["a", "W6"], ["m6"]), n("Add", ["m6", "b6"], ["y6"]),
+             n("Mul", ["a", "s"], ["a7"]), n("MatMul", ["a7", "w"], ["m7"]), n("Add", ["m7", "b7"], ["y7"]),
+             n("Gemm", ["a", "W8", "b8"], ["g8"], transB=1), n("Relu", ["g8"], ["r8"]),
+             n("MatMul", ["r8", "W9"], ["m8"]), n("Add", ["m8", "b9"], ["y8"])]
+    f = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+    outs = [f("y1", [4, 5]), f("y2", [4, 5]), f("y3", [4, 5]), f("y4", [2, 4, 5]), f("y5", [3, 4, 5]),
+            f("y6", [4, 5]), f("y7", [4, 5]), f("y8", [4, 5])]
+    g = helper.make_graph(nodes, "gemm", [f("a", [4, 300]), f("x", [2, 4, 300]), f("w", [300, 5])], outs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(m, full_check=True)
+    onnx.save(m, path)
+
+
+def gemm(tolk, tmp, conformance):
+    src = os.path.join(tmp, "gemm.onnx")
+    gemm_model(src)
+    dst = os.path.join(tmp, "gemm.basic.onnx")
+    optimize(tolk, src, dst, "basic")
+    out = onnx.load(dst)
+    onnx.checker.check_model(out, full_check=True)
+    tolk_check(tolk, dst)
+    gemms = sorted(x.output[0] for x in out.graph.node if x.op_type == "Gemm")
+    after = dict(ops(dst))
+    if gemms != ["g8", "y1", "y2", "y3", "y7", "y8"] or after != {"Gemm": 6, "MatMul": 3, "Add": 3, "Mul": 1,
+                                                                   "Relu": 1}:
+        fail(f"gemm at basic: Gemm writes {gemms}: {after}")
+    same_outputs(src, dst, "gemm at basic")
+    sess = session(src)
+    feed = feeds(sess, np.random.default_rng(11))
+    tolk_agrees(conformance, tmp, [src, dst], feed,
+                [(o.name, v) for o, v in zip(sess.get_outputs(), sess.run(None, feed))], "gemm basic")
+    # tolk's Gemm adds C after the whole product, as Add does after MatMul: the same bits.
+    a, b = tolk_outputs(tolk, src, feed, tmp), tolk_outputs(tolk, dst, feed, tmp)
+    if sorted(a) != sorted(b) or not all(np.array_equal(a[k], b[k]) for k in a):
+        fail("gemm at basic: tolk's outputs of the fused graph are not the unfused graph's bit for bit")
+    print(f"ok: gemm at basic: {after}, tolk bit-identical")
+
+
 def main():
     tolk, fixtures, case = sys.argv[1:4]
     conformance = sys.argv[4] if len(sys.argv) > 4 else None
@@ -611,6 +752,10 @@ def main():
             layout(tolk, tmp, conformance)
         elif case == "skiplayernorm":
             skiplayernorm(tolk, tmp, conformance)
+        elif case == "fastgelu":
+            fastgelu(tolk, tmp, conformance)
+        elif case == "gemm":
+            gemm(tolk, tmp, conformance)
         else:
             fail("unknown case " + case)
 

@@ -119,10 +119,13 @@ static const struct pass passes[] = {
     {"common subexpressions", ir_pass_cse, TOLK_OPT_BASIC},
     {"Transpose elimination", ir_pass_transpose, TOLK_OPT_BASIC},
     {"Reshape elimination", ir_pass_reshape, TOLK_OPT_BASIC},
+    /* ORT's basic level too: Gemm is an ai.onnx op. */
+    {"MatMul + Add fusion", ir_pass_gemm, TOLK_OPT_BASIC},
     {"dead nodes", ir_pass_dce, TOLK_OPT_BASIC},
     {"LayerNormalization fusion", ir_pass_layernorm, TOLK_OPT_EXTENDED},
     {"QuickGelu fusion", ir_pass_quick_gelu, TOLK_OPT_EXTENDED},
     {"Gelu fusion", ir_pass_gelu, TOLK_OPT_EXTENDED},
+    {"FastGelu fusion", ir_pass_fast_gelu, TOLK_OPT_EXTENDED},
     {"FusedMatMul fusion", ir_pass_fused_matmul, TOLK_OPT_EXTENDED},
     {"SkipLayerNormalization fusion", ir_pass_skip_layernorm, TOLK_OPT_EXTENDED},
     {"dead nodes", ir_pass_dce, TOLK_OPT_EXTENDED},

@@ -10,7 +10,8 @@
  * last dim (`width`) and the rank, through the ops a transformer block is
  * made of: elementwise ops with a scalar or a 1-D constant (only the last
  * dim can change), MatMul by a 2-D weight (the last dim becomes its
- * columns), the normalisations and activations (shape kept), and the
+ * columns; Gemm's output is 2-D with them), the normalisations and
+ * activations (shape kept), and the
  * attention output's Reshape to [dim 0 of T, dim 1 of T, c] with T of rank
  * 3. Any other op starts a new root; a value's width and rank then come
  * from its declared type, or from what the op is known to make.
@@ -155,6 +156,10 @@ static struct ir_rows node_rows(const struct ir_rw *rw, const struct ir_rows *ro
     r.width = w->init->dims[1];
     return r;
   }
+  const struct ir_value *gb = ir_is_op(n, "Gemm") && n->n_inputs >= 2 ? n->inputs[1] : NULL;
+  if (gb) self.rank = 2;
+  if (gb && gb->init && gb->init->rank == 2 && !(gb->flags & IR_VALUE_GRAPH_INPUT))
+    self.width = gb->init->dims[ir_attr_int(n, "transB", 0) ? 0 : 1];
   if (ir_is_op(n, "Reshape")) {
     struct ir_rows r = reshape(rw, rows, n, self);
     if (r.root == self.root && r.rank < 0 && n->n_inputs == 2) r.rank = (int32_t)shape_len(n->inputs[1]);

@@ -167,13 +167,18 @@ int ir_pass_cse(struct ir_rw *rw);
  * int64 initializer, so constant folding takes the chain behind it. */
 int ir_pass_static_shape(struct ir_rw *rw);
 
-/* Fusions (fuse.c), ONNX Runtime's extended level. */
+/* Fusions (fuse.c): ONNX Runtime's extended level, ir_pass_gemm its basic. */
 /* x * Sigmoid(x) (SiLU) and x * Sigmoid(alpha * x) -> com.microsoft
  * QuickGelu(x, alpha). */
 int ir_pass_quick_gelu(struct ir_rw *rw);
 /* x * 0.5 * (1 + Erf(x / sqrt 2)) -> com.microsoft Gelu, or BiasGelu when
  * x = Add(y, bias) with a 1-D constant bias. */
 int ir_pass_gelu(struct ir_rw *rw);
+/* x * 0.5 * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 * x^3))), x^3 as Pow(x, 3)
+ * or x*x*x, or the argument as (sqrt(2/pi) * x) * (1 + 0.044715 * x * x)
+ * -> com.microsoft FastGelu, with the bias input when x = Add(y, bias)
+ * with a 1-D constant bias. */
+int ir_pass_fast_gelu(struct ir_rw *rw);
 /* MatMul(Transpose(a, perm swapping the last two axes), b) and
  * MatMul(a, Transpose(b)) -> com.microsoft FusedMatMul(transA/transB), and
  * a scalar Mul or Div by a constant before or after a MatMul folded into
@@ -184,6 +189,11 @@ int ir_pass_fused_matmul(struct ir_rw *rw);
  * beta) -> LayerNormalization on the last axis; only in models importing
  * ai.onnx 17 or later, where that op exists. */
 int ir_pass_layernorm(struct ir_rw *rw);
+
+/* Add(MatMul(a, b), c) -> Gemm(a, b, c) (ORT's basic level) for a of rank
+ * 2, b of rank 2 with n columns known, c of shape [n], [1, n], [m, 1] or
+ * [m, n] and a float type. */
+int ir_pass_gemm(struct ir_rw *rw);
 
 /* LayerNormalization(Add(x, skip [+ bias])) -> com.microsoft
  * SkipLayerNormalization (fuse_skip.c), when x and skip provably have the

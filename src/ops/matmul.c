@@ -254,15 +254,18 @@ static tolk_status gemm_prepare(const struct ir_node *node, int64_t opset, void 
   return mm_pack_b(node, ir_attr_int(node, "transB", 0) != 0, false, state, err);
 }
 
-/* Writes C broadcast to m×n into y (dtype esize bytes per element). C's
- * shape must broadcast unidirectionally: rank ≤ 2, each dim 1 or equal. */
-static tolk_status fill_c(struct op_ctx *c, const struct tensor *ct, const void *cdata,
-                          size_t es, int64_t m, int64_t n, void *y) {
-  int64_t c0 = 1, c1 = 1;
-  if (ct->rank > 2) goto bad;
-  if (ct->rank == 2) c0 = ct->dims[0], c1 = ct->dims[1];
-  if (ct->rank == 1) c1 = ct->dims[0];
-  if ((c0 != 1 && c0 != m) || (c1 != 1 && c1 != n)) goto bad;
+/* C's broadcast to the m×n result: its rows *c0 (1 or m) and columns *c1
+ * (1 or n). False when C's shape does not broadcast unidirectionally
+ * (rank ≤ 2, each dim 1 or equal). */
+static bool c_shape(const struct tensor *ct, int64_t m, int64_t n, int64_t *c0, int64_t *c1) {
+  *c0 = *c1 = 1;
+  if (ct->rank == 2) *c0 = ct->dims[0], *c1 = ct->dims[1];
+  if (ct->rank == 1) *c1 = ct->dims[0];
+  return ct->rank <= 2 && (*c0 == 1 || *c0 == m) && (*c1 == 1 || *c1 == n);
+}
+
+/* Writes C (c0 × c1) broadcast to m×n into y, es bytes per element. */
+static void fill_c(const void *cdata, int64_t c0, int64_t c1, size_t es, int64_t m, int64_t n, void *y) {
   for (int64_t i = 0; i < m; i++) {
     char *row = (char *)y + (size_t)(i * n) * es;
     const char *src = (const char *)cdata + (size_t)((c0 == 1 ? 0 : i) * c1) * es;
@@ -272,11 +275,32 @@ static tolk_status fill_c(struct op_ctx *c, const struct tensor *ct, const void 
       for (int64_t j = 0; j < n; j++) memcpy(row + (size_t)j * es, src, es);
     }
   }
-  return TOLK_OK;
-bad:;
-  char s1[128];
-  return op_fail(c, TOLK_ERR_SHAPE, "C %s does not broadcast to the result [%lld, %lld]",
-                 shape_str(ct, s1, sizeof s1), (long long)m, (long long)n);
+}
+
+/* y += beta·C (c0 × c1) broadcast to the n columns of y, rows [begin,
+ * end), once the product is in y. With beta 1 this is Add's y + C: MatMul
+ * then Add, which tolk optimize fuses into Gemm (src/ir/fuse.c), gives
+ * these very bits. Adding C at the kernel's first k block instead (C
+ * prefilled, kernel beta 1) would round differently once k spans more
+ * than one block. */
+struct add_c_job {
+  const float *cd;
+  int64_t c0, c1, n;
+  float beta;
+  float *y;
+};
+
+static void add_c_rows(void *arg, int64_t begin, int64_t end) {
+  const struct add_c_job *j = arg;
+  for (int64_t i = begin; i < end; i++) {
+    float *row = j->y + i * j->n;
+    const float *src = j->cd + (j->c0 == 1 ? 0 : i) * j->c1;
+    if (j->c1 == j->n) {
+      for (int64_t x = 0; x < j->n; x++) row[x] += j->beta * src[x];
+    } else {
+      for (int64_t x = 0; x < j->n; x++) row[x] += j->beta * src[0];
+    }
+  }
 }
 
 static tolk_status gemm_run(struct op_ctx *c) {
@@ -317,14 +341,23 @@ static tolk_status gemm_run(struct op_ctx *c) {
     pb = mm_packed_for(c, b);
   }
   const bool use_c = ct && beta != 0.0f;
-  if (use_c && (st = fill_c(c, ct, cd, op_dtype_size(dt), m, n, yd))) return st;
+  int64_t c0, c1;
+  if (use_c && !c_shape(ct, m, n, &c0, &c1))
+    return op_fail(c, TOLK_ERR_SHAPE, "C %s does not broadcast to the result [%lld, %lld]",
+                   shape_str(ct, s1, sizeof s1), (long long)m, (long long)n);
   const int64_t lda = a->dims[1], ldb = b->dims[1];
   if (dt == TOLK_FLOAT) {
     if (pb)
-      kern_sgemm_packed(ta, m, n, k, alpha, ad, lda, pb, use_c ? beta : 0.0f, yd, n, c->pool);
+      kern_sgemm_packed(ta, m, n, k, alpha, ad, lda, pb, 0.0f, yd, n, c->pool);
     else
-      kern_sgemm(ta, tb, m, n, k, alpha, ad, lda, bd, ldb, use_c ? beta : 0.0f, yd, n, c->pool);
+      kern_sgemm(ta, tb, m, n, k, alpha, ad, lda, bd, ldb, 0.0f, yd, n, c->pool);
+    if (use_c) {
+      struct add_c_job j = {cd, c0, c1, n, beta, yd};
+      op_parallel_for(c, m, n >= 4096 ? 1 : 4096 / n, add_c_rows, &j);
+    }
   } else {
+    /* The reference sums each element in one go: C prefilled is added once. */
+    if (use_c) fill_c(cd, c0, c1, op_dtype_size(dt), m, n, yd);
     gemm_ref_any(dt, ta, tb, m, n, k, alpha, ad, lda, bd, ldb, use_c ? beta : 0.0, yd, n);
   }
   if (yd != y->data) nn_out_f32_finish(y, yd);
