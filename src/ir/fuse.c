@@ -23,7 +23,6 @@
  */
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "rewrite.h"
@@ -515,12 +514,5 @@ static bool gemm_at(struct ir_rw *rw, const struct ir_rows *rows, struct ir_node
 int ir_pass_gemm(struct ir_rw *rw) {
   /* Add broadcasts, and Gemm's C with it, from opset 7. */
   if (ir_model_opset(rw->m, "") < 7) return 0;
-  struct ir_rows *rows = ir_rows_of(rw);
-  if (!rows) return -1;
-  int n = 0;
-  for (size_t k = 0; k < rw->g->n_nodes; k++)
-    if (!rw->dead[k] && gemm_at(rw, rows, rw->g->nodes[k])) n++;
-  free(rows);
-  if (rw->oom) return -1;
-  return ir_rw_commit(rw) ? n : -1;
+  return ir_rw_each_rows(rw, gemm_at);
 }

@@ -197,6 +197,17 @@ struct ir_rows *ir_rows_of(struct ir_rw *rw) {
   return rows;
 }
 
+int ir_rw_each_rows(struct ir_rw *rw, bool (*at)(struct ir_rw *rw, const struct ir_rows *rows, struct ir_node *n)) {
+  struct ir_rows *rows = ir_rows_of(rw);
+  if (!rows) return -1;
+  int n = 0;
+  for (size_t k = 0; k < rw->g->n_nodes; k++)
+    if (!rw->dead[k] && at(rw, rows, rw->g->nodes[k])) n++;
+  free(rows);
+  if (rw->oom) return -1;
+  return ir_rw_commit(rw) ? n : -1;
+}
+
 /* Both declared with the same fully static shape. */
 static bool same_static(const struct ir_value *a, const struct ir_value *b) {
   const struct ir_type *x = &a->type, *y = &b->type;

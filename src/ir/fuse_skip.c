@@ -22,7 +22,6 @@
  * graph's order, and normalises with LayerNormalization's own row kernel:
  * tolk's fused output is the unfused graph's bit for bit.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "rewrite.h"
@@ -87,13 +86,4 @@ static bool skip_layernorm_at(struct ir_rw *rw, const struct ir_rows *rows, stru
   return true;
 }
 
-int ir_pass_skip_layernorm(struct ir_rw *rw) {
-  struct ir_rows *rows = ir_rows_of(rw);
-  if (!rows) return -1;
-  int n = 0;
-  for (size_t k = 0; k < rw->g->n_nodes; k++)
-    if (!rw->dead[k] && skip_layernorm_at(rw, rows, rw->g->nodes[k])) n++;
-  free(rows);
-  if (rw->oom) return -1;
-  return ir_rw_commit(rw) ? n : -1;
-}
+int ir_pass_skip_layernorm(struct ir_rw *rw) { return ir_rw_each_rows(rw, skip_layernorm_at); }

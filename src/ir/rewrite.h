@@ -145,6 +145,10 @@ struct ir_rows {
 /* rows[i] for each value i of rw's graph (malloc'd, the caller frees),
  * or NULL when out of memory (rw->oom set). */
 struct ir_rows *ir_rows_of(struct ir_rw *rw);
+/* ir_rw_each for a pass that reads the rows of the graph as it stood
+ * before the pass (ir_rows_of): the number of rewrites, or -1 when out of
+ * memory. */
+int ir_rw_each_rows(struct ir_rw *rw, bool (*at)(struct ir_rw *rw, const struct ir_rows *rows, struct ir_node *n));
 /* Whether a and b, values of rw's graph, provably have the same shape. */
 bool ir_rows_same(const struct ir_rw *rw, const struct ir_rows *rows, const struct ir_value *a,
                   const struct ir_value *b);
