@@ -12,6 +12,9 @@
  * exact in fp32, so there the result must match bit for bit, which catches
  * errors a tolerance could hide. Padding between rows of C must stay untouched
  * (the edge tiles use masked stores), and beta = 0 must ignore NaNs in C.
+ *
+ * B packed as 8-bit codes (kern_sgemm_pack_b_q8) must give C bit for bit as
+ * B packed from the dequantized floats does, on every path.
  */
 #include <math.h>
 #include <stdint.h>
@@ -124,6 +127,63 @@ static void run_all_forms(const struct gcase *g) {
   }
 }
 
+/* One q8 case: codes (signed or not) with a zero point and scale, against
+ * kern_sgemm_pack_b of their dequantization (q - zp) * scale; C (with its
+ * padding) must be the same bytes. */
+static void q8_case(int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool is_signed, float beta,
+                    struct tolk_pool *pool) {
+  const int64_t lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 2, ldc = n + 1;
+  const size_t asz = (size_t)((ta ? k : m) * lda), bsz = (size_t)((tb ? n : k) * ldb), csz = (size_t)(m * ldc);
+  float *a = malloc(asz * sizeof *a), *f = malloc(bsz * sizeof *f);
+  float *c1 = malloc(csz * sizeof *c1), *c2 = malloc(csz * sizeof *c2);
+  uint8_t *q = malloc(bsz);
+  const int32_t zp = is_signed ? (int32_t)(frand() * 20) : 128 + (int32_t)(frand() * 40);
+  const float scale = 0.01f + 0.02f * (frand() + 1.0f);
+  for (size_t i = 0; i < asz; i++) a[i] = frand();
+  for (size_t i = 0; i < bsz; i++) {
+    q[i] = (uint8_t)(rng >> 24);
+    frand();
+    f[i] = (float)((is_signed ? (int32_t)(int8_t)q[i] : (int32_t)q[i]) - zp) * scale;
+  }
+  for (size_t i = 0; i < csz; i++) c1[i] = c2[i] = frand();
+  struct kern_packed_b *pf = NULL, *pq = NULL;
+  tolk_error err = {0};
+  CHECK(kern_sgemm_pack_b(tb, k, n, f, ldb, &pf, &err) == TOLK_OK);
+  CHECK(kern_sgemm_pack_b_q8(tb, k, n, q, ldb, is_signed, scale, zp, &pq, &err) == TOLK_OK);
+  CHECK(kern_packed_b_bytes(pq) * 4 == kern_packed_b_bytes(pf));
+  kern_sgemm_packed(ta, m, n, k, 1.0f, a, lda, pf, beta, c1, ldc, pool);
+  kern_sgemm_packed(ta, m, n, k, 1.0f, a, lda, pq, beta, c2, ldc, pool);
+  CHECK_MSG(memcmp(c1, c2, csz * sizeof *c1) == 0,
+            "isa %s q8 m=%lld n=%lld k=%lld ta=%d tb=%d signed=%d beta=%g: not the floats' result",
+            kern_isa_name(kern_isa_active()), (long long)m, (long long)n, (long long)k, ta, tb, is_signed,
+            beta);
+  n_cases++;
+  kern_packed_b_free(pf);
+  kern_packed_b_free(pq);
+  free(a);
+  free(f);
+  free(c1);
+  free(c2);
+  free(q);
+}
+
+static void test_q8(void) {
+  static const int64_t ms[] = {1, 2, 6, 7, 13, 100, 200};
+  static const int64_t ns[] = {1, 17, 33, 65};
+  static const int64_t ks[] = {1, 17, 257, 600};
+  int idx = 0;
+  for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+      for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+        for (int t = 0; t < 8; t++, idx++)
+          q8_case(ms[mi], ns[ni], ks[ki], t & 1, t & 2, t & 4, idx % 3 ? 0.0f : 1.0f, idx % 2 ? pool2 : NULL);
+  /* A decoder step's LM head: one row and a few, k = 512, n across many panels. */
+  for (int s = 0; s < 2; s++) {
+    q8_case(1, 1001, 512, false, false, s, 0.0f, pool2);
+    q8_case(4, 1001, 512, false, true, s, 0.0f, pool2);
+  }
+}
+
 static const float alphas[] = {1.0f, 0.5f, 1.0f, -1.5f};
 static const float betas[] = {0.0f, 0.0f, 1.0f, 0.25f};
 
@@ -159,6 +219,7 @@ static void test_isa(enum kern_isa isa) {
       {200, 200, 600, false, false, 1, 0, 0, true},
   };
   for (size_t i = 0; i < sizeof big / sizeof *big; i++) run_all_forms(&big[i]);
+  test_q8();
   printf("isa %s: %d cases\n", kern_isa_name(isa), n_cases - start);
 }
 
@@ -184,6 +245,10 @@ static void test_degenerate(void) {
   kern_packed_b_free(NULL);
   CHECK(kern_sgemm_pack_b(false, INT64_MAX / 2, INT64_MAX / 2, b, 1, &pb, &err) ==
         TOLK_ERR_LIMIT);
+  CHECK(pb == NULL);
+  const uint8_t q[1] = {3};
+  CHECK(kern_sgemm_pack_b_q8(false, 1, 1, q, 1, false, 1.0f, 256, &pb, &err) == TOLK_ERR_INVALID_ARGUMENT);
+  CHECK(kern_sgemm_pack_b_q8(false, 1, 1, q, 1, true, 1.0f, -129, &pb, &err) == TOLK_ERR_INVALID_ARGUMENT);
   CHECK(pb == NULL);
 }
 

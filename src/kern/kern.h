@@ -75,6 +75,18 @@ struct kern_packed_b;
  * overflows and TOLK_ERR_NO_MEMORY when allocation fails. */
 tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const void *b,
                               int64_t ldb, struct kern_packed_b **out, tolk_error *err);
+/* The same for an op(B) given as 8-bit codes (int8 when is_signed, else
+ * uint8; k×n or n×k bytes, row stride ldb) standing for (q - zp) * scale,
+ * DequantizeLinear's per-tensor form: the codes are packed, a quarter of the
+ * floats' memory, and kern_sgemm_packed() dequantizes each piece of a panel
+ * as it reaches it, to exactly the floats kern_sgemm_pack_b() would hold for
+ * the dequantized matrix, so C comes out bit for bit the same. The price is
+ * that work per use: slower where B is reused across many rows, faster where
+ * a few rows stream B from memory (a decoder step's LM head). A zero point
+ * outside the codes' range fails with TOLK_ERR_INVALID_ARGUMENT. */
+tolk_status kern_sgemm_pack_b_q8(bool trans_b, int64_t k, int64_t n, const void *b, int64_t ldb,
+                                 bool is_signed, float scale, int32_t zp,
+                                 struct kern_packed_b **out, tolk_error *err);
 /* NULL is a no-op. */
 void kern_packed_b_free(struct kern_packed_b *pb);
 /* Bytes the packed copy holds (for memory statistics). */

@@ -20,6 +20,11 @@
  * same chains, so results are the same whatever m and whichever path: a
  * row of C never depends on the other rows.
  *
+ * A packed B may also hold 8-bit codes instead of floats (kern_sgemm_pack_b_q8):
+ * each KC × NR piece of a panel is then dequantized into a stack buffer just
+ * before the tiles read it, to the very floats a float panel of the
+ * dequantized matrix holds, so the tiles and their sums are the same.
+ *
  * Threads take disjoint ranges of panels (and of row blocks when n is too
  * narrow to feed them), so they never write the same C element and results
  * do not depend on the thread count.
@@ -121,6 +126,10 @@ struct gemm_job {
   const float *b;          /* B in memory (when packed == NULL) */
   int64_t ldb;
   const float *packed; /* or: panel-major packed op(B) */
+  const uint8_t *codes; /* or: the same as 8-bit codes (kern_sgemm_pack_b_q8) */
+  bool codes_signed;
+  int32_t zp;
+  float scale;
   float *c;
   int64_t ldc;
   int64_t panels;          /* ceil(n / NR) */
@@ -211,30 +220,44 @@ static void pack_a_block(const struct gemm_job *j, float *buf, int64_t i0, int64
   }
 }
 
+/* Rows [pc, pc + kc) of prepacked panel jp: in place, or for a panel of
+ * codes dequantized into scratch (kc × NR floats). */
+static const float *packed_panel(const struct gemm_job *j, int64_t jp, int64_t pc, int64_t kc,
+                                 float *scratch) {
+  const int64_t nr = j->u->nr, at = jp * j->k * nr + pc * nr;
+  if (!j->codes) return j->packed + at;
+  j->u->dq(j->codes + at, kc * nr, j->codes_signed, j->zp, j->scale, scratch);
+  return scratch;
+}
+
 /* C rows [i0, i1) × panels [jp0, jp1). */
 static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t jp0,
                        int64_t jp1) {
   const struct sgemm_ukr *u = j->u;
   const int64_t nr = u->nr, mr = u->mr, KC = u->kc, MC = u->mc;
+  const bool packed = j->packed || j->codes;
+  _Alignas(64) float scratch[SGEMM_MAX_KC * SGEMM_MAX_NR]; /* a dequantized piece of a panel */
   assert(KC <= SGEMM_MAX_KC && MC <= SGEMM_MAX_MC && nr <= SGEMM_MAX_NR &&
          SGEMM_NC % nr == 0 && SGEMM_ROWS_NC % nr == 0 && MC % mr == 0);
   /* Every path sums k in the same KC blocks, each block one FMA chain
    * added into C, so an element of C comes out the same whichever path and
    * tile computed it: a row does not depend on the other rows (see the tile
    * in sgemm_tmpl.h). */
-  if (j->packed && i1 - i0 <= mr) {
+  if (packed && i1 - i0 <= mr) {
     /* A decoder step: one tile height, each panel run down all of k block
      * by block, B read once from front to back. */
     for (int64_t jp = jp0; jp < jp1; jp++) {
       int64_t nv = j->n - jp * nr < nr ? j->n - jp * nr : nr;
-      for (int64_t pc = 0; pc < j->k; pc += KC)
-        u->tile(i1 - i0, nv, j->k - pc < KC ? j->k - pc : KC, j->a + i0 * j->rs_a + pc * j->cs_a,
-                j->rs_a, j->cs_a, j->packed + jp * j->k * nr + pc * nr, nr,
-                j->c + i0 * j->ldc + jp * nr, j->ldc, j->alpha, pc == 0 ? j->beta : 1.0f);
+      for (int64_t pc = 0; pc < j->k; pc += KC) {
+        const int64_t kc = j->k - pc < KC ? j->k - pc : KC;
+        u->tile(i1 - i0, nv, kc, j->a + i0 * j->rs_a + pc * j->cs_a, j->rs_a, j->cs_a,
+                packed_panel(j, jp, pc, kc, scratch), nr, j->c + i0 * j->ldc + jp * nr, j->ldc,
+                j->alpha, pc == 0 ? j->beta : 1.0f);
+      }
     }
     return;
   }
-  if (!j->packed && !j->trans_b && i1 - i0 <= mr) {
+  if (!packed && !j->trans_b && i1 - i0 <= mr) {
     /* The same for B as it lies (row-major k × n): copying it first would
      * cost more than the few FMAs each element feeds, so it is streamed row
      * by row in place, a block of columns at a time. */
@@ -248,7 +271,7 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
     return;
   }
   float *buf = thread_buf();
-  if (!buf && !j->packed) {
+  if (!buf && !packed) {
     /* Out of memory for the pack buffer: still give the right answer. */
     const int64_t c0 = jp0 * nr, c1 = j->n < jp1 * nr ? j->n : jp1 * nr;
     kern_sgemm_ref(j->trans_a, j->trans_b, i1 - i0, c1 - c0, j->k, j->alpha,
@@ -258,7 +281,7 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
     return;
   }
   const int64_t a_floats = ceil_div(i1 - i0, mr) * mr * j->k;
-  if (j->packed && buf && a_floats <= BUF_FLOATS) {
+  if (packed && buf && a_floats <= BUF_FLOATS) {
     /* A few rows against a prepacked B (a decoder step of a batch, the LM
      * head above all): A packed once for all of k, then each panel run down
      * all of k, so that B is read once front to back and each C tile
@@ -270,7 +293,7 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
       const int64_t nv = j->n - jp * nr < nr ? j->n - jp * nr : nr;
       for (int64_t pc = 0; pc < j->k; pc += KC) {
         const int64_t kc = j->k - pc < KC ? j->k - pc : KC;
-        const float *ap = buf + tiles_floats * pc, *bp = j->packed + jp * j->k * nr + pc * nr;
+        const float *ap = buf + tiles_floats * pc, *bp = packed_panel(j, jp, pc, kc, scratch);
         for (int64_t ir = i0; ir < i1; ir += mr)
           u->tile(i1 - ir < mr ? i1 - ir : mr, nv, kc, ap + (ir - i0) / mr * kc * mr, 1, mr, bp, nr,
                   j->c + ir * j->ldc + jp * nr, j->ldc, j->alpha, pc == 0 ? j->beta : 1.0f);
@@ -280,20 +303,19 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
   }
   float *abuf = buf, *bbuf = buf ? buf + SGEMM_MAX_MC * SGEMM_MAX_KC : NULL;
   const bool pack_a = buf && i1 - i0 > mr; /* one tile height reads A in place */
-  const int64_t ncp = j->packed ? jp1 - jp0 : SGEMM_NC / nr;
+  const int64_t ncp = packed ? jp1 - jp0 : SGEMM_NC / nr;
   for (int64_t jc = jp0; jc < jp1; jc += ncp) {
     const int64_t je = jp1 - jc < ncp ? jp1 : jc + ncp;
     for (int64_t pc = 0; pc < j->k; pc += KC) {
       const int64_t kc = j->k - pc < KC ? j->k - pc : KC;
       const float beta = pc == 0 ? j->beta : 1.0f; /* later k blocks accumulate */
-      if (!j->packed) pack_b_block(j, bbuf, pc, kc, jc, je);
+      if (!packed) pack_b_block(j, bbuf, pc, kc, jc, je);
       for (int64_t ic = i0; ic < i1; ic += MC) {
         const int64_t ie = i1 - ic < MC ? i1 : ic + MC;
         if (pack_a) pack_a_block(j, abuf, ic, ie, pc, kc);
         for (int64_t jp = jc; jp < je; jp++) {
           const int64_t nv = j->n - jp * nr < nr ? j->n - jp * nr : nr;
-          const float *bp =
-              j->packed ? j->packed + jp * j->k * nr + pc * nr : bbuf + (jp - jc) * kc * nr;
+          const float *bp = packed ? packed_panel(j, jp, pc, kc, scratch) : bbuf + (jp - jc) * kc * nr;
           for (int64_t ir = ic; ir < ie; ir += mr) {
             const int64_t rows = ie - ir < mr ? ie - ir : mr;
             float *ct = j->c + ir * j->ldc + jp * nr;
@@ -387,13 +409,21 @@ void kern_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, flo
 struct kern_packed_b {
   const struct sgemm_ukr *u;
   int64_t k, n;
-  float *data; /* ceil(n / NR) panels of k × NR */
+  float *data;    /* ceil(n / NR) panels of k × NR */
+  uint8_t *codes; /* or the same as 8-bit codes (kern_sgemm_pack_b_q8) */
+  bool is_signed;
+  int32_t zp;
+  float scale;
   size_t bytes;
 };
 
-tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const void *b,
-                              int64_t ldb, struct kern_packed_b **out, tolk_error *err) {
+/* A packed matrix of ceil(n / NR) panels of k × NR elements of elem_size
+ * bytes, with its memory (*mem, not filled; the caller stores it as data
+ * or codes). */
+static tolk_status packed_new(int64_t k, int64_t n, size_t elem_size, struct kern_packed_b **out,
+                              void **mem, tolk_error *err) {
   *out = NULL;
+  *mem = NULL;
   if (k < 0 || n < 0)
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "sgemm pack: negative size %lld x %lld",
                      (long long)k, (long long)n);
@@ -401,7 +431,7 @@ tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const void *b,
   const int64_t nr = u->nr, panels = ceil_div(n, nr);
   size_t elems, bytes;
   if (!tolk_mul_size((size_t)panels * (size_t)nr, (size_t)k, &elems) ||
-      !tolk_mul_size(elems, sizeof(float), &bytes) || bytes > SIZE_MAX - 64)
+      !tolk_mul_size(elems, elem_size, &bytes) || bytes > SIZE_MAX - HUGE_PAGE)
     return tolk_fail(err, TOLK_ERR_LIMIT, "sgemm pack: %lld x %lld matrix is too large",
                      (long long)k, (long long)n);
   struct kern_packed_b *pb = calloc(1, sizeof *pb);
@@ -415,19 +445,61 @@ tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const void *b,
      * hardware prefetchers are not stopped at every 4 KiB boundary and the
      * TLB covers the whole matrix. A hint only; it may be refused. */
     size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-    pb->data = aligned_alloc(HUGE_PAGE, rounded);
+    *mem = aligned_alloc(HUGE_PAGE, rounded);
 #ifdef MADV_HUGEPAGE
-    if (pb->data) madvise(pb->data, rounded, MADV_HUGEPAGE);
+    if (*mem) madvise(*mem, rounded, MADV_HUGEPAGE);
 #endif
   } else if (bytes > 0) {
-    pb->data = aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!pb->data) {
-      free(pb);
-      return tolk_fail(err, TOLK_ERR_NO_MEMORY,
-                       "sgemm pack: out of memory for a %lld x %lld matrix (%zu bytes)",
-                       (long long)k, (long long)n, bytes);
+    *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
+  }
+  if (bytes > 0 && !*mem) {
+    free(pb);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY,
+                     "sgemm pack: out of memory for a %lld x %lld matrix (%zu bytes)",
+                     (long long)k, (long long)n, bytes);
+  }
+  *out = pb;
+  return TOLK_OK;
+}
+
+tolk_status kern_sgemm_pack_b_q8(bool trans_b, int64_t k, int64_t n, const void *b, int64_t ldb,
+                                 bool is_signed, float scale, int32_t zp,
+                                 struct kern_packed_b **out, tolk_error *err) {
+  void *mem;
+  struct kern_packed_b *pb;
+  *out = NULL;
+  if ((is_signed ? zp < -128 || zp > 127 : zp < 0 || zp > 255))
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "sgemm pack: zero point %d is not a %s code",
+                     (int)zp, is_signed ? "int8" : "uint8");
+  tolk_status st = packed_new(k, n, 1, &pb, &mem, err);
+  if (st) return st;
+  pb->codes = mem;
+  pb->is_signed = is_signed;
+  pb->zp = zp;
+  pb->scale = scale;
+  const int64_t nr = pb->u->nr, panels = ceil_div(n, nr);
+  const uint8_t *q = b, pad = (uint8_t)zp; /* a padding column dequantizes to 0 */
+  for (int64_t jp = 0; jp < panels; jp++) {
+    uint8_t *dst = pb->codes + jp * k * nr;
+    const int64_t j0 = jp * nr, nv = n - j0 < nr ? n - j0 : nr;
+    for (int64_t p = 0; p < k; p++) {
+      for (int64_t x = 0; x < nv; x++) dst[p * nr + x] = trans_b ? q[(j0 + x) * ldb + p] : q[p * ldb + j0 + x];
+      for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = pad;
     }
   }
+  *out = pb;
+  return TOLK_OK;
+}
+
+tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const void *b,
+                              int64_t ldb, struct kern_packed_b **out, tolk_error *err) {
+  void *mem;
+  struct kern_packed_b *pb;
+  *out = NULL;
+  tolk_status st = packed_new(k, n, sizeof(float), &pb, &mem, err);
+  if (st) return st;
+  pb->data = mem;
+  const int64_t nr = pb->u->nr, panels = ceil_div(n, nr);
   /* Bytewise reads (memcpy compiles to plain loads): b may be misaligned. */
   const unsigned char *bb = b;
   const size_t fs = sizeof(float);
@@ -455,6 +527,7 @@ tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const void *b,
 void kern_packed_b_free(struct kern_packed_b *pb) {
   if (!pb) return;
   free(pb->data);
+  free(pb->codes);
   free(pb);
 }
 
@@ -475,6 +548,7 @@ void kern_sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alph
       .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta,
       .a = a, .lda = lda, .rs_a = trans_a ? 1 : lda, .cs_a = trans_a ? lda : 1,
       .packed = b->data,
+      .codes = b->codes, .codes_signed = b->is_signed, .zp = b->zp, .scale = b->scale,
       .c = c, .ldc = ldc,
   };
   gemm_run(&j, pool);

@@ -40,6 +40,11 @@ typedef void (*sgemm_rows_fn)(int64_t mr, int64_t nc, int64_t k, const float *a,
                               int64_t rs_a, int64_t cs_a, const float *b, int64_t rs_b,
                               float *c, int64_t ldc, float alpha, float beta);
 
+/* out[0:n] = (q[i] - zp) * scale for n 8-bit codes (signed or not), n a
+ * multiple of the vector width: the floats a code panel stands for. */
+typedef void (*sgemm_dq_fn)(const uint8_t *q, int64_t n, bool is_signed, int32_t zp, float scale,
+                            float *out);
+
 struct sgemm_ukr {
   enum kern_isa isa;
   int mr, nr; /* register tile: mr rows × nr columns of C */
@@ -47,6 +52,7 @@ struct sgemm_ukr {
   int mc;     /* row block: an mc × kc block of A stays in L2 (multiple of mr) */
   sgemm_tile_fn tile;
   sgemm_rows_fn rows;
+  sgemm_dq_fn dq;
 };
 
 extern const struct sgemm_ukr kern_sgemm_ukr_scalar;

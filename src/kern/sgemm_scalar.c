@@ -21,6 +21,11 @@ static inline V v_bcast(const float *p) { return v_set1(*p); }
 static inline V v_fma(V a, V b, V c) { return a * b + c; }
 static inline V v_mul(V a, V b) { return a * b; }
 static inline V v_add(V a, V b) { return a + b; }
+static inline V v_sub(V a, V b) { return a - b; }
+static inline V v_from_u8(const uint8_t *p) { return (V){p[0], p[1], p[2], p[3]}; }
+static inline V v_from_s8(const uint8_t *p) {
+  return (V){(int8_t)p[0], (int8_t)p[1], (int8_t)p[2], (int8_t)p[3]};
+}
 static inline V v_load_n(const float *p, int64_t n) {
   V v = v_zero();
   for (int64_t i = 0; i < n; i++) v[i] = p[i];

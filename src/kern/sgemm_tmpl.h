@@ -11,9 +11,11 @@
  *                         enum kern_isa value, and the name of the
  *                         struct sgemm_ukr to define
  *   v_zero() v_loadu(p) v_bcast(p) v_set1(x) v_fma(a, b, c) v_mul(a, b)
- *   v_add(a, b) v_load_n(p, n) v_store(p, v) v_store_n(p, v, n)
+ *   v_add(a, b) v_sub(a, b) v_load_n(p, n) v_store(p, v) v_store_n(p, v, n)
+ *   v_from_u8(p) v_from_s8(p)
  *   (v_loadu/v_store: unaligned; *_n: the first n lanes only, 1 ≤ n ≤ VL,
- *   touching no memory past them; v_fma = a*b + c)
+ *   touching no memory past them; v_fma = a*b + c; v_from_*8: VL bytes at p,
+ *   unsigned or signed, as floats)
  * The tile is TMPL_MR rows × 2 vectors: 12 accumulators at MR = 6, which
  * keeps both FMA ports busy through the FMA latency on AVX2 and AVX-512.
  */
@@ -194,6 +196,17 @@ static void tmpl_rows(int64_t mr, int64_t nc, int64_t k, const float *a, int64_t
   }
 }
 
+/* n floats (a multiple of VL) from n 8-bit codes: (q - zp) * scale.
+ * q - zp is an integer of at most 9 bits, exact as a float difference, so
+ * the one rounding is the multiply's, as in DequantizeLinear. */
+static void tmpl_dq(const uint8_t *q, int64_t n, bool is_signed, int32_t zp, float scale, float *out) {
+  const V z = v_set1((float)zp), s = v_set1(scale);
+  if (is_signed)
+    for (int64_t i = 0; i < n; i += VL) v_store(out + i, v_mul(v_sub(v_from_s8(q + i), z), s));
+  else
+    for (int64_t i = 0; i < n; i += VL) v_store(out + i, v_mul(v_sub(v_from_u8(q + i), z), s));
+}
+
 const struct sgemm_ukr TMPL_NAME = {
     .isa = TMPL_ISA,
     .mr = TMPL_MR,
@@ -202,6 +215,7 @@ const struct sgemm_ukr TMPL_NAME = {
     .mc = TMPL_MC,
     .tile = tmpl_tile,
     .rows = tmpl_rows,
+    .dq = tmpl_dq,
 };
 
 #undef TMPL_NR

@@ -268,9 +268,11 @@ bool mm_quantize_cols(const float *f, bool trans, int64_t k, int64_t n, int64_t 
   return true;
 }
 
-/* Packs the entry for op(B) = trans ? t^T : t, widening float16/bfloat16
- * or dequantizing int8/uint8 (dq) as DequantizeLinear does; with int8,
- * quantizes that per column instead (mm_quantize_cols). */
+/* Packs the entry for op(B) = trans ? t^T : t, widening float16/bfloat16;
+ * an int8/uint8 t (dq) stays codes that the product dequantizes as
+ * DequantizeLinear does (kern_sgemm_pack_b_q8: a dequantized LM head would
+ * be 133 MB of floats for 33 MB of codes). With int8, quantizes the floats
+ * per column instead (mm_quantize_cols). */
 static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa,
                              const struct dq *dq, bool int8, struct packed_entry **out,
                              tolk_error *err) {
@@ -284,7 +286,8 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
   void *staged = NULL;
   struct packed_entry *e = calloc(1, sizeof *e);
   if (!e) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
-  if (t->dtype != TOLK_FLOAT) {
+  const bool codes = dq && !int8;
+  if (t->dtype != TOLK_FLOAT && !codes) {
     size_t bytes;
     const void *half = t->data;
     if (t->misaligned && (staged = malloc(t->nbytes))) {
@@ -313,7 +316,10 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
     f = wide;
   }
   tolk_status st = TOLK_OK;
-  if (!int8)
+  if (codes)
+    st = kern_sgemm_pack_b_q8(trans, k, n, t->data, t->dims[1], t->dtype == TOLK_INT8, dq->scale, dq->zp,
+                              &e->pb, err);
+  else if (!int8)
     st = kern_sgemm_pack_b(trans, k, n, f, t->dims[1], &e->pb, err);
   else if (!mm_quantize_cols(f, trans, k, n, t->dims[1], e))
     st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to quantize a %lld x %lld matrix",

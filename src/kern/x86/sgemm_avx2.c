@@ -20,6 +20,13 @@ static inline V v_set1(float x) { return _mm256_set1_ps(x); }
 static inline V v_fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
 static inline V v_mul(V a, V b) { return _mm256_mul_ps(a, b); }
 static inline V v_add(V a, V b) { return _mm256_add_ps(a, b); }
+static inline V v_sub(V a, V b) { return _mm256_sub_ps(a, b); }
+static inline V v_from_u8(const uint8_t *p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
+static inline V v_from_s8(const uint8_t *p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
+}
 static inline V v_load_n(const float *p, int64_t n) { return _mm256_maskload_ps(p, v_mask(n)); }
 static inline void v_store(float *p, V v) { _mm256_storeu_ps(p, v); }
 static inline void v_store_n(float *p, V v, int64_t n) { _mm256_maskstore_ps(p, v_mask(n), v); }

@@ -20,6 +20,13 @@ static inline V v_set1(float x) { return _mm512_set1_ps(x); }
 static inline V v_fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
 static inline V v_mul(V a, V b) { return _mm512_mul_ps(a, b); }
 static inline V v_add(V a, V b) { return _mm512_add_ps(a, b); }
+static inline V v_sub(V a, V b) { return _mm512_sub_ps(a, b); }
+static inline V v_from_u8(const uint8_t *p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
+static inline V v_from_s8(const uint8_t *p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
+}
 static inline V v_load_n(const float *p, int64_t n) { return _mm512_maskz_loadu_ps(v_mask(n), p); }
 static inline void v_store(float *p, V v) { _mm512_storeu_ps(p, v); }
 static inline void v_store_n(float *p, V v, int64_t n) { _mm512_mask_storeu_ps(p, v_mask(n), v); }
