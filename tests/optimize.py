@@ -61,6 +61,14 @@ def fail(msg):
     sys.exit(1)
 
 
+def save_model(path, nodes, name, inputs, outputs, inits, opset=17, full_check=False):
+    """The graph as a model of the default domain at `opset`, checked, written to path."""
+    m = helper.make_model(helper.make_graph(nodes, name, inputs, outputs, inits),
+                          opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+    onnx.checker.check_model(m, full_check=full_check)
+    onnx.save(m, path)
+
+
 def optimize(tolk, src, dst, level):
     r = subprocess.run([tolk, "optimize", "--level", level, src, dst], capture_output=True, text=True)
     if r.returncode:
@@ -299,10 +307,7 @@ def gelu_model(path):
     ]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])
     ys = [helper.make_tensor_value_info(y, TensorProto.FLOAT, [2, 3, 8]) for y in ("y1", "y2")]
-    g = helper.make_graph(nodes, "gelu", [x], ys, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.checker.check_model(m)
-    onnx.save(m, path)
+    save_model(path, nodes, "gelu", [x], ys, inits)
 
 
 def gelu(tolk, tmp):
@@ -333,10 +338,7 @@ def shapes_model(path, batch):
     nodes[4].output[0] = "y1"
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 8])
     ys = [helper.make_tensor_value_info(y, TensorProto.FLOAT, [batch, 24]) for y in ("y1", "y2")]
-    m = helper.make_model(helper.make_graph(nodes, "shapes", [x], ys, inits),
-                          opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.checker.check_model(m)
-    onnx.save(m, path)
+    save_model(path, nodes, "shapes", [x], ys, inits)
 
 
 def shapes(tolk, tmp):
@@ -429,10 +431,7 @@ def layernorm_model(path, opset):
     ]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])
     ys = [helper.make_tensor_value_info(y, TensorProto.FLOAT, [2, 3, 8]) for y in ("y1", "y2")]
-    g = helper.make_graph(nodes, "layernorm", [x], ys, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
-    onnx.checker.check_model(m)
-    onnx.save(m, path)
+    save_model(path, nodes, "layernorm", [x], ys, inits, opset=opset)
 
 
 def layernorm(tolk, tmp):
@@ -504,10 +503,7 @@ def layout_model(path):
     f = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
     outs = [f("y1", [2, 3, 4]), f("y2", [4, 3, 2]), f("y3", [4, 6]), f("y4", [2, 3, 4]), f("y5", [6, 4]),
             f("y6", [2, 3, 4]), f("y7", [2, 3, 5])]
-    g = helper.make_graph(nodes, "layout", [f("x", [2, 3, 4]), f("a", [2, 4, 3])], outs, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.checker.check_model(m, full_check=True)
-    onnx.save(m, path)
+    save_model(path, nodes, "layout", [f("x", [2, 3, 4]), f("a", [2, 4, 3])], outs, inits, full_check=True)
 
 
 def layout(tolk, tmp, conformance):
@@ -560,11 +556,8 @@ def skip_model(path):
         n("Add", ["y2", "p"], ["s3"]), ln("s3", "y3"),
     ]
     f = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
-    g = helper.make_graph(nodes, "skip", [f("x", [2, 3, 8]), f("p", [3, 8])],
-                          [f("y3", [2, 3, 8]), f("s2", [2, 3, 8])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.checker.check_model(m)
-    onnx.save(m, path)
+    save_model(path, nodes, "skip", [f("x", [2, 3, 8]), f("p", [3, 8])], [f("y3", [2, 3, 8]), f("s2", [2, 3, 8])],
+               inits)
 
 
 def skiplayernorm(tolk, tmp, conformance):
@@ -636,10 +629,7 @@ def fastgelu_model(path):
     nodes += [n("Relu", [f"y{i}"], [f"r{i}"]) for i in range(1, 6)]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])
     rs = [helper.make_tensor_value_info(f"r{i}", TensorProto.FLOAT, [2, 3, 8]) for i in range(1, 6)]
-    g = helper.make_graph(nodes, "fastgelu", [x], rs, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.checker.check_model(m, full_check=True)
-    onnx.save(m, path)
+    save_model(path, nodes, "fastgelu", [x], rs, inits, full_check=True)
 
 
 def ort_extended_ops(src, tmp):
@@ -702,10 +692,8 @@ def gemm_model(path):
     f = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
     outs = [f("y1", [4, 5]), f("y2", [4, 5]), f("y3", [4, 5]), f("y4", [2, 4, 5]), f("y5", [3, 4, 5]),
             f("y6", [4, 5]), f("y7", [4, 5]), f("y8", [4, 5])]
-    g = helper.make_graph(nodes, "gemm", [f("a", [4, 300]), f("x", [2, 4, 300]), f("w", [300, 5])], outs, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.checker.check_model(m, full_check=True)
-    onnx.save(m, path)
+    save_model(path, nodes, "gemm", [f("a", [4, 300]), f("x", [2, 4, 300]), f("w", [300, 5])], outs, inits,
+               full_check=True)
 
 
 def gemm(tolk, tmp, conformance):
