@@ -11,7 +11,7 @@
 #include "tolk_serve.h"
 
 enum {
-  OPT_MODEL, OPT_HOST, OPT_PORT, OPT_THREADS, OPT_INT8, OPT_INT8_LM_HEAD, OPT_MAX_BATCH_TOKENS, OPT_MAX_BATCH_ROWS, OPT_MAX_WAIT_MS,
+  OPT_MODEL, OPT_HOST, OPT_PORT, OPT_THREADS, OPT_INT8, OPT_INT8_LM_HEAD, OPT_MAX_BATCH_TOKENS, OPT_MAX_BATCH_ROWS, OPT_MAX_STEP_GROWTH, OPT_MAX_WAIT_MS,
   OPT_MAX_QUEUE, OPT_MAX_QUEUE_WAIT, OPT_TIMEOUT, OPT_DRAIN, OPT_CONN_TIMEOUT, OPT_MAX_BODY, OPT_MAX_CHARS,
   OPT_MAX_TEXTS, OPT_MAX_CONNECTIONS, OPT_API_KEYS, OPT_RATE_LIMIT, OPT_CORS_ORIGIN,
   OPT_TRUSTED_PROXY, OPT_ACCESS_LOG, OPT_CHECK, OPT_VMAP
@@ -26,6 +26,7 @@ static const struct cli_option options[] = {
     [OPT_INT8_LM_HEAD] = {"int8-lm-head", 0, NULL, "multiply the LM head in int8 too (see `tolk translate --help`)"},
     [OPT_MAX_BATCH_TOKENS] = {"max-batch-tokens", 0, "N", "rows x padded source tokens in one decoding batch"},
     [OPT_MAX_BATCH_ROWS] = {"max-batch-rows", 0, "N", "rows (beams count) in one decoding batch when a request\njoins it (0: no bound), more wait in the queue; while none\nwaits, a request's sentences join together, up to twice N"},
+    [OPT_MAX_STEP_GROWTH] = {"max-step-growth", 0, "G", "bound the rows as measured: a request joins the batch only\nwhile a step of its rows took at most G times a step of one\nsentence (try 1.5; 0: off); rows not timed yet are tried,\nup to twice the most timed; with --max-batch-rows, the smaller"},
     [OPT_MAX_WAIT_MS] = {"max-wait-ms", 0, "N", "an idle scheduler waits up to N ms for company"},
     [OPT_MAX_QUEUE] = {"max-queue", 0, "N", "sentences waiting, all requests together; more: 503"},
     [OPT_MAX_QUEUE_WAIT] = {"max-queue-wait", 0, "S|Nx", "refuse (503) a text that would wait over S s until the\nbatch could hold all of it, at the rate the queue drains,\nor over N times the time a sentence stays in the batch at\nthe current load (0.5x); a quarter of that while the\nqueue stands (overload) (0: only what would miss --timeout)"},
@@ -61,12 +62,13 @@ static const struct cli_verb verb = {
 static void write_footer(void) {
   struct tolk_serve_config d = tolk_serve_default_config();
   snprintf(footer, sizeof footer,
-           "Defaults: --host %s --port %d --max-batch-tokens %d --max-batch-rows %d --max-wait-ms %d\n"
+           "Defaults: --host %s --port %d --max-batch-tokens %d --max-batch-rows %d --max-step-growth %g\n"
+           "--max-wait-ms %d "
            "--max-queue %d --max-queue-wait %g --timeout %g --drain %g --conn-timeout %g\n"
            "--max-body %zu --max-chars %ld --max-texts %ld --max-connections %d.\n"
            "Exit status: 0 after a drain (or a passing --check), 1 when it cannot start\n"
            "(or --check fails), 2 for a usage error.",
-           d.host, d.port, d.max_batch_tokens, d.max_batch_rows, d.max_wait_ms, d.max_queue, d.max_queue_wait_s,
+           d.host, d.port, d.max_batch_tokens, d.max_batch_rows, d.max_step_growth, d.max_wait_ms, d.max_queue, d.max_queue_wait_s,
            d.timeout_s, d.drain_s, d.conn_timeout_s, d.max_body, d.max_chars, d.max_texts, d.max_connections);
 }
 
@@ -81,6 +83,13 @@ static bool whole(const struct cli_args *a, long lo, long hi, int *n) {
 static bool seconds(const struct cli_args *a, double *out) {
   if (!cli_value_double(a, out)) return false;
   if (*out < 0 || *out > 1e9) return cli_bad_value(a, "a number of seconds from 0 to 1e9"), false;
+  return true;
+}
+
+/* --max-step-growth: 0, or a factor from 1 to 1000. */
+static bool step_growth(const struct cli_args *a, double *out) {
+  if (!cli_value_double(a, out)) return false;
+  if (*out != 0 && !(*out >= 1 && *out <= 1000)) return cli_bad_value(a, "0, or a factor from 1 to 1000 (1.5)"), false;
   return true;
 }
 
@@ -142,6 +151,7 @@ static bool serve_option(const struct cli_args *a, int opt, struct tolk_serve_co
   case OPT_VMAP: c->vmap = a->value; return true;
   case OPT_MAX_BATCH_TOKENS: return whole(a, 1, 1 << 24, &c->max_batch_tokens);
   case OPT_MAX_BATCH_ROWS: return whole(a, 0, 1 << 20, &c->max_batch_rows);
+  case OPT_MAX_STEP_GROWTH: return step_growth(a, &c->max_step_growth);
   case OPT_MAX_WAIT_MS: return whole(a, 0, 10000, &c->max_wait_ms);
   case OPT_MAX_QUEUE: return whole(a, 1, 1 << 20, &c->max_queue);
   case OPT_MAX_QUEUE_WAIT: return queue_wait(a, c);

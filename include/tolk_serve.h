@@ -22,6 +22,8 @@ struct tolk_serve_config {
   bool int8;
   int max_batch_tokens, max_wait_ms, max_queue; /* the scheduler's (sched.h) */
   int max_batch_rows;                 /* rows (beams count) in one decoding batch; 0: no bound */
+  double max_step_growth;             /* bound the rows where a step would take over this many times a
+                                         one-sentence step, as measured (sched.h; 0: no such bound) */
   double timeout_s;                   /* a request's translation deadline (504 past it) */
   double max_queue_wait_s;            /* refuse (503) what would wait longer to start; 0: only the deadline */
   double max_queue_wait_stays;        /* the same bound as a multiple of a sentence's expected time in the

@@ -345,6 +345,83 @@ static void row_bound(const tolk_translator *tr) {
   CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_ERR_INVALID_ARGUMENT && s == NULL);
 }
 
+/* sched_steps alone: the bound from step times, trusted after
+ * SCHED_STEP_TRUST steps of a row count, doubling while steps stay within
+ * the growth, one below the first row count past it, a slow step or three
+ * among eight ignored. */
+static void steps_rule(void) {
+  struct sched_steps st;
+  memset(&st, 0, sizeof st);
+  CHECK(sched_steps_bound(&st, 1.5) == 1); /* nothing timed: one sentence first */
+  for (int i = 0; i < SCHED_STEP_TRUST - 1; i++) sched_steps_add(&st, 1, 0.010);
+  CHECK(sched_steps_bound(&st, 1.5) == 1);
+  sched_steps_add(&st, 1, 0.010);
+  CHECK(sched_steps_bound(&st, 1.5) == 2);
+  for (int i = 0; i < SCHED_STEP_TRUST; i++) sched_steps_add(&st, 2, 0.012);
+  CHECK(sched_steps_bound(&st, 1.5) == 4);
+  for (int i = 0; i < SCHED_STEP_TRUST; i++) sched_steps_add(&st, 4, 0.014);
+  CHECK(sched_steps_bound(&st, 1.5) == 8);
+  for (int i = 0; i < SCHED_STEP_TRUST; i++) sched_steps_add(&st, 3, 0.016);
+  CHECK_MSG(sched_steps_bound(&st, 1.5) == 2, "3 rows at 1.6x a one-row step: bound %zu, want 2",
+            sched_steps_bound(&st, 1.5));
+  CHECK(sched_steps_bound(&st, 2.0) == 8);
+  /* Beams: the fewest rows timed (4, one sentence of beam 4) are the base. */
+  struct sched_steps b;
+  memset(&b, 0, sizeof b);
+  for (int i = 0; i < SCHED_STEP_TRUST; i++) sched_steps_add(&b, 4, 0.020), sched_steps_add(&b, 8, 0.035);
+  CHECK(sched_steps_bound(&b, 1.5) == 7);
+  CHECK(sched_steps_bound(&b, 2.0) == 16);
+  /* Three slow steps among eight leave the median; four move it. */
+  struct sched_steps q;
+  memset(&q, 0, sizeof q);
+  for (int i = 0; i < SCHED_STEP_TRUST; i++) sched_steps_add(&q, 1, 0.010);
+  for (int i = 0; i < SCHED_STEP_TRUST; i++) sched_steps_add(&q, 2, i % 3 ? 0.011 : 0.100);
+  CHECK(sched_steps_bound(&q, 1.5) == 4);
+  for (int i = 0; i < 2; i++) sched_steps_add(&q, 2, 0.100);
+  CHECK(sched_steps_bound(&q, 1.5) == 1);
+  /* Rows past the table count as its last entry. */
+  for (int i = 0; i < SCHED_STEP_TRUST; i++) sched_steps_add(&st, 100000, 0.5);
+  CHECK(st.n[SCHED_STEP_TABLE] == SCHED_STEP_TRUST && sched_steps_bound(&st, 1.5) == 2);
+}
+
+/* --max-step-growth in the scheduler: with a growth no step exceeds and
+ * 12 texts waiting, the batch starts with one sentence alone (until a
+ * one-row step is trusted) and grows by doubling past 8 rows; the gauge
+ * says the bound; a growth under 1 is refused. */
+static void step_growth(const tolk_translator *tr) {
+  struct sched_params sp = sched_default_params();
+  sp.max_step_growth = 1000;
+  struct metrics *root = metrics_create();
+  struct metrics *m = metrics_model(root, 0);
+  metrics_set_model(root, 0, "tiny", NULL);
+  struct sched *s;
+  tolk_error err;
+  CHECK(sched_create(tr, &sp, m, &s, &err) == TOLK_OK);
+  struct probe p;
+  probe_init(&p);
+  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 40, .min_new_tokens = 40};
+  enum { N = 12 };
+  for (int i = 0; i < N; i++) {
+    struct sched_job *j;
+    CHECK(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK);
+    sched_job_release(j);
+  }
+  while (!sched_live_rows(s)) sched_yield();
+  CHECK_MSG(sched_live_rows(s) == 1, "the first turn took %zu rows, want 1", sched_live_rows(s));
+  size_t most = most_rows_until(s, &p, N);
+  CHECK_MSG(most >= 8, "the batch held %zu rows at most, want 8 or more (1, 2, 4, 8, … by doubling)", most);
+  char *text = metrics_render(root, NULL);
+  const char *g = text ? strstr(text, "tolk_batch_row_bound{slot=\"0\",model=\"tiny\"} ") : NULL;
+  double bound = 0;
+  CHECK(g && sscanf(strchr(g, '}') + 1, "%lf", &bound) == 1 && bound >= 16);
+  free(text);
+  sched_free(s);
+  probe_free(&p);
+  metrics_free(root);
+  sp.max_step_growth = 0.5;
+  CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_ERR_INVALID_ARGUMENT && s == NULL);
+}
+
 /* A request's sentences join the batch together, up to twice the row
  * bound while no other request waits, and a text is judged by when the
  * batch could hold all of it that way: with one of two rows taken by a long sentence, a text of two
@@ -444,6 +521,8 @@ int main(void) {
   wait_budget(tr, 300, 0);
   wait_budget(tr, 0, 2);
   row_bound(tr);
+  steps_rule();
+  step_growth(tr);
   beam_wider_than_rows(tr);
   whole_text_wait(tr);
   char *text = metrics_render(root, NULL);

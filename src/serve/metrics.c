@@ -42,7 +42,7 @@ struct metrics {
   /* the scheduler's part (children; unused in the root) */
   struct hist hists[METRIC_H_BATCH_TOKENS + 1];
   _Atomic uint64_t counters[METRIC_C_REJECTED_QUEUE + 1];
-  _Atomic uint64_t gauges[METRIC_G_LIVE_ROWS + 1]; /* double bits */
+  _Atomic uint64_t gauges[METRIC_G_ROW_BOUND + 1]; /* double bits */
   /* the root's part */
   _Atomic uint64_t requests[EP_COUNT][N_CODES + 1];
   struct hist *latency; /* [EP_COUNT] */
@@ -101,7 +101,7 @@ void metrics_count(struct metrics *m, enum metric_counter c, uint64_t n) {
 }
 
 void metrics_gauge(struct metrics *m, enum metric_gauge g, double value) {
-  if (m && (unsigned)g <= METRIC_G_LIVE_ROWS)
+  if (m && (unsigned)g <= METRIC_G_ROW_BOUND)
     atomic_store_explicit(&m->gauges[g], d2u(value), memory_order_relaxed);
 }
 
@@ -338,9 +338,11 @@ static void render_models(struct out *o, struct metrics *m, char labels[][160], 
            (unsigned long long)atomic_load_explicit(&m->models[s]->counters[c], memory_order_relaxed));
     }
   }
-  static const char *const gnames[] = {"tolk_queue_depth", "tolk_live_rows"};
-  static const char *const ghelp[] = {"Sentences waiting for admission.", "Rows in the running batch."};
-  for (size_t g = 0; g <= METRIC_G_LIVE_ROWS; g++) {
+  static const char *const gnames[] = {"tolk_queue_depth", "tolk_live_rows", "tolk_batch_row_bound"};
+  static const char *const ghelp[] = {"Sentences waiting for admission.", "Rows in the running batch.",
+                                      "Rows (beams count) a request's first sentence may join the batch up to "
+                                      "(--max-batch-rows, or as measured with --max-step-growth; 0: no bound)."};
+  for (size_t g = 0; g <= METRIC_G_ROW_BOUND; g++) {
     head(o, gnames[g], "gauge", ghelp[g]);
     for (size_t s = 0; s < METRICS_MAX_MODELS; s++)
       if (live[s]) emit(o, "%s{%s} %g\n", gnames[g], labels[s], u2d(atomic_load_explicit(&m->models[s]->gauges[g], memory_order_relaxed)));

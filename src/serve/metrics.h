@@ -37,7 +37,8 @@ enum metric_counter {
 
 enum metric_gauge {
   METRIC_G_QUEUE_DEPTH, /* sentences waiting for admission */
-  METRIC_G_LIVE_ROWS    /* rows in the running batch */
+  METRIC_G_LIVE_ROWS,   /* rows in the running batch */
+  METRIC_G_ROW_BOUND    /* rows a request's first sentence may join (0: none) */
 };
 
 void metrics_observe(struct metrics *m, enum metric_hist h, double value);

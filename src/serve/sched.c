@@ -11,7 +11,8 @@
  *     1. sentences of cancelled or late texts leave the queue and the batch;
  *     2. queued sentences are admitted in arrival order while the batch's
  *        rows × padded source length stays under max_batch_tokens and its
- *        rows under max_batch_rows, or twice that for the sentences of a
+ *        rows under the row bound (max_batch_rows, or the one measured
+ *        with max_step_growth), or twice that for the sentences of a
  *        request already in the batch while no other waits (an idle
  *        scheduler first waits up to
  *        max_wait_ms for company): their encoder run and first decoder step
@@ -48,8 +49,40 @@
 #define SCHED_LEAVE_TABLE 64
 
 struct sched_params sched_default_params(void) {
-  struct sched_params p = {8192, 1024, 0, 0, 0, 0};
+  struct sched_params p = {8192, 1024, 0, 0, 0, 0, 0};
   return p;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+void sched_steps_add(struct sched_steps *st, size_t rows, double seconds) {
+  size_t r = rows < SCHED_STEP_TABLE ? rows : SCHED_STEP_TABLE;
+  st->last_s[r][st->n[r] % SCHED_STEP_TRUST] = seconds;
+  if (st->n[r] < UINT32_MAX) st->n[r]++;
+}
+
+/* The median of a row count's last steps. */
+static double steps_median(const struct sched_steps *st, size_t r) {
+  double v[SCHED_STEP_TRUST];
+  memcpy(v, st->last_s[r], sizeof v);
+  qsort(v, SCHED_STEP_TRUST, sizeof v[0], cmp_double);
+  return (v[SCHED_STEP_TRUST / 2 - 1] + v[SCHED_STEP_TRUST / 2]) / 2;
+}
+
+size_t sched_steps_bound(const struct sched_steps *st, double growth) {
+  double base = 0;
+  size_t most = 0;
+  for (size_t r = 1; r <= SCHED_STEP_TABLE; r++) {
+    if (st->n[r] < SCHED_STEP_TRUST) continue;
+    double t = steps_median(st, r);
+    if (base == 0) base = t;
+    else if (t > growth * base) return r - 1;
+    most = r;
+  }
+  return most ? 2 * most : 1;
 }
 
 enum { QUEUED, RUNNING, FINISHED };
@@ -126,6 +159,10 @@ struct sched {
    * batch (0 until one has finished) */
   uint64_t turns;
   double turn_s, turns_per_sentence;
+  /* max_step_growth: the steps timed (scheduler thread), and the row bound
+   * they give (under mu; 0: none) */
+  struct sched_steps steps;
+  size_t grown_rows;
   /* standing's evidence since window_start_ns: the shortest wait of the
    * sentences admitted (-1: none yet), how many were admitted, and how
    * many texts the wait budget (not a deadline) refused (sched_submit's,
@@ -305,12 +342,19 @@ static tolk_status check_tag(const struct sched *s, const char *tag, tolk_error 
   return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "target tag %s is not in the model's vocabulary", tag);
 }
 
+/* Under s->mu: the row bound for a request's first sentence, 0 for none:
+ * max_batch_rows, the measured one (max_step_growth), or the smaller. */
+static size_t row_bound(const struct sched *s) {
+  size_t fixed = (size_t)s->p.max_batch_rows, grown = s->grown_rows;
+  return !grown || (fixed && fixed < grown) ? fixed : grown;
+}
+
 /* The rows a batch of padded source length len may hold when a request
  * joins it, or (follow) when more of a request already in it do: twice
- * max_batch_rows (sched_params). */
+ * the row bound (sched_params). */
 static size_t batch_cap(const struct sched *s, size_t len, bool follow) {
   size_t cap = (size_t)s->p.max_batch_tokens / (len ? len : 1);
-  size_t rows = (size_t)s->p.max_batch_rows * (follow ? 2 : 1);
+  size_t rows = row_bound(s) * (follow ? 2 : 1);
   return rows && rows < cap ? rows : cap;
 }
 
@@ -508,7 +552,7 @@ static void compact_queue(struct sched *s, int64_t now) {
 static bool fits_batch(const struct sched *s, size_t rows, size_t len, const struct sentence *x, bool follow) {
   size_t r = rows + (size_t)x->job->gp.num_beams, l = x->job->doc.p[x->index].ids.n;
   if (l < len) l = len;
-  size_t bound = (size_t)s->p.max_batch_rows * (follow ? 2 : 1);
+  size_t bound = row_bound(s) * (follow ? 2 : 1);
   if (bound && r > bound) return false;
   return r * l <= (size_t)s->p.max_batch_tokens;
 }
@@ -712,14 +756,14 @@ static bool step(struct sched *s) {
   metrics_count(s->m, METRIC_C_STEPS, 1);
   s->turns++;
   tolk_error err;
-  if (mt_batcher_step(s->batch, &err)) fail_running(s, &err);
-  else collect_finished(s);
+  int64_t t0 = now_ns();
+  if (mt_batcher_step(s->batch, &err)) {
+    fail_running(s, &err);
+    return true;
+  }
+  if (s->p.max_step_growth > 0) sched_steps_add(&s->steps, rows, (double)(now_ns() - t0) * 1e-9);
+  collect_finished(s);
   return true;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* Under s->mu, after a turn that took turn_ns: what admission judges waits
@@ -730,6 +774,7 @@ static int cmp_double(const void *a, const void *b) {
  * a text queued just after them waits for the whole cohort, not for the
  * mean interval between departures. */
 static void estimate_drain(struct sched *s, int64_t turn_ns) {
+  if (s->p.max_step_growth > 0) s->grown_rows = sched_steps_bound(&s->steps, s->p.max_step_growth);
   size_t sentences = mt_batcher_sentences(s->batch), rows = mt_batcher_rows(s->batch);
   size_t cap = batch_cap(s, mt_batcher_source_len(s->batch), false);
   s->free_rows = cap > rows ? cap - rows : 0;
@@ -815,6 +860,7 @@ static void *loop(void *arg) {
     metrics_gauge(s->m, METRIC_G_QUEUE_DEPTH, (double)sched_queued(s));
     pthread_mutex_lock(&s->mu);
     estimate_drain(s, stepped ? turn_ns : 0);
+    metrics_gauge(s->m, METRIC_G_ROW_BOUND, (double)row_bound(s));
     judge_standing(s, now_ns());
   }
   pthread_mutex_unlock(&s->mu);
@@ -829,9 +875,11 @@ tolk_status sched_create(const tolk_translator *tr, const struct sched_params *p
   *out = NULL;
   struct sched_params d = sched_default_params();
   if (!p) p = &d;
-  if (!tr || p->max_batch_tokens < 1 || p->max_queue < 1 || p->max_wait_ms < 0 || p->max_batch_rows < 0)
+  if (!tr || p->max_batch_tokens < 1 || p->max_queue < 1 || p->max_wait_ms < 0 || p->max_batch_rows < 0 ||
+      !(p->max_step_growth == 0 || p->max_step_growth >= 1))
     return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "scheduler: max_batch_tokens and max_queue must be at least 1, "
-                                                     "max_wait_ms and max_batch_rows at least 0");
+                                                     "max_wait_ms and max_batch_rows at least 0, max_step_growth 0 "
+                                                     "or at least 1");
   struct sched *s = calloc(1, sizeof *s);
   if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "scheduler: out of memory");
   s->tr = tr;
@@ -839,6 +887,7 @@ tolk_status sched_create(const tolk_translator *tr, const struct sched_params *p
   s->m = metrics;
   s->window_min_s = -1;
   s->window_start_ns = now_ns();
+  if (p->max_step_growth > 0) s->grown_rows = sched_steps_bound(&s->steps, p->max_step_growth);
   atomic_init(&s->live_rows, 0);
   atomic_init(&s->queued_now, 0);
   s->queue = malloc((size_t)p->max_queue * sizeof *s->queue);

@@ -69,9 +69,44 @@ struct sched_params {
    * and then one, two stays in the batch where one of four rows costs
    * little more than one of three. */
   int max_batch_rows;
+  /* A row bound the scheduler measures (0: none; else at least 1): a
+   * request's first sentence joins only while the batch's rows stay at or
+   * under those whose decoder step took at most this many times a step of
+   * the fewest rows timed (one sentence), as the scheduler has timed them
+   * (sched_steps). Where a step costs the read of the weights whatever the
+   * rows (a small model, wide cores) the batch grows; where each row costs
+   * (int8 on a core with one integer multiply port) it stays small: what
+   * max_batch_rows fixes by hand for one model on one machine. Row counts
+   * not timed yet are tried, up to twice the most rows timed within the
+   * bound, so it grows by doubling. With max_batch_rows too, the smaller
+   * bound holds; while no other request waits, the request's sentences
+   * follow past it, as for max_batch_rows. */
+  double max_step_growth;
 };
 
 struct sched_params sched_default_params(void);
+
+/* max_step_growth's evidence: per row count, the times of its last
+ * SCHED_STEP_TRUST decoder steps and how many it has had; counts past the
+ * table share its last entry. A row count's time is the median of those:
+ * a step slowed by a neighbour's burst must not bound the batch for good,
+ * since rows past the bound are not timed again. */
+#define SCHED_STEP_TABLE 512
+#define SCHED_STEP_TRUST 8
+
+struct sched_steps {
+  double last_s[SCHED_STEP_TABLE + 1][SCHED_STEP_TRUST];
+  uint32_t n[SCHED_STEP_TABLE + 1];
+};
+
+/* Adds a step of `rows` (≥ 1) rows that took `seconds`. */
+void sched_steps_add(struct sched_steps *st, size_t rows, double seconds);
+
+/* The row bound st gives for `growth` (≥ 1), counting only rows timed
+ * SCHED_STEP_TRUST times: one below the fewest rows whose time exceeds
+ * growth × the time of the fewest rows; with none exceeding it, twice the
+ * most rows (1 with none). */
+size_t sched_steps_bound(const struct sched_steps *st, double growth);
 
 /* Per text. Zero fields take the model's defaults. */
 struct sched_text_params {

@@ -35,6 +35,7 @@ struct tolk_serve_config tolk_serve_default_config(void) {
   c.max_wait_ms = sp.max_wait_ms;
   c.max_queue = sp.max_queue;
   c.max_batch_rows = sp.max_batch_rows;
+  c.max_step_growth = sp.max_step_growth;
   c.timeout_s = 60;
   c.drain_s = 30;
   c.conn_timeout_s = 10;
@@ -84,6 +85,7 @@ static struct models_config models_config(const struct tolk_serve_config *c) {
   mc.sched.max_wait_ms = c->max_wait_ms;
   mc.sched.max_queue = c->max_queue;
   mc.sched.max_batch_rows = c->max_batch_rows;
+  mc.sched.max_step_growth = c->max_step_growth;
   mc.sched.max_queue_wait_ms = (int)(c->max_queue_wait_s * 1e3 + 0.5);
   mc.sched.max_queue_wait_stays = c->max_queue_wait_stays;
   return mc;
