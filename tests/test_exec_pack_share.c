@@ -18,6 +18,11 @@
  * outputs stay right; a second model from the same bytes shares the packed
  * copies by content and leaves neither model's pages mapped; a second session
  * on the same model (which packs again from the file) is right too.
+ *
+ * int8: MatMulInteger's B packed for the int8 GEMM is shared the same way —
+ * marian-tiny's decoder_with_past_model_quantized adds no entry beside
+ * decoder_model_quantized's, whose weights it holds — and the file pages of
+ * such a weight (a 64 KiB one in a file written here) are given back.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -317,10 +322,89 @@ done:
   unlink(path);
 }
 
+static void test_int8_share(void) {
+  const char *fx = getenv("TOLK_FIXTURES");
+  char p1[4096], p2[4096];
+  snprintf(p1, sizeof p1, "%s/marian-tiny/decoder_model_quantized.onnx", fx ? fx : "tests/fixtures");
+  snprintf(p2, sizeof p2, "%s/marian-tiny/decoder_with_past_model_quantized.onnx", fx ? fx : "tests/fixtures");
+  const size_t base = live_entries();
+  tolk_model *m1 = NULL, *m2 = NULL;
+  tolk_session *s1 = NULL, *s2 = NULL;
+  tolk_error e = {0};
+  tolk_session_params p = tolk_session_default_params();
+  CHECK_MSG(tolk_model_load(p1, tolk_model_default_params(), &m1, &e) == TOLK_OK, "load: %s", e.message);
+  if (m1) CHECK_MSG(tolk_session_create(m1, p, &s1, &e) == TOLK_OK, "session: %s", e.message);
+  const size_t one = live_entries();
+  CHECK_MSG(one > base, "decoder_model_quantized packed nothing");
+  CHECK_MSG(tolk_model_load(p2, tolk_model_default_params(), &m2, &e) == TOLK_OK, "load: %s", e.message);
+  if (m2) CHECK_MSG(tolk_session_create(m2, p, &s2, &e) == TOLK_OK, "session: %s", e.message);
+  CHECK_MSG(live_entries() == one, "decoder_with_past packed %zu weights again", live_entries() - one);
+  tolk_session_free(s1);
+  tolk_model_free(m1);
+  CHECK(live_entries() <= one && live_entries() > base); /* s2 still holds its own */
+  tolk_session_free(s2);
+  tolk_model_free(m2);
+  CHECK(live_entries() == base);
+
+  /* y = MatMulInteger(x, W) with W int8 [256, 256] in a mapped file. */
+  static int8_t w8[256 * 256];
+  for (int i = 0; i < 256 * 256; i++) w8[i] = (int8_t)(i * 7 % 251 - 125);
+  struct pbw g = {0}, t = {0}, mb = {0};
+  node(&g, "MatMulInteger", "x", "W", "y");
+  pbw_str(&g, 2, "int8_pages");
+  pbw_int(&t, 1, 256);
+  pbw_int(&t, 1, 256);
+  pbw_int(&t, 2, TOLK_INT8);
+  pbw_str(&t, 8, "W");
+  pbw_bytes(&t, 9, w8, sizeof w8);
+  pbw_msg(&g, 5, &t);
+  pbw_value_info(&g, 11, "x", TOLK_UINT8, 2, (int64_t[]){2, 256});
+  pbw_value_info(&g, 12, "y", TOLK_INT32, -1, NULL);
+  pbw_model(&mb, 8, 13, &g);
+  char path[] = "/tmp/tolk_pack_share8_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0 && write(fd, mb.p, mb.n) == (ssize_t)mb.n);
+  if (fd >= 0) close(fd);
+  pbw_free(&mb);
+  tolk_model *m3 = NULL;
+  tolk_session *s3 = NULL;
+  CHECK_MSG(tolk_model_load(path, tolk_model_default_params(), &m3, &e) == TOLK_OK, "load: %s", e.message);
+  if (m3) CHECK_MSG(tolk_session_create(m3, p, &s3, &e) == TOLK_OK, "session: %s", e.message);
+  const struct ir_tensor *tw = m3 ? ir_lookup(tolk_model_ir(m3)->graph, "W")->init : NULL;
+  CHECK(tw && tw->zero_copy && s3);
+  if (tw && s3) {
+    CHECK_MSG(resident(tw->data, tw->nbytes) == 0, "%zu pages of the int8 weight resident",
+              resident(tw->data, tw->nbytes));
+    static uint8_t xv[2 * 256];
+    for (int i = 0; i < 2 * 256; i++) xv[i] = (uint8_t)(i * 13 % 256);
+    tolk_tensor *in = NULL, *y = NULL;
+    CHECK(tolk_tensor_create(TOLK_UINT8, 2, (int64_t[]){2, 256}, xv, sizeof xv, &in, &e) == TOLK_OK);
+    static const char *const in_names[] = {"x"}, *const out_names[] = {"y"};
+    CHECK_MSG(tolk_session_run(s3, 1, in_names, (const tolk_tensor *const *)&in, 1, out_names, &y, NULL, &e) ==
+                  TOLK_OK,
+              "run: %s", e.message);
+    const int32_t *yd = y ? tolk_tensor_data(y) : NULL;
+    bool right = yd != NULL;
+    for (int i = 0; right && i < 2; i++)
+      for (int j = 0; right && j < 256; j++) {
+        int32_t acc = 0;
+        for (int k = 0; k < 256; k++) acc += (int32_t)xv[i * 256 + k] * w8[k * 256 + j];
+        right = yd[i * 256 + j] == acc;
+      }
+    CHECK_MSG(right, "MatMulInteger on the packed weight is not x·W");
+    tolk_tensor_free(in);
+    tolk_tensor_free(y);
+  }
+  tolk_session_free(s3);
+  tolk_model_free(m3);
+  unlink(path);
+}
+
 int main(void) {
   fill();
   test_share(0);
   test_share(1);
   test_pages();
+  test_int8_share();
   return tu_finish("exec_pack_share");
 }

@@ -51,6 +51,23 @@ void mm_split(struct op_ctx *c, int64_t batch, double flops, op_range_fn fn, voi
 void mm_batched(struct op_ctx *c, int32_t dtype, const struct mm_batch *bt, int64_t m,
                 int64_t n, int64_t k, const void *a, const void *b, void *out);
 
+/* The MatMulInteger family's constant B — node input b_idx, a 2-D int8 or
+ * uint8 initializer no caller can override — packed once for
+ * kern_igemm_packed and shared by every node, in every session, that packs
+ * the same bytes (matmul_pack.c): Marian's decoder_model and
+ * decoder_with_past_model hold the same decoder weights. *state stays NULL
+ * when B is not such a constant; fails only for lack of memory. */
+struct kern_igemm_b;
+tolk_status mm_pack_b_codes(const struct ir_node *node, size_t b_idx, void **state, tolk_error *err);
+/* That packed B when `b` has the dtype and shape it was packed from, else NULL. */
+const struct kern_igemm_b *mm_packed_codes(const void *state, const struct tensor *b);
+
+/* op_def.release, packed_input and packed_src_dropped of every node whose
+ * state mm_pack_b or mm_pack_b_codes made. */
+void mm_release(void *state);
+bool mm_packed_input(const void *state, size_t input, struct tensor *shape);
+bool mm_packed_src_dropped(const void *state, const void *data);
+
 /* The packed copies of constant MatMul/Gemm inputs alive now, across all
  * sessions (shared by content; matmul_pack.c): how many, and their bytes.
  * For tests and diagnostics; either pointer may be NULL. */

@@ -68,6 +68,9 @@ struct packed_entry {
   /* tolk_matmul_int8_def: op(B) quantized to int8 with a scale per column,
    * packed for kern_igemm_packed; no fp32 copy is kept. */
   bool int8;
+  /* mm_pack_b_codes: qb holds the initializer's own 8-bit codes as they are
+   * (the MatMulInteger family's B); no col_scale. */
+  bool codes;
   struct kern_igemm_b qb;
   float *col_scale; /* n entries */
 };
@@ -77,6 +80,7 @@ struct packed_entry {
 struct mm_state {
   struct packed_entry *e;
   const void *src; /* the initializer data this node packed (in e->srcs) */
+  size_t input;    /* the node's input it packed */
   int32_t dtype;
   int64_t d0, d1;
 };
@@ -91,11 +95,6 @@ tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, bool int8, void 
 /* The node's packed fp32 B when `b` is the tensor it was made from, else NULL. */
 const struct kern_packed_b *mm_packed_for(const struct op_ctx *c, const struct tensor *b);
 
-/* op_def.release, packed_input and packed_src_dropped of every node whose
- * state mm_pack_b made. */
-void mm_release(void *state);
-bool mm_packed_input(const void *state, size_t input, struct tensor *shape);
-bool mm_packed_src_dropped(const void *state, const void *data);
 
 /* Quantizes op(B) to int8 with a scale per column into e->qb and
  * e->col_scale (matmul_pack.c says how); false when out of memory. */

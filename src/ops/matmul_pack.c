@@ -141,8 +141,9 @@ void op_packed_stats(size_t *entries, size_t *bytes) {
   pthread_mutex_lock(&packed_mu);
   for (const struct packed_entry *e = packed_list; e; e = e->next) {
     n++;
-    b += e->int8 ? kern_igemm_pack_b_size(e->qb.n, e->qb.k) + (size_t)e->qb.n * sizeof(float)
-                 : kern_packed_b_bytes(e->pb);
+    b += e->int8    ? kern_igemm_pack_b_size(e->qb.n, e->qb.k) + (size_t)e->qb.n * sizeof(float)
+         : e->codes ? kern_igemm_pack_b_size(e->qb.n, e->qb.k)
+                    : kern_packed_b_bytes(e->pb);
   }
   pthread_mutex_unlock(&packed_mu);
   if (entries) *entries = n;
@@ -268,6 +269,20 @@ bool mm_quantize_cols(const float *f, bool trans, int64_t k, int64_t n, int64_t 
   return true;
 }
 
+/* The key of a new entry made from t, with its one holder. */
+static void entry_key(struct packed_entry *e, const struct ir_tensor *t, bool trans, enum kern_isa isa,
+                      const struct dq *dq) {
+  e->refs = 1;
+  e->hash = bytes_hash(t->data, t->nbytes, false);
+  e->nbytes = t->nbytes;
+  e->dtype = t->dtype;
+  e->d0 = t->dims[0];
+  e->d1 = t->dims[1];
+  e->trans = trans;
+  e->isa = isa;
+  if (dq) e->dq = *dq;
+}
+
 /* Packs the entry for op(B) = trans ? t^T : t, widening float16/bfloat16;
  * an int8/uint8 t (dq) stays codes that the product dequantizes as
  * DequantizeLinear does (kern_sgemm_pack_b_q8: a dequantized LM head would
@@ -335,18 +350,63 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
     free(e);
     return st;
   }
-  e->refs = 1;
   e->int8 = int8;
-  e->hash = bytes_hash(t->data, t->nbytes, false);
-  e->nbytes = t->nbytes;
-  e->dtype = t->dtype;
-  e->d0 = t->dims[0];
-  e->d1 = t->dims[1];
-  e->trans = trans;
-  e->isa = isa;
-  if (dq) e->dq = *dq;
+  entry_key(e, t, trans, isa, dq);
   *out = e;
   return TOLK_OK;
+}
+
+/* The entry of a MatMulInteger-family B: t's codes packed for kern_igemm
+ * as they are. */
+static tolk_status new_codes_entry(const struct ir_tensor *t, enum kern_isa isa, struct packed_entry **out,
+                                   tolk_error *err) {
+  size_t bytes = kern_igemm_pack_b_size(t->dims[1], t->dims[0]);
+  if (!bytes) return tolk_fail(err, TOLK_ERR_LIMIT, "weight %s is too large", t->name);
+  struct packed_entry *e = calloc(1, sizeof *e);
+  if (!e || !(e->qb.data = malloc(bytes)) || !entry_add_src(e, t->data)) {
+    if (e) free(e->qb.data);
+    free(e);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "packing weight %s: out of memory", t->name);
+  }
+  kern_igemm_pack_b(t->dims[1], t->dims[0], t->data, t->dims[1], false, t->dtype == TOLK_INT8, &e->qb);
+  e->codes = true;
+  entry_key(e, t, false, isa, NULL);
+  *out = e;
+  return TOLK_OK;
+}
+
+/* Under packed_mu: an entry holding t packed the same way (trans, isa,
+ * int8, codes, dq), given one more holder of t->data, or NULL. The same
+ * initializer first (no bytes read), then equal bytes from another model:
+ * hashed only if some entry has the same key. */
+static struct packed_entry *shared_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa, bool int8,
+                                         bool codes, const struct dq *dq) {
+  for (int by_content = 0; by_content < 2; by_content++) {
+    bool hashed = false;
+    uint64_t h = 0;
+    for (struct packed_entry *e = packed_list; e; e = e->next) {
+      if (e->dtype != t->dtype || e->d0 != t->dims[0] || e->d1 != t->dims[1] || e->trans != trans ||
+          e->isa != isa || e->int8 != int8 || e->codes != codes || e->nbytes != t->nbytes || e->n_srcs < 1 ||
+          (dq && (e->dq.scale != dq->scale || e->dq.zp != dq->zp)))
+        continue;
+      bool same = false;
+      if (!by_content) {
+        for (int i = 0; i < e->n_srcs && !same; i++) same = e->srcs[i].p == t->data;
+      } else {
+        if (!hashed) {
+          h = bytes_hash(t->data, t->nbytes, t->file_pages);
+          hashed = true;
+        }
+        same = e->hash == h && same_bytes(e->srcs[0].p, e->srcs[0].dropped, t->data, t->file_pages, t->nbytes);
+      }
+      /* Out of memory for the source list: pack a copy of our own. */
+      if (same && entry_add_src(e, t->data)) {
+        e->refs++;
+        return e;
+      }
+    }
+  }
+  return NULL;
 }
 
 /* Packs node input 1 when it is a constant matrix (const_matrix). Leaves
@@ -370,42 +430,15 @@ tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, bool int8, void 
   const enum kern_isa isa = kern_isa_active();
   struct mm_state *s = calloc(1, sizeof *s);
   if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
+  s->input = 1;
   s->dtype = dtype;
   s->d0 = transposed ? t->dims[1] : t->dims[0];
   s->d1 = transposed ? t->dims[0] : t->dims[1];
+  s->src = t->data;
   /* Holding the lock while packing keeps two nodes from packing one weight
    * twice; sessions are created rarely, so the wait costs nothing. */
-  s->src = t->data;
   pthread_mutex_lock(&packed_mu);
-  /* The same initializer first (no bytes read), then equal bytes from
-   * another model: hashed only if some entry has the same key. */
-  for (int by_content = 0; by_content < 2 && !s->e; by_content++) {
-    bool hashed = false;
-    uint64_t h = 0;
-    for (struct packed_entry *e = packed_list; e && !s->e; e = e->next) {
-      if (e->dtype != t->dtype || e->d0 != t->dims[0] || e->d1 != t->dims[1] ||
-          e->trans != trans || e->isa != isa || e->int8 != int8 || e->nbytes != t->nbytes ||
-          e->n_srcs < 1 ||
-          (has_dq && (e->dq.scale != dq.scale || e->dq.zp != dq.zp)))
-        continue;
-      bool same = false;
-      if (!by_content) {
-        for (int i = 0; i < e->n_srcs && !same; i++) same = e->srcs[i].p == t->data;
-      } else {
-        if (!hashed) {
-          h = bytes_hash(t->data, t->nbytes, t->file_pages);
-          hashed = true;
-        }
-        same = e->hash == h &&
-               same_bytes(e->srcs[0].p, e->srcs[0].dropped, t->data, t->file_pages, t->nbytes);
-      }
-      /* Out of memory for the source list: pack a copy of our own. */
-      if (same && entry_add_src(e, t->data)) {
-        e->refs++;
-        s->e = e;
-      }
-    }
-  }
+  s->e = shared_entry(t, trans, isa, int8, false, has_dq ? &dq : NULL);
   tolk_status st = TOLK_OK;
   if (!s->e && (st = new_entry(t, trans, isa, has_dq ? &dq : NULL, int8, &s->e, err)) == TOLK_OK) {
     s->e->next = packed_list;
@@ -419,6 +452,44 @@ tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, bool int8, void 
   }
   *state = s;
   return TOLK_OK;
+}
+
+tolk_status mm_pack_b_codes(const struct ir_node *node, size_t b_idx, void **state, tolk_error *err) {
+  *state = NULL;
+  const struct ir_value *v = node->n_inputs > b_idx ? node->inputs[b_idx] : NULL;
+  const struct ir_tensor *t = v ? v->init : NULL;
+  if (!t || (v->flags & IR_VALUE_GRAPH_INPUT) || !t->data || t->rank != 2 ||
+      (t->dtype != TOLK_INT8 && t->dtype != TOLK_UINT8))
+    return TOLK_OK;
+  const enum kern_isa isa = kern_isa_active();
+  struct mm_state *s = calloc(1, sizeof *s);
+  if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
+  s->input = b_idx;
+  s->dtype = t->dtype;
+  s->d0 = t->dims[0];
+  s->d1 = t->dims[1];
+  s->src = t->data;
+  pthread_mutex_lock(&packed_mu);
+  s->e = shared_entry(t, false, isa, false, true, NULL);
+  tolk_status st = TOLK_OK;
+  if (!s->e && (st = new_codes_entry(t, isa, &s->e, err)) == TOLK_OK) {
+    s->e->next = packed_list;
+    packed_list = s->e;
+  }
+  pthread_mutex_unlock(&packed_mu);
+  if (st != TOLK_OK) {
+    free(s);
+    return st;
+  }
+  *state = s;
+  return TOLK_OK;
+}
+
+const struct kern_igemm_b *mm_packed_codes(const void *state, const struct tensor *b) {
+  const struct mm_state *s = state;
+  if (!s || !s->e->codes || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 || b->dims[1] != s->d1)
+    return NULL;
+  return &s->e->qb;
 }
 
 /* The packed B when `b` is the tensor it was made from. */
@@ -435,7 +506,7 @@ const struct kern_packed_b *mm_packed_for(const struct op_ctx *c, const struct t
  * entries were widened at prepare. */
 bool mm_packed_input(const void *state, size_t input, struct tensor *shape) {
   const struct mm_state *s = state;
-  if (!s || input != 1) return false;
+  if (!s || input != s->input) return false;
   memset(shape, 0, sizeof *shape);
   shape->dtype = s->dtype;
   if (!tensor_set_shape(shape, 2, (int64_t[]){s->d0, s->d1})) return false;

@@ -16,6 +16,7 @@
 
 #include "core/half.h"
 #include "kern/igemm.h"
+#include "matmul.h"
 #include "quant_util.h"
 
 /* ------------------------------------------------------------ geometry */
@@ -124,37 +125,6 @@ static tolk_status read_zp(struct op_ctx *c, const struct tensor *zp, const stru
 
 /* ------------------------------------------------------------- driver */
 
-/* Packed constant B, made at session creation. */
-struct qmm_state {
-  struct kern_igemm_b pb;
-};
-
-static void qmm_release(void *state) {
-  struct qmm_state *s = state;
-  if (s) free(s->pb.data);
-  free(s);
-}
-
-/* Packs input `b_idx` when it is a constant 2-D uint8/int8 initializer. */
-static tolk_status qmm_prepare_b(const struct ir_node *node, size_t b_idx, void **state,
-                                 tolk_error *err) {
-  *state = NULL;
-  if (node->n_inputs <= b_idx || !node->inputs[b_idx]) return TOLK_OK;
-  const struct ir_tensor *t = node->inputs[b_idx]->init;
-  if (!t || !t->data || t->rank != 2 || !quant_is_8bit(t->dtype)) return TOLK_OK;
-  size_t bytes = kern_igemm_pack_b_size(t->dims[1], t->dims[0]);
-  if (!bytes) return tolk_fail(err, TOLK_ERR_LIMIT, "weight %s is too large", t->name);
-  struct qmm_state *s = calloc(1, sizeof *s);
-  if (!s || !(s->pb.data = malloc(bytes))) {
-    free(s);
-    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "packing weight %s: out of memory", t->name);
-  }
-  kern_igemm_pack_b(t->dims[1], t->dims[0], t->data, t->dims[1], false,
-                    t->dtype == TOLK_INT8, &s->pb);
-  *state = s;
-  return TOLK_OK;
-}
-
 /* C (int32, output layout: nbatch × m × n dense) = (A - za)(B - zb). */
 static tolk_status qmm_compute(struct op_ctx *c, const struct tensor *a, const struct tensor *b,
                                const struct tensor *a_zp, const struct tensor *b_zp,
@@ -167,11 +137,9 @@ static tolk_status qmm_compute(struct op_ctx *c, const struct tensor *a, const s
       (st = read_zp(c, b_zp, b, false, g, "b_zero_point", &zb)))
     return st;
   if (g->nbatch == 0 || g->m == 0 || g->n == 0) return TOLK_OK;
-  const struct qmm_state *s = c->state;
-  const struct kern_igemm_b *pre = NULL;
-  if (s && s->pb.data && b->rank == 2 && s->pb.k == g->k && s->pb.n == g->n &&
-      s->pb.is_signed == (b->dtype == TOLK_INT8))
-    pre = &s->pb;
+  /* A constant B was packed at session creation (mm_pack_b_codes), once
+   * for every node and session holding the same bytes. */
+  const struct kern_igemm_b *pre = mm_packed_codes(c->state, b);
   /* Fold A's batches into rows when B is one matrix and A's zero point does
    * not repeat per batch. */
   bool fold = g->b_mats == 1 && g->nbatch == g->a_mats && !(za.per == 1 && g->a_mats > 1);
@@ -218,7 +186,7 @@ static tolk_status qmm_compute(struct op_ctx *c, const struct tensor *a, const s
 static tolk_status prepare_b1(const struct ir_node *node, int64_t opset, void **state,
                               tolk_error *err) {
   (void)opset;
-  return qmm_prepare_b(node, 1, state, err);
+  return mm_pack_b_codes(node, 1, state, err);
 }
 
 static tolk_status run_matmul_integer(struct op_ctx *c) {
@@ -252,7 +220,7 @@ static tolk_status read_scale(struct op_ctx *c, const struct tensor *t, int64_t 
 static tolk_status prepare_b3(const struct ir_node *node, int64_t opset, void **state,
                               tolk_error *err) {
   (void)opset;
-  return qmm_prepare_b(node, 3, state, err);
+  return mm_pack_b_codes(node, 3, state, err);
 }
 
 static tolk_status run_qlinear_matmul(struct op_ctx *c) {
@@ -388,12 +356,14 @@ static tolk_status run_dynamic_quantize_matmul(struct op_ctx *c) {
   return to_float(c, &g, a_scale, op_in(c, 2), op_in(c, 4), y);
 }
 
+#define PACKED .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped
 const struct op_def tolk_ops_quant_matmul[] = {
-    {"", "MatMulInteger", 10, 0, prepare_b1, run_matmul_integer, qmm_release},
-    {"", "QLinearMatMul", 10, 0, prepare_b3, run_qlinear_matmul, qmm_release},
-    {"com.microsoft", "MatMulIntegerToFloat", 1, 0, prepare_b1, run_matmul_integer_to_float,
-     qmm_release},
-    {"com.microsoft", "DynamicQuantizeMatMul", 1, 0, prepare_b1, run_dynamic_quantize_matmul,
-     qmm_release},
+    {"", "MatMulInteger", 10, 0, prepare_b1, run_matmul_integer, mm_release, PACKED},
+    {"", "QLinearMatMul", 10, 0, prepare_b3, run_qlinear_matmul, mm_release, PACKED},
+    {"com.microsoft", "MatMulIntegerToFloat", 1, 0, prepare_b1, run_matmul_integer_to_float, mm_release,
+     PACKED},
+    {"com.microsoft", "DynamicQuantizeMatMul", 1, 0, prepare_b1, run_dynamic_quantize_matmul, mm_release,
+     PACKED},
     {0},
 };
+#undef PACKED
