@@ -483,7 +483,8 @@ tolk_status kern_sgemm_pack_b_q8(bool trans_b, int64_t k, int64_t n, const void 
     uint8_t *dst = pb->codes + jp * k * nr;
     const int64_t j0 = jp * nr, nv = n - j0 < nr ? n - j0 : nr;
     for (int64_t p = 0; p < k; p++) {
-      for (int64_t x = 0; x < nv; x++) dst[p * nr + x] = trans_b ? q[(j0 + x) * ldb + p] : q[p * ldb + j0 + x];
+      for (int64_t x = 0; x < nv; x++)
+        dst[p * nr + x] = trans_b ? q[(j0 + x) * ldb + p] : q[p * ldb + j0 + x];
       for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = pad;
     }
   }

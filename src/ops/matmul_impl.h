@@ -70,7 +70,7 @@ struct packed_entry {
   bool int8;
   /* mm_pack_b_codes: qb holds the initializer's own 8-bit codes as they are
    * (the MatMulInteger family's B); no col_scale. */
-  bool codes;
+  bool igemm_codes;
   struct kern_igemm_b qb;
   float *col_scale; /* n entries */
 };

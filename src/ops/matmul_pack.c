@@ -142,7 +142,7 @@ void op_packed_stats(size_t *entries, size_t *bytes) {
   for (const struct packed_entry *e = packed_list; e; e = e->next) {
     n++;
     b += e->int8    ? kern_igemm_pack_b_size(e->qb.n, e->qb.k) + (size_t)e->qb.n * sizeof(float)
-         : e->codes ? kern_igemm_pack_b_size(e->qb.n, e->qb.k)
+         : e->igemm_codes ? kern_igemm_pack_b_size(e->qb.n, e->qb.k)
                     : kern_packed_b_bytes(e->pb);
   }
   pthread_mutex_unlock(&packed_mu);
@@ -301,8 +301,8 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
   void *staged = NULL;
   struct packed_entry *e = calloc(1, sizeof *e);
   if (!e) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
-  const bool codes = dq && !int8;
-  if (t->dtype != TOLK_FLOAT && !codes) {
+  const bool keep_codes = dq && !int8;
+  if (t->dtype != TOLK_FLOAT && !keep_codes) {
     size_t bytes;
     const void *half = t->data;
     if (t->misaligned && (staged = malloc(t->nbytes))) {
@@ -331,7 +331,7 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
     f = wide;
   }
   tolk_status st = TOLK_OK;
-  if (codes)
+  if (keep_codes)
     st = kern_sgemm_pack_b_q8(trans, k, n, t->data, t->dims[1], t->dtype == TOLK_INT8, dq->scale, dq->zp,
                               &e->pb, err);
   else if (!int8)
@@ -369,25 +369,25 @@ static tolk_status new_codes_entry(const struct ir_tensor *t, enum kern_isa isa,
     return tolk_fail(err, TOLK_ERR_NO_MEMORY, "packing weight %s: out of memory", t->name);
   }
   kern_igemm_pack_b(t->dims[1], t->dims[0], t->data, t->dims[1], false, t->dtype == TOLK_INT8, &e->qb);
-  e->codes = true;
+  e->igemm_codes = true;
   entry_key(e, t, false, isa, NULL);
   *out = e;
   return TOLK_OK;
 }
 
 /* Under packed_mu: an entry holding t packed the same way (trans, isa,
- * int8, codes, dq), given one more holder of t->data, or NULL. The same
+ * int8, igemm_codes, dq), given one more holder of t->data, or NULL. The same
  * initializer first (no bytes read), then equal bytes from another model:
  * hashed only if some entry has the same key. */
 static struct packed_entry *shared_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa, bool int8,
-                                         bool codes, const struct dq *dq) {
+                                         bool igemm_codes, const struct dq *dq) {
   for (int by_content = 0; by_content < 2; by_content++) {
     bool hashed = false;
     uint64_t h = 0;
     for (struct packed_entry *e = packed_list; e; e = e->next) {
       if (e->dtype != t->dtype || e->d0 != t->dims[0] || e->d1 != t->dims[1] || e->trans != trans ||
-          e->isa != isa || e->int8 != int8 || e->codes != codes || e->nbytes != t->nbytes || e->n_srcs < 1 ||
-          (dq && (e->dq.scale != dq->scale || e->dq.zp != dq->zp)))
+          e->isa != isa || e->int8 != int8 || e->igemm_codes != igemm_codes || e->nbytes != t->nbytes ||
+          e->n_srcs < 1 || (dq && (e->dq.scale != dq->scale || e->dq.zp != dq->zp)))
         continue;
       bool same = false;
       if (!by_content) {
@@ -397,7 +397,8 @@ static struct packed_entry *shared_entry(const struct ir_tensor *t, bool trans, 
           h = bytes_hash(t->data, t->nbytes, t->file_pages);
           hashed = true;
         }
-        same = e->hash == h && same_bytes(e->srcs[0].p, e->srcs[0].dropped, t->data, t->file_pages, t->nbytes);
+        same = e->hash == h &&
+               same_bytes(e->srcs[0].p, e->srcs[0].dropped, t->data, t->file_pages, t->nbytes);
       }
       /* Out of memory for the source list: pack a copy of our own. */
       if (same && entry_add_src(e, t->data)) {
@@ -487,7 +488,8 @@ tolk_status mm_pack_b_codes(const struct ir_node *node, size_t b_idx, void **sta
 
 const struct kern_igemm_b *mm_packed_codes(const void *state, const struct tensor *b) {
   const struct mm_state *s = state;
-  if (!s || !s->e->codes || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 || b->dims[1] != s->d1)
+  if (!s || !s->e->igemm_codes || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 ||
+      b->dims[1] != s->d1)
     return NULL;
   return &s->e->qb;
 }
