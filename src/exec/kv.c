@@ -404,12 +404,8 @@ static float *new_buffer(const struct exec_kv_pair *kp, int64_t rows, int64_t ca
 
 /* Re-lays every buffer out for cap_rows rows × cap positions, keeping the
  * rows held and their first `keep_len` positions; all or nothing. Room for
- * rows doubles and room for positions grows by half when they run out, so a
- * cache that grows (longer rows, sentences joining) is copied O(log n)
- * times, not each step. Positions grow by half, not double: a relayout
- * holds the old buffers beside the new, and a 33-token beam search of 64
- * rows then peaks at 24 + 36 positions' worth rather than 32 + 64 (the
- * full-size decoder's cache is 2.4 MB a position at 64 rows). */
+ * rows and positions both double when they run out, so a cache that grows
+ * (longer rows, sentences joining) is copied O(log n) times, not each step. */
 static tolk_status relayout(tolk_kv_cache *c, int64_t cap_rows, int64_t cap, int64_t keep_len, tolk_error *err) {
   const tolk_session *s = c->s;
   float **nb = calloc(2 * (size_t)s->n_kv, sizeof *nb);
@@ -440,8 +436,8 @@ static tolk_status relayout(tolk_kv_cache *c, int64_t cap_rows, int64_t cap, int
   return TOLK_OK;
 }
 
-static int64_t grown(int64_t have, int64_t need, int64_t least, bool by_half) {
-  int64_t n = !have ? least : by_half ? have + have / 2 : 2 * have;
+static int64_t grown(int64_t have, int64_t need, int64_t least) {
+  int64_t n = have ? 2 * have : least;
   return n < need ? need : n;
 }
 
@@ -451,13 +447,13 @@ static int64_t held(const tolk_kv_cache *c) { return c->pending > c->len ? c->pe
 /* Makes room for `need` positions, keeping those written. */
 static tolk_status reserve(tolk_kv_cache *c, int64_t need, tolk_error *err) {
   if (need <= c->cap) return TOLK_OK;
-  return relayout(c, c->cap_rows > c->rows ? c->cap_rows : c->rows, grown(c->cap, need, 16, true), held(c), err);
+  return relayout(c, c->cap_rows > c->rows ? c->cap_rows : c->rows, grown(c->cap, need, 16), held(c), err);
 }
 
 /* Makes room for `rows` rows, keeping those held. */
 static tolk_status reserve_rows(tolk_kv_cache *c, int64_t rows, tolk_error *err) {
   if (rows <= c->cap_rows) return TOLK_OK;
-  return relayout(c, grown(c->cap_rows, rows, 4, false), c->cap ? c->cap : 16, held(c), err);
+  return relayout(c, grown(c->cap_rows, rows, 4), c->cap ? c->cap : 16, held(c), err);
 }
 
 /* Row `from` to row `to` of every buffer, the first len positions. */
