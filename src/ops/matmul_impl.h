@@ -98,8 +98,8 @@ const struct kern_packed_b *mm_packed_for(const struct op_ctx *c, const struct t
 
 /* Quantizes op(B) to int8 with a scale per column into e->qb and
  * e->col_scale (matmul_pack.c says how); false when out of memory. */
-bool mm_quantize_cols(const float *f, bool trans, int64_t k, int64_t n, int64_t ld,
-                      struct packed_entry *e);
+bool mm_quantize_cols(const void *src, const struct dq *dq, bool is_signed, bool trans, int64_t k, int64_t n,
+                      int64_t ld, struct packed_entry *e);
 
 /* ---------------------------------------------------- products (matmul.c) */
 

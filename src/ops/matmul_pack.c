@@ -228,13 +228,23 @@ static const struct ir_tensor *const_matrix(const struct ir_value *v, bool *tran
   return t;
 }
 
-/* Quantizes op(B) (k×n; f holds B, or Bᵀ when trans, rows ld floats apart,
- * read bytewise as it may be misaligned) to int8, symmetric, one scale per
- * column — a vocabulary entry of an LM head — so that a rare large entry
+/* Element i of src: a float (read bytewise, as it may be misaligned), or
+ * with dq an 8-bit code dequantized as DequantizeLinear does. */
+static inline float weight_at(const unsigned char *src, const struct dq *dq, bool is_signed, size_t i) {
+  if (dq) return (float)((is_signed ? (int32_t)(int8_t)src[i] : (int32_t)src[i]) - dq->zp) * dq->scale;
+  float v;
+  memcpy(&v, src + sizeof v * i, sizeof v);
+  return v;
+}
+
+/* Quantizes op(B) (k×n; src holds B, or Bᵀ when trans, rows ld elements
+ * apart: floats, or with dq 8-bit codes read as their dequantized floats,
+ * so a quantized LM head needs no float copy) to int8, symmetric, one scale
+ * per column — a vocabulary entry of an LM head — so that a rare large entry
  * costs only its own column precision: s_j = max_p |B[p][j]| / 127,
  * q = round(B / s_j). Packs it into e->qb; false when out of memory. */
-bool mm_quantize_cols(const float *f, bool trans, int64_t k, int64_t n, int64_t ld,
-                          struct packed_entry *e) {
+bool mm_quantize_cols(const void *src, const struct dq *dq, bool is_signed, bool trans, int64_t k, int64_t n,
+                      int64_t ld, struct packed_entry *e) {
   size_t qbytes, pbytes = kern_igemm_pack_b_size(n, k);
   int8_t *q = NULL;
   if (pbytes && tolk_mul_size((size_t)n, (size_t)k, &qbytes) && (q = malloc(qbytes ? qbytes : 1)))
@@ -244,21 +254,21 @@ bool mm_quantize_cols(const float *f, bool trans, int64_t k, int64_t n, int64_t 
     free(q);
     return false;
   }
-  const unsigned char *bytes = (const unsigned char *)f;
+  const unsigned char *bytes = src;
   for (int64_t j = 0; j < n; j++) {
     /* Plain comparisons rather than fmaxf, which GCC leaves a libm call:
      * this runs over every weight at load. A NaN weight compares false and
      * is left out of the scale. */
     float amax = 0.0f, v;
     for (int64_t p = 0; p < k; p++) {
-      memcpy(&v, bytes + sizeof v * (size_t)(trans ? j * ld + p : p * ld + j), sizeof v);
+      v = weight_at(bytes, dq, is_signed, (size_t)(trans ? j * ld + p : p * ld + j));
       v = v < 0.0f ? -v : v;
       amax = v > amax ? v : amax;
     }
     float scale = amax / 127.0f;
     e->col_scale[j] = scale;
     for (int64_t p = 0; p < k; p++) {
-      memcpy(&v, bytes + sizeof v * (size_t)(trans ? j * ld + p : p * ld + j), sizeof v);
+      v = weight_at(bytes, dq, is_signed, (size_t)(trans ? j * ld + p : p * ld + j));
       float r = scale > 0.0f ? nearbyintf(v / scale) : 0.0f;
       /* NaN (a NaN or infinite weight) becomes 0: converting it is undefined. */
       q[j * k + p] = (int8_t)(r >= 127.0f ? 127 : r <= -127.0f ? -127 : r == r ? (int)r : 0);
@@ -287,7 +297,8 @@ static void entry_key(struct packed_entry *e, const struct ir_tensor *t, bool tr
  * an int8/uint8 t (dq) stays codes that the product dequantizes as
  * DequantizeLinear does (kern_sgemm_pack_b_q8: a dequantized LM head would
  * be 133 MB of floats for 33 MB of codes). With int8, quantizes the floats
- * per column instead (mm_quantize_cols). */
+ * per column instead (mm_quantize_cols), reading codes as their floats
+ * rather than through a float copy. */
 static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa,
                              const struct dq *dq, bool int8, struct packed_entry **out,
                              tolk_error *err) {
@@ -302,7 +313,7 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
   struct packed_entry *e = calloc(1, sizeof *e);
   if (!e) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
   const bool keep_codes = dq && !int8;
-  if (t->dtype != TOLK_FLOAT && !keep_codes) {
+  if (t->dtype != TOLK_FLOAT && !dq) {
     size_t bytes;
     const void *half = t->data;
     if (t->misaligned && (staged = malloc(t->nbytes))) {
@@ -316,17 +327,8 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
       return tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to widen %lld elements",
                        (long long)t->numel);
     }
-    if (t->dtype == TOLK_FLOAT16) {
-      tolk_f16_to_f32_n(half, wide, t->numel);
-    } else if (t->dtype == TOLK_BFLOAT16) {
-      tolk_bf16_to_f32_n(half, wide, t->numel);
-    } else if (t->dtype == TOLK_INT8) {
-      const int8_t *q = half;
-      for (int64_t i = 0; i < t->numel; i++) wide[i] = (float)(q[i] - dq->zp) * dq->scale;
-    } else {
-      const uint8_t *q = half;
-      for (int64_t i = 0; i < t->numel; i++) wide[i] = (float)(q[i] - dq->zp) * dq->scale;
-    }
+    if (t->dtype == TOLK_FLOAT16) tolk_f16_to_f32_n(half, wide, t->numel);
+    else tolk_bf16_to_f32_n(half, wide, t->numel);
     free(staged);
     f = wide;
   }
@@ -336,7 +338,7 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
                               &e->pb, err);
   else if (!int8)
     st = kern_sgemm_pack_b(trans, k, n, f, t->dims[1], &e->pb, err);
-  else if (!mm_quantize_cols(f, trans, k, n, t->dims[1], e))
+  else if (!mm_quantize_cols(f, dq, t->dtype == TOLK_INT8, trans, k, n, t->dims[1], e))
     st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to quantize a %lld x %lld matrix",
                    (long long)k, (long long)n);
   free(wide);
