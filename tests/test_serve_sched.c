@@ -319,6 +319,23 @@ static size_t most_rows_until(const struct sched *s, struct probe *p, int dones)
   }
 }
 
+/* Submits n one-sentence texts of 40 tokens to s at once; the most rows
+ * its batch held until every one was done. */
+static size_t most_rows_of(struct sched *s, int n) {
+  struct probe p;
+  probe_init(&p);
+  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 40, .min_new_tokens = 40};
+  tolk_error err;
+  for (int i = 0; i < n; i++) {
+    struct sched_job *j;
+    CHECK(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK);
+    sched_job_release(j);
+  }
+  size_t most = most_rows_until(s, &p, n);
+  probe_free(&p);
+  return most;
+}
+
 /* --max-batch-rows: however many texts wait, the batch never holds more
  * rows than the bound, and it does fill up to it. */
 static void row_bound(const tolk_translator *tr) {
@@ -327,19 +344,9 @@ static void row_bound(const tolk_translator *tr) {
   struct sched *s;
   tolk_error err;
   CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_OK);
-  struct probe p;
-  probe_init(&p);
-  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 40, .min_new_tokens = 40};
-  enum { N = 12 };
-  for (int i = 0; i < N; i++) {
-    struct sched_job *j;
-    CHECK(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK);
-    sched_job_release(j);
-  }
-  size_t most = most_rows_until(s, &p, N);
+  size_t most = most_rows_of(s, 12);
   CHECK_MSG(most == 2, "the batch held %zu rows at most, bound 2", most);
   sched_free(s);
-  probe_free(&p);
   /* A negative bound is refused. */
   sp.max_batch_rows = -1;
   CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_ERR_INVALID_ARGUMENT && s == NULL);
@@ -399,16 +406,7 @@ static void step_growth(const tolk_translator *tr) {
   struct sched *s;
   tolk_error err;
   CHECK(sched_create(tr, &sp, m, &s, &err) == TOLK_OK);
-  struct probe p;
-  probe_init(&p);
-  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 40, .min_new_tokens = 40};
-  enum { N = 12 };
-  for (int i = 0; i < N; i++) {
-    struct sched_job *j;
-    CHECK(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK);
-    sched_job_release(j);
-  }
-  size_t most = most_rows_until(s, &p, N);
+  size_t most = most_rows_of(s, 12);
   CHECK_MSG(most >= 8, "the batch held %zu rows at most, want 8 or more (1, 2, 4, 8, … by doubling)", most);
   char *text = metrics_render(root, NULL);
   const char *g = text ? strstr(text, "tolk_batch_row_bound{slot=\"0\",model=\"tiny\"} ") : NULL;
@@ -420,7 +418,6 @@ static void step_growth(const tolk_translator *tr) {
             "%g steps of one row, want %d before the batch grew", one_row, SCHED_STEP_TRUST);
   free(text);
   sched_free(s);
-  probe_free(&p);
   metrics_free(root);
   sp.max_step_growth = 0.5;
   CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_ERR_INVALID_ARGUMENT && s == NULL);
