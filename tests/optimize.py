@@ -75,6 +75,17 @@ def optimize(tolk, src, dst, level):
         fail(f"tolk optimize {level} {src}: exit {r.returncode}: {r.stderr}")
 
 
+def optimized(tolk, src, dst, level, tolk_too=False):
+    """tolk optimize src into dst at level, the result checked by onnx.checker (full) and, with tolk_too,
+    by tolk check as well; the loaded result."""
+    optimize(tolk, src, dst, level)
+    out = onnx.load(dst)
+    onnx.checker.check_model(out, full_check=True)
+    if tolk_too:
+        tolk_check(tolk, dst)
+    return out
+
+
 def graph_ops(g, c):
     for n in g.node:
         c[(n.domain + ":" if n.domain else "") + n.op_type] += 1
@@ -181,9 +192,8 @@ def marian(tolk, fixtures, tmp):
         before = ops(src)
         for level in ["basic", "extended", "all"]:
             dst = os.path.join(tmp, f"{g}.{level}.onnx")
-            optimize(tolk, src, dst, level)
+            optimized(tolk, src, dst, level)
             what = f"{g} at {level}"
-            onnx.checker.check_model(onnx.load(dst), full_check=True)
             after = ops(dst)
             n0, n1 = sum(before.values()), sum(after.values())
             if not n1 < n0 or after["Constant"]:
@@ -245,8 +255,7 @@ def marian_almost(tolk, fixtures, tmp):
             i.type.tensor_type.shape.dim[1].dim_param = "heads"
     src, dst = os.path.join(tmp, "almost.onnx"), os.path.join(tmp, "almost.all.onnx")
     onnx.save(m, src)
-    optimize(tolk, src, dst, "all")
-    onnx.checker.check_model(onnx.load(dst), full_check=True)
+    optimized(tolk, src, dst, "all")
     after = ops(dst)
     if after["com.microsoft:MultiHeadAttention"] != 3 or after["Softmax"] != 1:
         fail(f"almost-matched cross-attention: {dict(after)}")
@@ -260,9 +269,7 @@ def marian_almost(tolk, fixtures, tmp):
     m.graph.output.append(helper.make_tensor_value_info("v0_copy", TensorProto.FLOAT, ["batch_size", 4, "t", 16]))
     src, dst = os.path.join(tmp, "reader.onnx"), os.path.join(tmp, "reader.all.onnx")
     onnx.save(m, src)
-    optimize(tolk, src, dst, "all")
-    onnx.checker.check_model(onnx.load(dst), full_check=True)
-    nodes = list(all_nodes(onnx.load(dst).graph))
+    nodes = list(all_nodes(optimized(tolk, src, dst, "all").graph))
     mha = [len(x.input) for x in nodes if x.op_type == "MultiHeadAttention"]
     concat = sorted(x.output[0] for x in nodes if x.op_type == "Concat" and x.output[0].startswith("present."))
     if sorted(mha) != [6, 6, 6, 8] or concat != ["present.0.decoder.key", "present.0.decoder.value"]:
@@ -277,9 +284,7 @@ def marian_almost(tolk, fixtures, tmp):
     m.graph.output.append(helper.make_tensor_value_info("k0_copy", TensorProto.FLOAT, ["batch_size", 4, "t", 16]))
     src, dst = os.path.join(tmp, "present.onnx"), os.path.join(tmp, "present.all.onnx")
     onnx.save(m, src)
-    optimize(tolk, src, dst, "all")
-    onnx.checker.check_model(onnx.load(dst), full_check=True)
-    g = onnx.load(dst).graph
+    g = optimized(tolk, src, dst, "all").graph
     present, adds = present_producers(g), bias_adds(g, 64)
     mha = ops(dst)["com.microsoft:MultiHeadAttention"]
     if mha != 4 or present != {"MultiHeadAttention": 6, "Transpose": 2} or adds != 2:
@@ -315,8 +320,7 @@ def gelu(tolk, tmp):
     gelu_model(src)
     for level, want in [("basic", (0, 0)), ("extended", (1, 1))]:
         dst = os.path.join(tmp, f"gelu.{level}.onnx")
-        optimize(tolk, src, dst, level)
-        onnx.checker.check_model(onnx.load(dst), full_check=True)
+        optimized(tolk, src, dst, level)
         after = ops(dst)
         got = after["com.microsoft:BiasGelu"], after["com.microsoft:Gelu"]
         if got != want or (level != "basic" and after["Erf"]):
@@ -348,8 +352,7 @@ def shapes(tolk, tmp):
         src = os.path.join(tmp, f"shapes_{batch}.onnx")
         shapes_model(src, batch)
         dst = os.path.join(tmp, f"shapes_{batch}.basic.onnx")
-        optimize(tolk, src, dst, "basic")
-        onnx.checker.check_model(onnx.load(dst), full_check=True)
+        optimized(tolk, src, dst, "basic")
         after = dict(ops(dst))
         if after != want:
             fail(f"shapes, batch {batch}: {after}, wanted {want}")
@@ -439,8 +442,7 @@ def layernorm(tolk, tmp):
         src = os.path.join(tmp, f"ln{opset}.onnx")
         layernorm_model(src, opset)
         dst = os.path.join(tmp, f"ln{opset}.{level}.onnx")
-        optimize(tolk, src, dst, level)
-        onnx.checker.check_model(onnx.load(dst), full_check=True)
+        optimized(tolk, src, dst, level)
         after = ops(dst)
         if after["LayerNormalization"] != want or (want and after["ReduceMean"]):
             fail(f"layernorm opset {opset} at {level}: {dict(after)}, wanted {want} LayerNormalization")
@@ -515,10 +517,7 @@ def layout(tolk, tmp, conformance):
     for level, want in [("basic", {"Relu": 5, "Transpose": 4, "Reshape": 3, "MatMul": 1}),
                         ("extended", {"Relu": 5, "Transpose": 3, "Reshape": 3, "com.microsoft:FusedMatMul": 1})]:
         dst = os.path.join(tmp, f"layout.{level}.onnx")
-        optimize(tolk, src, dst, level)
-        out = onnx.load(dst)
-        onnx.checker.check_model(out, full_check=True)
-        tolk_check(tolk, dst)
+        out = optimized(tolk, src, dst, level, tolk_too=True)
         after = dict(ops(dst))
         if after != want:
             fail(f"layout at {level}: {after}, wanted {want}")
@@ -565,10 +564,7 @@ def skiplayernorm(tolk, tmp, conformance):
     skip_model(src)
     for level, want in [("basic", 0), ("extended", 2)]:
         dst = os.path.join(tmp, f"skip.{level}.onnx")
-        optimize(tolk, src, dst, level)
-        out = onnx.load(dst)
-        onnx.checker.check_model(out, full_check=True)
-        tolk_check(tolk, dst)
+        out = optimized(tolk, src, dst, level, tolk_too=True)
         after = ops(dst)
         if after["com.microsoft:SkipLayerNormalization"] != want or after["LayerNormalization"] != 3 - want:
             fail(f"skip at {level}: {dict(after)}, wanted {want} SkipLayerNormalization")
@@ -651,10 +647,7 @@ def fastgelu(tolk, tmp, conformance):
         fail(f"fastgelu: ORT's extended level makes {theirs} FastGelu, wanted 2")
     for level, want in [("basic", 0), ("extended", 4)]:
         dst = os.path.join(tmp, f"fastgelu.{level}.onnx")
-        optimize(tolk, src, dst, level)
-        out = onnx.load(dst)
-        onnx.checker.check_model(out, full_check=True)
-        tolk_check(tolk, dst)
+        out = optimized(tolk, src, dst, level, tolk_too=True)
         after = ops(dst)
         fast = {x.output[0]: len(x.input) for x in out.graph.node if x.op_type == "FastGelu"}
         if len(fast) != want or after["Tanh"] != 5 - want or (want and fast != {"y1": 2, "y2": 1, "y3": 2, "y4": 1}):
@@ -700,10 +693,7 @@ def gemm(tolk, tmp, conformance):
     src = os.path.join(tmp, "gemm.onnx")
     gemm_model(src)
     dst = os.path.join(tmp, "gemm.basic.onnx")
-    optimize(tolk, src, dst, "basic")
-    out = onnx.load(dst)
-    onnx.checker.check_model(out, full_check=True)
-    tolk_check(tolk, dst)
+    out = optimized(tolk, src, dst, "basic", tolk_too=True)
     gemms = sorted(x.output[0] for x in out.graph.node if x.op_type == "Gemm")
     after = dict(ops(dst))
     if gemms != ["g8", "y1", "y2", "y3", "y7", "y8"] or after != {"Gemm": 6, "MatMul": 3, "Add": 3, "Mul": 1,
