@@ -53,4 +53,6 @@ tolk_usage_error_test(cli_usage_serve_bad_queue_wait serve
 tolk_usage_error_test(cli_usage_serve_bad_queue_wait_s serve
   "--max-queue-wait wants seconds from 0 to 1e9 .0.1., or a multiple of a sentence's stay up to 1000 .0.25x., not 'soon'"
   --max-queue-wait soon)
+tolk_usage_error_test(cli_usage_serve_bad_step_growth serve
+  "--max-step-growth wants 0, or a factor from 1 to 1000 .1.5., not '0.5'" --max-step-growth 0.5)
 tolk_usage_error_test(cli_usage_serve_operand serve "unexpected argument 'extra'" --check extra)
