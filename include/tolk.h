@@ -863,6 +863,29 @@ int64_t tolk_kv_cache_row_length(const tolk_kv_cache *cache, int64_t row);
 tolk_status tolk_kv_cache_get(const tolk_kv_cache *cache, const char *past_name,
                               tolk_tensor **out, tolk_error *err);
 
+/* Inputs every row of one source reads alike need not be given per row: a
+ * decoder's cross-attention keys and values are the same for all beams of a
+ * sentence, and given per row a beam search holds (and the graph transposes)
+ * them beam-width times. A session that keeps a cache also finds the float
+ * inputs [rows, heads, len, head_dim] that only attention reads — keys
+ * through Transpose(0,1,3,2) [→ Mul by a constant] → MatMul, values as a
+ * MatMul's second operand, their Shape for the other dims — and lists them
+ * here. tolk_session_run_kv takes each of them with the rows that
+ * tolk_kv_cache_share states, row r of the cache reading row source[r]; the
+ * results are bit for bit those of the rows given in full. */
+size_t tolk_session_kv_shared_count(const tolk_session *session);
+/* Name of shared input i (borrowed from the session). */
+const char *tolk_session_kv_shared_input(const tolk_session *session, size_t i);
+
+/* Row r of the cache reads row source[r] (0 ≤ source[r] < n_sources) of the
+ * shared inputs, which then have n_sources rows; source has one entry per
+ * row (copied); tolk_kv_cache_select carries each row's source along, and
+ * tolk_kv_cache_append puts src's after dst's (the joined batch's shared
+ * inputs being dst's rows, then src's). NULL, the default: not shared, they
+ * are given per row as declared (and selecting rows keeps it so). */
+tolk_status tolk_kv_cache_share(tolk_kv_cache *cache, const int32_t *source, int64_t n_sources,
+                                tolk_error *err);
+
 /* tolk_session_run with the past inputs bound to `cache`; on success the
  * cache holds the new positions too. On failure it is unchanged. */
 tolk_status tolk_session_run_kv(tolk_session *session, tolk_kv_cache *cache, size_t n_inputs,

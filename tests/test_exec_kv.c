@@ -4,7 +4,9 @@
  * decoder_with_past (fp32 and int8): bit-identical logits, and cache
  * contents identical to the present outputs, step after step, through a beam
  * reorder that repeats and swaps rows, a batch that shrinks, and a cache
- * that grows past its first capacity; and the misuse errors.
+ * that grows past its first capacity; with the encoder keys/values given
+ * per row, or once per source (tolk_kv_cache_share) while the rows reorder;
+ * and the misuse errors.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -68,7 +70,7 @@ static float max_diff(const tolk_tensor *a, const tolk_tensor *b) {
   return m;
 }
 
-static void run_model(const char *dir, bool int8) {
+static void run_model(const char *dir, bool int8, bool shared) {
   const char *q = int8 ? "_quantized" : "";
   char f_enc[64], f_first[64], f_past[64];
   snprintf(f_enc, sizeof f_enc, "encoder_model%s.onnx", q);
@@ -82,6 +84,10 @@ static void run_model(const char *dir, bool int8) {
   if (!d.enc || !d.first || !d.plain || !d.kv) return;
   CHECK_MSG(tolk_session_kv_count(d.plain) == 0, "a plain session keeps no cache");
   CHECK_MSG(tolk_session_kv_count(d.kv) == 2 * LAYERS, "pairs found: %zu", tolk_session_kv_count(d.kv));
+  CHECK_MSG(tolk_session_kv_shared_count(d.kv) == 2 * LAYERS, "shared inputs found: %zu",
+            tolk_session_kv_shared_count(d.kv));
+  for (size_t i = 0; i < tolk_session_kv_shared_count(d.kv); i++)
+    CHECK_MSG(strstr(tolk_session_kv_shared_input(d.kv, i), ".encoder."), "%s", tolk_session_kv_shared_input(d.kv, i));
 
   tolk_error err;
   int64_t rows = 2, src_len = 5;
@@ -123,6 +129,16 @@ static void run_model(const char *dir, bool int8) {
   CHECK_MSG(tolk_kv_cache_set(cache, 2 * LAYERS, set_names, set_vals, &err) == TOLK_OK, "%s", err.message);
   CHECK(tolk_kv_cache_length(cache) == 1);
   tolk_tensor_free(fo[0]);
+  /* Shared: the kv path keeps the first step's encoder keys/values, one row
+   * per source, whatever the rows become. */
+  tolk_tensor *src_kv[LAYERS * KINDS] = {0};
+  if (shared) {
+    CHECK(tolk_kv_cache_share(cache, (int32_t[]){0, 2}, 2, &err) == TOLK_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(err.message, "outside the 2 given"), "%s", err.message);
+    CHECK_MSG(tolk_kv_cache_share(cache, (int32_t[]){0, 1}, 2, &err) == TOLK_OK, "%s", err.message);
+    for (int i = 0; i < LAYERS * KINDS; i++)
+      if (i % KINDS >= 2) src_kv[i] = gather(past[i], (int32_t[]){0, 1}, 2);
+  }
 
   float worst = 0, worst_cache = 0;
   for (int step = 1; step <= STEPS && !tu_failures; step++) {
@@ -139,7 +155,7 @@ static void run_model(const char *dir, bool int8) {
     pn[np] = kn[nk] = "encoder_attention_mask", pin[np++] = kin[nk++] = enc_mask;
     for (int i = 0; i < LAYERS * KINDS; i++) {
       pn[np] = past_names[i], pin[np++] = past[i];
-      if (i % KINDS >= 2) kn[nk] = past_names[i], kin[nk++] = past[i];
+      if (i % KINDS >= 2) kn[nk] = past_names[i], kin[nk++] = shared ? src_kv[i] : past[i];
     }
     const char *pon[1 + 2 * LAYERS];
     tolk_tensor *po[1 + 2 * LAYERS] = {0}, *ko = NULL;
@@ -188,8 +204,8 @@ static void run_model(const char *dir, bool int8) {
       CHECK(tolk_kv_cache_rows(cache) == rows);
     }
   }
-  printf("%s: %d steps, logits max |kv - plain| = %g, cache max |kv - present| = %g\n", int8 ? "int8" : "fp32",
-         STEPS, worst, worst_cache);
+  printf("%s%s: %d steps, logits max |kv - plain| = %g, cache max |kv - present| = %g\n", int8 ? "int8" : "fp32",
+         shared ? ", encoder side shared" : "", STEPS, worst, worst_cache);
   /* Bit-identical, not merely close: the cache kernels make the same GEMM
    * calls on the same operands, and int8 graphs (dynamic quantization turns
    * a last-bit difference into a whole quantization step) depend on it. */
@@ -212,10 +228,19 @@ static void run_model(const char *dir, bool int8) {
   CHECK(tolk_kv_cache_create(d.plain, 1, &other, &err) == TOLK_ERR_INVALID_ARGUMENT && !other);
   int32_t oob = 5;
   CHECK(tolk_kv_cache_select(cache, &oob, 1, &err) == TOLK_ERR_INVALID_ARGUMENT);
+  if (shared) { /* a shared input with other rows than the sources stated */
+    const char *sn[3] = {"input_ids", "encoder_attention_mask", past_names[2]};
+    tolk_tensor *one = ids_tensor((int64_t[]){5}, 1, 1);
+    const tolk_tensor *sv[3] = {one, enc_mask, past[2]};
+    CHECK(tolk_session_run_kv(d.kv, cache, 3, sn, sv, 1, &lg, &lo, NULL, &err) == TOLK_ERR_SHAPE);
+    CHECK_MSG(strstr(err.message, "shared by the cache's rows") && strstr(err.message, "expected 2 rows"), "%s",
+              err.message);
+    tolk_tensor_free(one);
+  }
   CHECK(lo == NULL);
 
   tolk_kv_cache_free(cache);
-  for (int i = 0; i < LAYERS * KINDS; i++) tolk_tensor_free(past[i]);
+  for (int i = 0; i < LAYERS * KINDS; i++) tolk_tensor_free(past[i]), tolk_tensor_free(src_kv[i]);
   tolk_tensor_free(enc_mask);
   tolk_tensor_free(ids);
   tolk_tensor_free(mask);
@@ -231,7 +256,9 @@ static void run_model(const char *dir, bool int8) {
 
 int main(void) {
   const char *dir = tu_fixtures();
-  run_model(dir, false);
-  run_model(dir, true);
+  for (int shared = 0; shared < 2; shared++) {
+    run_model(dir, false, shared);
+    run_model(dir, true, shared);
+  }
   return tu_finish("exec_kv");
 }

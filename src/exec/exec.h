@@ -247,6 +247,9 @@ struct tolk_session {
   /* kv.c: the position lookup was found too, so rows of different lengths
    * may share a cache (tolk_session_kv_ragged) */
   bool kv_ragged;
+  /* kv.c: the main-graph inputs read once per source (tolk_kv_cache_share) */
+  uint32_t *kv_shared;
+  uint32_t n_kv_shared;
 };
 
 /* A Concat(past, new) → present the session rewired (kv.c). */
@@ -308,6 +311,9 @@ tolk_status exec_run_with_head(tolk_session *s, struct tolk_kv_cache *kv, const 
                                const char *const *output_names, tolk_tensor **outputs, tolk_error *err);
 /* Whether main-graph input i is the past input of a pair (its pair, else -1). */
 int exec_kv_pair_of_input(const tolk_session *s, size_t i);
+/* Whether main-graph input i is shared (tolk_kv_cache_share): then the rows
+ * it must have given the cache c, else -1. */
+int64_t exec_kv_shared_rows(const tolk_session *s, const struct tolk_kv_cache *c, size_t i);
 /* Binds the placeholder of pair p's past input: [rows, heads, len, head_dim]
  * over the cache buffer as it is at bind time. Only its shape is ever read
  * (the rewrite admits no other readers of a past input), which matters:

@@ -26,6 +26,8 @@ struct tolk_kv_cache {
   int64_t pending;        /* length after the run in progress, -1: none */
   float **buf;            /* per pair: [rows, heads, cap, head_dim] */
   float **tbuf;           /* pairs with keys_t: keys × scale as [rows, heads, head_dim, cap]; else NULL */
+  int32_t *source;        /* rows entries: the row of the shared inputs each reads; NULL: its own */
+  int64_t sources;        /* rows the shared inputs have when source is set */
 };
 
 /* ------------------------------------------------------------ rewrite */
@@ -57,6 +59,18 @@ static bool scalar_const(const struct ir_value *v, float *out) {
   return true;
 }
 
+/* The value of an int64 scalar constant: an initializer or a Constant. */
+static bool int_const(const struct ir_value *v, int64_t *out) {
+  const struct ir_tensor *t = v ? v->init : NULL;
+  if (!t && v && v->producer && !strcmp(v->producer->op_type, "Constant")) {
+    const struct ir_attr *a = ir_node_attr(v->producer, "value");
+    t = a && a->type == IR_ATTR_TENSOR ? a->t : NULL;
+  }
+  if (!t || t->numel != 1 || !t->data || t->dtype != TOLK_INT64) return false;
+  memcpy(out, t->data, sizeof *out);
+  return true;
+}
+
 /* A node to rewire: its new def, inputs and state. */
 struct edit {
   uint32_t node;
@@ -72,6 +86,8 @@ struct plan_kv {
   bool *drop; /* nodes that disappear */
   struct exec_kv_pair *pairs;
   size_t n_pairs, cap_pairs;
+  uint32_t *shared; /* inputs read once per source (shared_at) */
+  size_t n_shared;
 };
 
 static struct edit *add_edit(struct plan_kv *p) {
@@ -204,16 +220,8 @@ static bool past_length(const struct xgraph *xg, int32_t slot, const struct plan
   if (k >= 0 && exec_is_op(&xg->nodes[k], "Cast")) k = exec_producer(xg, xg->nodes[k].in[0].slot);
   if (k < 0 || !exec_is_op(&xg->nodes[k], "Gather") || xg->nodes[k].n_in != 2) return false;
   const struct xnode *g = &xg->nodes[k];
-  const struct ir_value *idx = g->node->inputs[1];
-  const struct ir_tensor *t = idx ? idx->init : NULL;
-  if (!t && idx && idx->producer && !strcmp(idx->producer->op_type, "Constant")) {
-    const struct ir_attr *a = ir_node_attr(idx->producer, "value");
-    t = a && a->type == IR_ATTR_TENSOR ? a->t : NULL;
-  }
   int64_t axis = 0;
-  if (!t || t->numel != 1 || !t->data || t->dtype != TOLK_INT64) return false;
-  memcpy(&axis, t->data, sizeof axis);
-  if (axis != 2 && axis != -2) return false;
+  if (!int_const(g->node->inputs[1], &axis) || (axis != 2 && axis != -2)) return false;
   int64_t sh = exec_producer(xg, g->in[0].slot);
   if (sh < 0 || !exec_is_op(&xg->nodes[sh], "Shape")) return false;
   for (size_t i = 0; i < p->n_pairs; i++)
@@ -245,6 +253,103 @@ static bool positions(const struct xgraph *xg, struct plan_kv *p) {
   return found;
 }
 
+/* ------------------------------------------------------------ shared inputs
+ * A decoder's cross-attention keys and values are the same for every row
+ * of one source, its beams included: given per row, a beam search holds
+ * and transposes them beam-width times each step. An input that only
+ * attention reads — keys through Transpose(0,1,3,2) [→ Mul by a scalar] →
+ * MatMul as B, values as a MatMul's B, its Shape for the other dims only —
+ * is shared: given with one row per source, each row of the cache reading
+ * its source's (tolk_kv_cache_share; KvSharedScores, KvSharedContext). */
+
+/* Whether Shape node k is read only for dims other than the first:
+ * Gather(shape, constant index) on axis 0. */
+static bool shape_not_rows(const struct xgraph *xg, uint32_t k) {
+  const struct xnode *x = &xg->nodes[k];
+  if (ir_node_attr(x->node, "start") || ir_node_attr(x->node, "end") || x->out[0] < 0 ||
+      exec_is_graph_output(x->node->outputs[0]))
+    return false;
+  struct exec_reader r[16];
+  int n = exec_readers(xg, x->out[0], r, 16);
+  for (int i = 0; i < n; i++) {
+    const struct xnode *g = &xg->nodes[r[i].node];
+    int64_t at;
+    if (!exec_is_op(g, "Gather") || r[i].input != 0 || ir_attr_int(g->node, "axis", 0) != 0 ||
+        !int_const(g->node->inputs[1], &at) || at == 0 || at == -4)
+      return false;
+  }
+  return n >= 0;
+}
+
+/* One reader r of shared input `in`: the edit it needs (*e; def NULL: none,
+ * a Shape) and up to two nodes to drop (UINT32_MAX: none); false when it
+ * does not fit. */
+static bool shared_reader(const struct xgraph *xg, struct exec_reader r, struct xref in, struct edit *e,
+                          uint32_t drop[2]) {
+  const struct xnode *x = &xg->nodes[r.node];
+  memset(e, 0, sizeof *e);
+  drop[0] = drop[1] = UINT32_MAX;
+  if (exec_is_op(x, "Shape")) return shape_not_rows(xg, r.node);
+  if (exec_is_op(x, "MatMul") && x->n_in == 2 && r.input == 1) {
+    *e = (struct edit){r.node, &tolk_kv_shared_context_def, {x->in[0], in}, 2, {0, 1.0f}};
+    return true;
+  }
+  static const int64_t want[4] = {0, 1, 3, 2};
+  const struct ir_attr *perm = ir_node_attr(x->node, "perm");
+  if (!exec_is_op(x, "Transpose") || !perm || perm->n != 4 || memcmp(perm->ints, want, sizeof want) ||
+      x->out[0] < 0 || exec_is_graph_output(x->node->outputs[0]))
+    return false;
+  struct exec_reader rd[2];
+  if (exec_readers(xg, x->out[0], rd, 1) != 1) return false;
+  drop[0] = r.node;
+  float scale = 1.0f;
+  const struct xnode *m = &xg->nodes[rd[0].node];
+  if (exec_is_op(m, "Mul") && m->n_in == 2) {
+    const struct ir_value *other = m->node->inputs[1 - rd[0].input];
+    if (!other || !scalar_const(other, &scale) || m->out[0] < 0 || exec_is_graph_output(m->node->outputs[0]) ||
+        exec_readers(xg, m->out[0], rd, 1) != 1)
+      return false;
+    drop[1] = (uint32_t)(m - xg->nodes);
+    m = &xg->nodes[rd[0].node];
+  }
+  if (!exec_is_op(m, "MatMul") || m->n_in != 2 || rd[0].input != 1) return false;
+  *e = (struct edit){rd[0].node, &tolk_kv_shared_scores_def, {m->in[0], in}, 2, {0, scale}};
+  return true;
+}
+
+/* Graph input i: shared when all its readers fit and one is attention;
+ * records its edits then (false only when memory runs out). */
+static bool shared_at(const struct xgraph *xg, uint32_t i, struct plan_kv *p) {
+  const struct ir_value *v = xg->g->inputs[i];
+  const struct ir_type *ty = &v->type;
+  if (v->init || ty->kind != IR_TYPE_TENSOR || ty->dtype != TOLK_FLOAT || ty->rank != 4) return true;
+  for (size_t k = 0; k < p->n_pairs; k++)
+    if (p->pairs[k].input == i) return true;
+  enum { MAXR = 16 };
+  struct exec_reader r[MAXR];
+  struct edit e[MAXR];
+  uint32_t drop[MAXR][2];
+  struct xref in = {(int32_t)xg->id, (int32_t)v->index};
+  int n = exec_readers(xg, in.slot, r, MAXR), attention = 0;
+  for (int k = 0; k < n; k++) {
+    if (!shared_reader(xg, r[k], in, &e[k], drop[k])) return true;
+    attention += e[k].def != NULL;
+  }
+  if (n <= 0 || !attention) return true;
+  uint32_t *sh = realloc(p->shared, (p->n_shared + 1) * sizeof *sh);
+  if (!sh) return false;
+  p->shared = sh;
+  p->shared[p->n_shared++] = i;
+  for (int k = 0; k < n; k++) {
+    for (int d = 0; d < 2; d++)
+      if (drop[k][d] != UINT32_MAX) p->drop[drop[k][d]] = true;
+    struct edit *ne = e[k].def ? add_edit(p) : NULL;
+    if (e[k].def && !ne) return false;
+    if (ne) *ne = e[k];
+  }
+  return true;
+}
+
 /* Applies the edits: new defs, inputs and state; dropped nodes go. */
 static tolk_status apply(tolk_session *s, struct xgraph *xg, const struct plan_kv *p,
                          tolk_error *err) {
@@ -268,9 +373,12 @@ static tolk_status apply(tolk_session *s, struct xgraph *xg, const struct plan_k
     if (!p->drop[k]) xg->nodes[w++] = xg->nodes[k];
   xg->n_nodes = w;
   s->kv = tolk_arena_alloc(&s->arena, p->n_pairs * sizeof *s->kv);
-  if (!s->kv) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "rewiring the key/value cache");
+  s->kv_shared = tolk_arena_alloc(&s->arena, (p->n_shared ? p->n_shared : 1) * sizeof *s->kv_shared);
+  if (!s->kv || !s->kv_shared) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "rewiring the key/value cache");
   memcpy(s->kv, p->pairs, p->n_pairs * sizeof *s->kv);
   s->n_kv = (uint32_t)p->n_pairs;
+  if (p->n_shared) memcpy(s->kv_shared, p->shared, p->n_shared * sizeof *s->kv_shared);
+  s->n_kv_shared = (uint32_t)p->n_shared;
   return TOLK_OK;
 }
 
@@ -284,11 +392,13 @@ tolk_status exec_kv_rewrite(tolk_session *s, struct xgraph *xg, tolk_error *err)
   tolk_status st = TOLK_OK;
   if (ok && p.n_pairs) {
     s->kv_ragged = positions(xg, &p);
-    st = apply(s, xg, &p, err);
+    for (uint32_t i = 0; i < xg->g->n_inputs && ok; i++) ok = shared_at(xg, i, &p);
+    st = ok ? apply(s, xg, &p, err) : tolk_fail(err, TOLK_ERR_NO_MEMORY, "rewiring the key/value cache");
   }
   free(p.edits);
   free(p.drop);
   free(p.pairs);
+  free(p.shared);
   return st;
 }
 
@@ -346,7 +456,53 @@ void tolk_kv_cache_free(tolk_kv_cache *c) {
   free(c->row_len);
   free(c->spare);
   free(c->stage);
+  free(c->source);
   free(c);
+}
+
+size_t tolk_session_kv_shared_count(const tolk_session *s) { return s ? s->n_kv_shared : 0; }
+
+const char *tolk_session_kv_shared_input(const tolk_session *s, size_t i) {
+  if (!s || i >= s->n_kv_shared) return NULL;
+  return s->m->graph->inputs[s->kv_shared[i]]->name;
+}
+
+tolk_status tolk_kv_cache_share(tolk_kv_cache *c, const int32_t *source, int64_t sources, tolk_error *err) {
+  if (!c) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "cache is NULL");
+  if (c->pending >= 0) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "the cache is in use by a run");
+  int32_t *m = NULL;
+  if (source) {
+    for (int64_t r = 0; r < c->rows; r++)
+      if (source[r] < 0 || source[r] >= sources)
+        return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "row %lld reads source %d, outside the %lld given",
+                         (long long)r, source[r], (long long)sources);
+    if (!(m = malloc((size_t)(c->rows ? c->rows : 1) * sizeof *m)))
+      return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
+    memcpy(m, source, (size_t)c->rows * sizeof *m);
+  }
+  free(c->source);
+  c->source = m;
+  c->sources = source ? sources : 0;
+  return TOLK_OK;
+}
+
+/* The rows the shared inputs have. */
+static int64_t shared_rows(const tolk_kv_cache *c) { return c->source ? c->sources : c->rows; }
+
+int64_t exec_kv_shared_rows(const tolk_session *s, const struct tolk_kv_cache *c, size_t i) {
+  for (uint32_t k = 0; k < s->n_kv_shared; k++)
+    if (s->kv_shared[k] == i) return shared_rows(c);
+  return -1;
+}
+
+tolk_status op_kv_sources(struct op_ctx *ctx, int64_t *rows, const int32_t **source) {
+  struct tolk_kv_cache *c = ctx->run->kv;
+  if (!c)
+    return op_fail(ctx, TOLK_ERR_INVALID_ARGUMENT,
+                   "this session keeps its key/value cache in place: run it with tolk_session_run_kv");
+  *rows = c->rows;
+  *source = c->source;
+  return TOLK_OK;
 }
 
 int tolk_session_kv_ragged(const tolk_session *s) { return s && s->n_kv && s->kv_ragged; }
@@ -582,21 +738,24 @@ tolk_status tolk_kv_cache_select(tolk_kv_cache *c, const int32_t *keep, size_t n
     if (keep[i] < 0 || keep[i] >= c->rows)
       return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "row %d of a cache of %lld rows", keep[i],
                        (long long)c->rows);
-  int64_t *rl = NULL;
-  if (c->row_len) {
-    rl = malloc((n ? n : 1) * sizeof *rl);
-    if (!rl) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
-    for (size_t i = 0; i < n; i++) rl[i] = c->row_len[keep[i]];
-  }
-  tolk_status st = reserve_rows(c, (int64_t)n, err);
+  int64_t *rl = c->row_len ? malloc((n ? n : 1) * sizeof *rl) : NULL;
+  int32_t *src = c->source ? malloc((n ? n : 1) * sizeof *src) : NULL;
+  tolk_status st = (c->row_len && !rl) || (c->source && !src) ? tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache")
+                                                              : TOLK_OK;
+  for (size_t i = 0; rl && i < n; i++) rl[i] = c->row_len[keep[i]];
+  for (size_t i = 0; src && i < n; i++) src[i] = c->source[keep[i]];
+  if (!st) st = reserve_rows(c, (int64_t)n, err);
   if (!st) st = permute(c, keep, n, err);
   if (st) {
     free(rl);
+    free(src);
     return st;
   }
   c->rows = (int64_t)n;
   free(c->row_len);
   c->row_len = rl;
+  free(c->source);
+  c->source = src;
   settle_lengths(c);
   return TOLK_OK;
 }
@@ -620,15 +779,31 @@ tolk_status tolk_kv_cache_append(tolk_kv_cache *dst, tolk_kv_cache *src, tolk_er
                      "lookup was not recognised (tolk_session_kv_ragged is 0)",
                      (long long)dst->len, (long long)src->len);
   int64_t *rl = differ ? malloc((size_t)rows * sizeof *rl) : NULL;
-  if (differ && !rl) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
+  /* The joined batch's shared inputs are dst's rows, then src's. */
+  int32_t *source = dst->source || src->source ? malloc((size_t)rows * sizeof *source) : NULL;
+  if ((differ && !rl) || ((dst->source || src->source) && !source)) {
+    free(rl);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
+  }
   for (int64_t r = 0; rl && r < rows; r++)
     rl[r] = r < dst->rows ? row_length(dst, r) : row_length(src, r - dst->rows);
+  for (int64_t r = 0; source && r < rows; r++) {
+    int64_t q = r - dst->rows;
+    source[r] = r < dst->rows ? (dst->source ? dst->source[r] : (int32_t)r)
+                              : (int32_t)shared_rows(dst) + (src->source ? src->source[q] : (int32_t)q);
+  }
   int64_t len = dst->len > src->len ? dst->len : src->len;
   tolk_status st = reserve_rows(dst, rows, err);
   if (!st) st = reserve(dst, len, err);
   if (st) {
     free(rl);
+    free(source);
     return st;
+  }
+  if (source) {
+    dst->sources = shared_rows(dst) + shared_rows(src);
+    free(dst->source);
+    dst->source = source;
   }
   for (int64_t r = 0; r < src->rows; r++)
     move_row(dst, dst->rows + r, (const float *const *)src->buf, (const float *const *)src->tbuf, src->cap, r, src->len);
@@ -641,6 +816,8 @@ tolk_status tolk_kv_cache_append(tolk_kv_cache *dst, tolk_kv_cache *src, tolk_er
   free(src->row_len);
   src->row_len = NULL;
   src->len = 0;
+  free(src->source);
+  src->source = NULL;
   return TOLK_OK;
 }
 

@@ -472,7 +472,21 @@ static tolk_status bind_inputs(struct exec_run *r, size_t n_inputs,
       continue;
     }
     const struct tensor *t = &inputs[r->sig[i]]->t;
-    tolk_status st = check_input(r, v, (int)i, t, &n_sym, err);
+    int64_t shared = r->kv ? exec_kv_shared_rows(s, r->kv, i) : -1;
+    tolk_status st = TOLK_OK;
+    if (shared >= 0) {
+      /* One row per source: checked as the rows it stands for. */
+      char got[256];
+      if (t->rank < 1 || t->dims[0] != shared)
+        return tolk_fail(err, TOLK_ERR_SHAPE,
+                         "input '%s' is shared by the cache's rows (tolk_kv_cache_share): expected %lld rows, given %s",
+                         v->name, (long long)shared, shape_str(t, got, sizeof got));
+      struct tensor as_rows = *t;
+      as_rows.dims[0] = tolk_kv_cache_rows(r->kv);
+      st = check_input(r, v, (int)i, &as_rows, &n_sym, err);
+    } else {
+      st = check_input(r, v, (int)i, t, &n_sym, err);
+    }
     if (st) return st;
     *slot = *t;
   }

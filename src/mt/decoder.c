@@ -46,6 +46,7 @@ struct mt_model {
   tolk_session *encoder, *first, *past;
   bool merged;
   bool in_place; /* past keeps the self-attention cache (tolk_kv_cache) */
+  bool shared;   /* in_place, and every encoder.* input is shared (one row per sentence) */
   int layers;
   int64_t vocab;
   int32_t pad;
@@ -63,6 +64,10 @@ struct mt_state {
   struct mt_rows *kv; /* layers × KV_KINDS; NULL before the first step */
   tolk_kv_cache *cache; /* in_place: the decoder.* kinds live here */
   int32_t *source;      /* the sentence of each row */
+  /* shared: the row of the encoder.* tensors each row reads (enc_rows of
+   * them, one per sentence held), as the cache was last told */
+  int32_t *enc_row;
+  size_t enc_rows;
   tolk_tensor *logits;
   size_t step;
   /* With a shortlist: the batch's candidates (sorted ids), the heads
@@ -112,6 +117,20 @@ static bool kv_pairs_match(const struct mt_model *m) {
     if (!found) return false;
   }
   return true;
+}
+
+/* Whether the past session shares every layer's encoder.key and
+ * encoder.value (tolk_session_kv_shared_input): then a sentence's beams read
+ * one copy of them. */
+static bool encoder_shared(const struct mt_model *m) {
+  size_t n = tolk_session_kv_shared_count(m->past), found = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *name = tolk_session_kv_shared_input(m->past, i);
+    for (int l = 0; l < m->layers; l++)
+      found += !strcmp(name, m->past_names[l * KV_KINDS + KV_ENC_K]) ||
+               !strcmp(name, m->past_names[l * KV_KINDS + KV_ENC_V]);
+  }
+  return found == 2 * (size_t)m->layers;
 }
 
 /* Whether each decoder session has an LM head a shortlist can restrict: a
@@ -168,6 +187,7 @@ tolk_status mt_model_open(const struct mt_files *files, const struct mt_config *
     st = open_session(files->decoder, tp, false, &m->first_model, &m->first, err);
     if (!st) st = open_session(files->decoder_past, tp, true, &m->past_model, &m->past, err);
     m->in_place = !st && kv_pairs_match(m);
+    m->shared = m->in_place && encoder_shared(m);
     if (!st && !m->in_place && tolk_session_kv_count(m->past)) {
       tolk_session_free(m->past);
       tolk_model_free(m->past_model);
@@ -263,6 +283,7 @@ void mt_state_free(struct mt_state *s) {
   free_kv(s);
   tolk_kv_cache_free(s->cache);
   free(s->source);
+  free(s->enc_row);
   tolk_tensor_free(s->enc_hidden);
   mt_rows_free(&s->enc_mask);
   tolk_tensor_free(s->logits);
@@ -315,6 +336,41 @@ static tolk_status replace_gathered(tolk_tensor **t, const int32_t *keep, size_t
 /* The encoder-side tensors: the same for every row of one sentence. */
 static bool encoder_side(int kind) { return kind == KV_ENC_K || kind == KV_ENC_V; }
 
+/* Tells the cache which encoder.* row each row reads: row[0..s->rows) of
+ * `used`; the state takes `row`. */
+static tolk_status set_enc_rows(struct mt_state *s, int32_t *row, size_t used, tolk_error *err) {
+  tolk_status st = tolk_kv_cache_share(s->cache, row, (int64_t)used, err);
+  free(s->enc_row);
+  s->enc_row = row;
+  s->enc_rows = used;
+  return st;
+}
+
+/* Shared encoder side, rows keep[0..n) kept: row i reads what row keep[i]
+ * read, and the sentences no row reads any more leave the encoder.*
+ * tensors (the rest move forward in place: nothing is gathered per row). */
+static tolk_status share_rows(struct mt_state *s, const int32_t *keep, size_t n, tolk_error *err) {
+  int32_t *row = malloc((n ? n : 1) * sizeof *row);
+  int32_t *to = malloc((s->enc_rows ? s->enc_rows : 1) * sizeof *to);
+  int32_t *kept = malloc((s->enc_rows ? s->enc_rows : 1) * sizeof *kept);
+  tolk_status st = row && to && kept ? TOLK_OK : tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  for (size_t e = 0; !st && e < s->enc_rows; e++) to[e] = -1;
+  for (size_t i = 0; !st && i < n; i++) to[row[i] = s->enc_row[keep[i]]] = 0;
+  size_t used = 0;
+  for (size_t e = 0; !st && e < s->enc_rows; e++)
+    if (to[e] >= 0) to[e] = (int32_t)used, kept[used++] = (int32_t)e;
+  for (int i = 0; !st && used < s->enc_rows && i < s->m->layers * KV_KINDS; i++)
+    if (encoder_side(i % KV_KINDS)) st = mt_rows_select(&s->kv[i], kept, used, err);
+  for (size_t i = 0; !st && i < n; i++) row[i] = to[row[i]];
+  free(to);
+  free(kept);
+  if (st) {
+    free(row);
+    return st;
+  }
+  return set_enc_rows(s, row, used, err);
+}
+
 tolk_status mt_state_select(struct mt_state *s, const int32_t *keep, size_t n, tolk_error *err) {
   int32_t *source = malloc((n ? n : 1) * sizeof *source);
   /* Encoder-side rows are the same for every row of one sentence: a row
@@ -345,9 +401,10 @@ tolk_status mt_state_select(struct mt_state *s, const int32_t *keep, size_t n, t
   }
   for (int i = 0; s->kv && !st && i < s->m->layers * KV_KINDS; i++) {
     bool enc = encoder_side(i % KV_KINDS);
-    if (!same_sentences || !enc) st = mt_rows_select(&s->kv[i], enc ? keep_enc : keep, n, err);
+    if (!enc || (!same_sentences && !s->enc_row)) st = mt_rows_select(&s->kv[i], enc ? keep_enc : keep, n, err);
   }
   if (!st && s->cache) st = tolk_kv_cache_select(s->cache, keep, n, err);
+  if (!st && s->enc_row) st = share_rows(s, keep, n, err);
   free(keep_enc);
   if (st) {
     free(source);
@@ -395,6 +452,11 @@ static tolk_status start_cache(struct mt_state *s, tolk_error *err) {
     if (!encoder_side(i % KV_KINDS)) {
       mt_rows_free(&s->kv[i]);
     }
+  /* Shared: each row reads its own encoder.* row until rows are selected. */
+  int32_t *row = !st && m->shared ? malloc((s->rows ? s->rows : 1) * sizeof *row) : NULL;
+  if (!st && m->shared && !row) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  for (size_t r = 0; row && r < s->rows; r++) row[r] = (int32_t)r;
+  if (row) st = set_enc_rows(s, row, s->rows, err);
   if (!st) {
     tolk_tensor_free(s->enc_hidden);
     s->enc_hidden = NULL;
@@ -446,8 +508,16 @@ tolk_status mt_state_append(struct mt_state *dst, struct mt_state *src, tolk_err
   if (!st) st = mt_rows_append(&dst->enc_mask, src->enc_mask.t, 1, err);
   for (size_t i = 0; !st && i < (size_t)m->layers * KV_KINDS; i++)
     if (encoder_side((int)(i % KV_KINDS))) st = mt_rows_append(&dst->kv[i], src->kv[i].t, 2, err);
+  /* Shared: src's encoder.* rows came after dst's, as the caches joined. */
+  int32_t *row = !st && dst->enc_row ? malloc((dst->rows + src->rows + 1) * sizeof *row) : NULL;
+  if (!st && dst->enc_row && !row) st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory");
+  if (row) {
+    memcpy(row, dst->enc_row, dst->rows * sizeof *row);
+    for (size_t r = 0; r < src->rows; r++) row[dst->rows + r] = (int32_t)dst->enc_rows + src->enc_row[r];
+  }
   if (st) {
     free(source);
+    free(row);
     return st;
   }
   /* Sentences keep distinct numbers, so selecting rows later knows when
@@ -460,6 +530,13 @@ tolk_status mt_state_append(struct mt_state *dst, struct mt_state *src, tolk_err
   dst->source = source;
   dst->rows += src->rows;
   src->rows = 0;
+  if (row) {
+    size_t used = dst->enc_rows + src->enc_rows;
+    free(src->enc_row);
+    src->enc_row = NULL;
+    src->enc_rows = 0;
+    return set_enc_rows(dst, row, used, err);
+  }
   return TOLK_OK;
 }
 

@@ -28,6 +28,12 @@
  * Range(len, len + n)) with each row's positions offset to start at len_r.
  * Every per-row product is the one the row makes alone, so a row's results
  * are bit for bit those of the row alone.
+ *
+ * Inputs the rows of one source share (tolk_kv_cache_share: the encoder's
+ * keys and values, [sources, heads, len, head_dim]) are read by
+ *
+ *   KvSharedScores(q, keys)     q · (scale · K)ᵀ with each row's source's K;
+ *   KvSharedContext(probs, V)   probs · V with each row's source's V.
  */
 #include <math.h>
 #include <string.h>
@@ -117,12 +123,14 @@ struct kv_job {
   const int64_t *row_len; /* ragged: each row's past length, else NULL */
   bool scores;
   struct tolk_pool *inner;
+  const int32_t *source; /* shared inputs: the block row each row reads, else NULL (its own) */
 };
 
 static void kv_range(void *arg, int64_t begin, int64_t end) {
   const struct kv_job *j = arg;
   for (int64_t bh = begin; bh < end; bh++) {
-    const float *kv = j->cache + bh * j->cap * j->hd;
+    int64_t at = j->source ? (int64_t)j->source[bh / j->heads] * j->heads + bh % j->heads : bh;
+    const float *kv = j->cache + at * j->cap * j->hd;
     /* The positions this row holds: all len, or its own + the new ones. */
     int64_t used = j->row_len ? j->row_len[bh / j->heads] + j->n : j->len;
     if (j->scores) {
@@ -163,7 +171,7 @@ static tolk_status attend(struct op_ctx *c, bool scores) {
   struct tensor *o = op_output(c, 0, TOLK_FLOAT, 4, dims);
   if (!o) return c->err->status;
   struct kv_job j = {x->data, cache, o->data, x->dims[2], len, hd, cap, x->dims[1], nw->dims[2],
-                     row_len, scores, c->pool};
+                     row_len, scores, c->pool, NULL};
   int64_t blocks = x->dims[0] * x->dims[1];
   if (blocks <= 0 || x->dims[2] <= 0) return TOLK_OK;
   mm_split(c, blocks, 2.0 * (double)x->dims[2] * (double)len * (double)hd, kv_range, &j, &j.inner);
@@ -172,6 +180,68 @@ static tolk_status attend(struct op_ctx *c, bool scores) {
 
 static tolk_status kv_scores_run(struct op_ctx *c) { return attend(c, true); }
 static tolk_status kv_context_run(struct op_ctx *c) { return attend(c, false); }
+
+/* The shared keys [blocks, len, hd] as the graph's Transpose(0,1,3,2) and
+ * Mul by the scale made them, [blocks, hd, len]. */
+struct transpose_job {
+  const float *src;
+  float *dst;
+  int64_t len, hd;
+  float scale;
+};
+
+static void transpose_range(void *arg, int64_t begin, int64_t end) {
+  const struct transpose_job *j = arg;
+  for (int64_t b = begin; b < end; b++) {
+    const float *x = j->src + b * j->len * j->hd;
+    float *d = j->dst + b * j->len * j->hd;
+    for (int64_t t = 0; t < j->len; t++)
+      for (int64_t i = 0; i < j->hd; i++) d[i * j->len + t] = x[t * j->hd + i] * j->scale;
+  }
+}
+
+/* KvSharedScores(q, keys) and KvSharedContext(probs, values): the MatMul
+ * of x [rows, heads, m, inner] by the block of each row's source in a
+ * shared input [sources, heads, len, hd] — keys transposed and scaled
+ * first, once per source rather than once per row. The GEMM per (row,
+ * head) is the MatMul's, so results are bit-identical to the graph's. */
+static tolk_status shared_attend(struct op_ctx *c, bool scores) {
+  const struct op_kv_node *k = c->state;
+  const struct tensor *x = op_in(c, 0), *kv = op_in(c, 1);
+  int64_t rows;
+  const int32_t *source;
+  tolk_status st = op_kv_sources(c, &rows, &source);
+  if (st) return st;
+  char a[96], b[96];
+  if (x->dtype != TOLK_FLOAT || kv->dtype != TOLK_FLOAT || x->rank != 4 || kv->rank != 4 || x->dims[0] != rows ||
+      x->dims[1] != kv->dims[1] || x->dims[3] != kv->dims[scores ? 3 : 2] || (!source && kv->dims[0] != rows))
+    return op_fail(c, TOLK_ERR_SHAPE, "%s %s do not match the shared %s %s for %lld rows",
+                   scores ? "queries" : "attention weights", shape_str(x, a, sizeof a), scores ? "keys" : "values",
+                   shape_str(kv, b, sizeof b), (long long)rows);
+  int64_t heads = kv->dims[1], len = kv->dims[2], hd = kv->dims[3];
+  for (int64_t r = 0; source && r < rows; r++)
+    if (source[r] < 0 || source[r] >= kv->dims[0])
+      return op_fail(c, TOLK_ERR_SHAPE, "row %lld reads row %d of the shared %s %s", (long long)r, source[r],
+                     scores ? "keys" : "values", shape_str(kv, b, sizeof b));
+  const float *cache = kv->data;
+  if (scores && kv->numel) {
+    float *t = op_scratch(c, (size_t)kv->numel * sizeof *t);
+    if (!t) return c->err->status;
+    struct transpose_job tj = {kv->data, t, len, hd, k->scale};
+    op_parallel_for(c, kv->dims[0] * heads, 1, transpose_range, &tj);
+    cache = t;
+  }
+  int64_t dims[4] = {rows, heads, x->dims[2], scores ? len : hd};
+  struct tensor *o = op_output(c, 0, TOLK_FLOAT, 4, dims);
+  if (!o) return c->err->status;
+  struct kv_job j = {x->data, cache, o->data, x->dims[2], len, hd, len, heads, 0, NULL, scores, c->pool, source};
+  if (rows * heads <= 0 || x->dims[2] <= 0) return TOLK_OK;
+  mm_split(c, rows * heads, 2.0 * (double)x->dims[2] * (double)len * (double)hd, kv_range, &j, &j.inner);
+  return TOLK_OK;
+}
+
+static tolk_status kv_shared_scores_run(struct op_ctx *c) { return shared_attend(c, true); }
+static tolk_status kv_shared_context_run(struct op_ctx *c) { return shared_attend(c, false); }
 
 /* KvPositions(table, positions): rows of table [P, d] for positions [n]
  * (Range(len, len + n)) as [rows, n, d], row r's shifted to start at its
@@ -211,3 +281,7 @@ const struct op_def tolk_kv_scores_def = {"tolk.internal", "KvScores", 1, 0, NUL
 const struct op_def tolk_kv_context_def = {"tolk.internal", "KvContext", 1, 0, NULL, kv_context_run, NULL};
 const struct op_def tolk_kv_positions_def = {"tolk.internal", "KvPositions", 1, 0, NULL, kv_positions_run,
                                              NULL, .unaligned_inputs = 1u << 0 /* the table, by memcpy */};
+const struct op_def tolk_kv_shared_scores_def = {"tolk.internal", "KvSharedScores", 1, 0, NULL, kv_shared_scores_run,
+                                                 NULL};
+const struct op_def tolk_kv_shared_context_def = {"tolk.internal", "KvSharedContext", 1, 0, NULL,
+                                                  kv_shared_context_run, NULL};

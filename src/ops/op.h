@@ -157,6 +157,7 @@ tolk_status op_run_subgraph(struct op_ctx *c, const struct ir_graph *g,
 /* State of the nodes src/exec/kv.c rewires (kernels in kv_cache.c). */
 struct op_kv_node {
   uint32_t pair; /* index of the (past, present) pair in the session */
+  float scale;   /* KvSharedScores: the keys' Mul constant, else 1 */
 };
 
 /* The run's cache buffer of `pair`, [rows, heads, *cap, head_dim] floats,
@@ -178,8 +179,13 @@ float *op_kv_keys_t(struct op_ctx *c, uint32_t pair, float *scale);
  * NULL: every row holds len. Fails when the run has no cache. */
 tolk_status op_kv_rows(struct op_ctx *c, int64_t *rows, int64_t *len, const int64_t **row_len);
 
+/* For the shared inputs (tolk_kv_cache_share): the cache's rows and, in
+ * *source, the row of the shared inputs each one reads (rows entries), or
+ * NULL: row r reads row r. Fails when the run has no cache. */
+tolk_status op_kv_sources(struct op_ctx *c, int64_t *rows, const int32_t **source);
+
 extern const struct op_def tolk_kv_append_def, tolk_kv_shape_def, tolk_kv_scores_def,
-    tolk_kv_context_def, tolk_kv_positions_def;
+    tolk_kv_context_def, tolk_kv_positions_def, tolk_kv_shared_scores_def, tolk_kv_shared_context_def;
 
 /* ---------------------------------------------------------- per-row quantization */
 
