@@ -19,7 +19,7 @@ struct tolk_kv_cache {
   const tolk_session *s;
   int64_t rows, cap, len; /* len: the longest row, what the graph sees as the past length */
   int64_t cap_rows;       /* rows the buffers have room for (≥ rows) */
-  float *spare;           /* select's staging for rows that move, spare_floats of room */
+  float *spare;           /* select's staging of one row, spare_floats of room */
   float **stage;          /* 2 × pairs pointers into spare */
   size_t spare_floats;
   int64_t *row_len;       /* rows entries when rows differ (a ragged session), else NULL */
@@ -551,42 +551,44 @@ static void copy_rows(const struct exec_kv_pair *kp, float *dst, int64_t dst_cap
   }
 }
 
-/* A buffer for `rows` × cap positions of pair kp, or NULL. */
-static float *new_buffer(const struct exec_kv_pair *kp, int64_t rows, int64_t cap) {
-  size_t n;
-  if (!tolk_mul_size(block(kp, cap), (size_t)rows, &n) || !tolk_mul_size(n, sizeof(float), &n)) return NULL;
-  return malloc(n ? n : 1);
-}
-
-/* Re-lays every buffer out for cap_rows rows × cap positions, keeping the
- * rows held and their first `keep_len` positions; all or nothing. Room for
- * rows and positions both double when they run out, so a cache that grows
- * (longer rows, sentences joining) is copied O(log n) times, not each step. */
+/* Re-lays every buffer out for cap_rows rows × cap positions (neither
+ * smaller than now), keeping the rows held and their first `keep_len`
+ * positions; all or nothing. Room for rows and positions both double when
+ * they run out, so a cache that grows (longer rows, sentences joining) is
+ * re-laid O(log n) times, not each step. Each buffer grows where it is
+ * (realloc: the old and new whole cache never coexist, which at 64 rows of
+ * beams was the peak of a batch), then its blocks spread to the wider
+ * stride, last first, as each moves to an offset no smaller than its own. */
 static tolk_status relayout(tolk_kv_cache *c, int64_t cap_rows, int64_t cap, int64_t keep_len, tolk_error *err) {
   const tolk_session *s = c->s;
-  float **nb = calloc(2 * (size_t)s->n_kv, sizeof *nb);
-  bool ok = nb != NULL;
-  for (uint32_t p = 0; ok && p < s->n_kv; p++) {
+  for (uint32_t p = 0; p < s->n_kv; p++) {
     const struct exec_kv_pair *kp = &s->kv[p];
-    for (int t = 0; ok && t < (kp->keys_t ? 2 : 1); t++) {
-      float *b = nb[t * s->n_kv + p] = new_buffer(kp, cap_rows, cap);
-      if ((ok = b != NULL) && c->cap)
-        copy_rows(kp, b, cap, 0, t ? c->tbuf[p] : c->buf[p], c->cap, NULL, c->rows, keep_len, t);
+    for (int t = 0; t < (kp->keys_t ? 2 : 1); t++) {
+      float **b = t ? &c->tbuf[p] : &c->buf[p];
+      size_t n;
+      float *nb = tolk_mul_size(block(kp, cap), (size_t)cap_rows, &n) && tolk_mul_size(n, sizeof(float), &n)
+                      ? realloc(*b, n ? n : 1)
+                      : NULL;
+      /* Grown buffers still hold the old layout: failing here leaves the
+       * cache as it was. */
+      if (!nb)
+        return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache of %lld rows × %lld positions",
+                         (long long)cap_rows, (long long)cap);
+      *b = nb;
     }
   }
-  if (!ok) {
-    for (size_t i = 0; nb && i < 2 * (size_t)s->n_kv; i++) free(nb[i]);
-    free(nb);
-    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache of %lld rows × %lld positions",
-                     (long long)cap_rows, (long long)cap);
+  for (uint32_t p = 0; c->cap && cap != c->cap && p < s->n_kv; p++) {
+    const struct exec_kv_pair *kp = &s->kv[p];
+    for (int t = 0; t < (kp->keys_t ? 2 : 1); t++) {
+      float *b = t ? c->tbuf[p] : c->buf[p];
+      /* Runs of `run` floats, one per line: a block's positions, or one
+       * dim of a transposed block's. */
+      int64_t lines = c->rows * kp->heads * (t ? kp->head_dim : 1);
+      size_t run = (size_t)(t ? keep_len : keep_len * kp->head_dim) * sizeof(float);
+      int64_t from = t ? c->cap : c->cap * kp->head_dim, to = t ? cap : cap * kp->head_dim;
+      for (int64_t l = lines - 1; l > 0 && run; l--) memmove(b + l * to, b + l * from, run);
+    }
   }
-  for (uint32_t p = 0; p < s->n_kv; p++) {
-    free(c->buf[p]);
-    free(c->tbuf[p]);
-    c->buf[p] = nb[p];
-    c->tbuf[p] = nb[s->n_kv + p];
-  }
-  free(nb);
   c->cap_rows = cap_rows;
   c->cap = cap;
   return TOLK_OK;
@@ -679,56 +681,75 @@ tolk_status tolk_kv_cache_set(tolk_kv_cache *c, size_t n, const char *const *nam
   return st;
 }
 
-/* Rows keep[0..n) moved into place: rows that move to a later index
- * only (a batch shrinking) are moved in place, front to back; a general
- * order (beams following their parents, repeats) goes through the spare
- * buffer — in both cases only rows that change place are copied. */
-static tolk_status permute(tolk_kv_cache *c, const int32_t *keep, size_t n, tolk_error *err) {
-  bool forward = true;
-  size_t moving = 0;
-  for (size_t i = 0; i < n; i++) {
-    forward &= keep[i] >= (int32_t)i && (i == 0 || keep[i] > keep[i - 1]);
-    moving += keep[i] != (int32_t)i;
-  }
-  int64_t len = c->len;
-  if (forward) {
-    for (size_t i = 0; i < n; i++)
-      if (keep[i] != (int32_t)i) move_row(c, (int64_t)i, (const float *const *)c->buf, (const float *const *)c->tbuf, c->cap, keep[i], len);
-    return TOLK_OK;
-  }
+/* Row `from` of c, its first len positions, into the spare as a cache of
+ * one row (room made by the caller). */
+static void stage_row(tolk_kv_cache *c, int32_t from, int64_t len) {
   const tolk_session *s = c->s;
-  size_t per_row = 0; /* floats of every buffer's first len positions of one row */
-  for (uint32_t p = 0; p < s->n_kv; p++) per_row += (s->kv[p].keys_t ? 2 : 1) * (size_t)(s->kv[p].heads * len * s->kv[p].head_dim);
-  size_t need;
-  if (!tolk_mul_size(per_row, moving, &need)) return tolk_fail(err, TOLK_ERR_LIMIT, "key/value cache: too large");
-  if (need > c->spare_floats) {
-    float *sp = realloc(c->spare, (need ? need : 1) * sizeof *sp);
-    if (!sp) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
-    c->spare = sp;
-    c->spare_floats = need;
-  }
-  /* Stage the moving rows as a cache of `moving` rows and len positions,
-   * then write them to their places. */
-  float **sb = c->stage, **stb = c->stage + s->n_kv;
   float *at = c->spare;
   for (uint32_t p = 0; p < s->n_kv; p++) {
-    size_t row = (size_t)(s->kv[p].heads * len * s->kv[p].head_dim);
-    sb[p] = at, at += row * moving;
-    stb[p] = s->kv[p].keys_t ? at : NULL, at += s->kv[p].keys_t ? row * moving : 0;
+    const struct exec_kv_pair *kp = &s->kv[p];
+    size_t row = (size_t)(kp->heads * len * kp->head_dim);
+    c->stage[p] = at, at += row;
+    copy_rows(kp, c->stage[p], len, 0, c->buf[p], c->cap, &from, 1, len, false);
+    c->stage[s->n_kv + p] = kp->keys_t ? at : NULL, at += kp->keys_t ? row : 0;
+    if (kp->keys_t) copy_rows(kp, c->stage[s->n_kv + p], len, 0, c->tbuf[p], c->cap, &from, 1, len, true);
   }
-  size_t k = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (keep[i] == (int32_t)i) continue;
-    int32_t f = keep[i];
-    for (uint32_t p = 0; p < s->n_kv; p++) {
-      copy_rows(&s->kv[p], sb[p], len, (int64_t)k, c->buf[p], c->cap, &f, 1, len, false);
-      if (stb[p]) copy_rows(&s->kv[p], stb[p], len, (int64_t)k, c->tbuf[p], c->cap, &f, 1, len, true);
-    }
-    k++;
+}
+
+/* Rows keep[0..n) moved into place, each row that changes place copied
+ * once: a row is written when no row still to be written reads it, and
+ * what is then left are cycles (beams swapping), each broken by staging
+ * one row — one row of spare room, however many rows move. */
+static tolk_status permute(tolk_kv_cache *c, const int32_t *keep, size_t n, tolk_error *err) {
+  const tolk_session *s = c->s;
+  int64_t len = c->len;
+  /* Pending reads of each row: rows past the old ones (a batch growing into
+   * beams) have none. */
+  size_t slots = (size_t)c->rows > n ? (size_t)c->rows : n;
+  int32_t *reads = calloc(slots ? slots : 1, sizeof *reads);
+  int32_t *ready = malloc((n ? n : 1) * sizeof *ready);
+  bool *done = calloc(n ? n : 1, sizeof *done);
+  if (!reads || !ready || !done) {
+    free(reads), free(ready), free(done);
+    return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
   }
-  k = 0;
+  size_t top = 0, left = 0;
   for (size_t i = 0; i < n; i++)
-    if (keep[i] != (int32_t)i) move_row(c, (int64_t)i, (const float *const *)sb, (const float *const *)stb, len, (int64_t)k++, len);
+    if (keep[i] != (int32_t)i) reads[keep[i]]++, left++;
+  /* Room for a cycle's staged row before any row moves: all or nothing. */
+  size_t per_row = 0; /* floats of every buffer's first len positions of one row */
+  for (uint32_t p = 0; left && p < s->n_kv; p++)
+    per_row += (s->kv[p].keys_t ? 2 : 1) * (size_t)(s->kv[p].heads * len * s->kv[p].head_dim);
+  if (per_row > c->spare_floats) {
+    float *sp = realloc(c->spare, per_row * sizeof *sp);
+    if (!sp) {
+      free(reads), free(ready), free(done);
+      return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
+    }
+    c->spare = sp;
+    c->spare_floats = per_row;
+  }
+  for (size_t i = 0; i < n; i++)
+    if (keep[i] != (int32_t)i && !reads[i]) ready[top++] = (int32_t)i;
+  const float *const *buf = (const float *const *)c->buf, *const *tbuf = (const float *const *)c->tbuf;
+  while (top) {
+    int32_t i = ready[--top], j = keep[i];
+    move_row(c, i, buf, tbuf, c->cap, j, len);
+    done[i] = true, left--;
+    if (!--reads[j] && (size_t)j < n && keep[j] != j) ready[top++] = j;
+  }
+  for (size_t i = 0; left && i < n; i++) {
+    if (keep[i] == (int32_t)i || done[i]) continue;
+    stage_row(c, (int32_t)i, len);
+    int32_t at = (int32_t)i;
+    for (; keep[at] != (int32_t)i; at = keep[at]) {
+      move_row(c, at, buf, tbuf, c->cap, keep[at], len);
+      done[at] = true;
+    }
+    move_row(c, at, (const float *const *)c->stage, (const float *const *)c->stage + s->n_kv, len, 0, len);
+    done[at] = true;
+  }
+  free(reads), free(ready), free(done);
   return TOLK_OK;
 }
 
