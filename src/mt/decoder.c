@@ -68,7 +68,9 @@ struct mt_state {
    * them, one per sentence held), as the cache was last told */
   int32_t *enc_row;
   size_t enc_rows;
-  tolk_tensor *logits;
+  tolk_tensor *logits;  /* a view of logit_mem, the last step's */
+  float *logit_mem;     /* logit_cells of room the steps write into */
+  size_t logit_cells;
   size_t step;
   /* With a shortlist: the batch's candidates (sorted ids), the heads
    * restricted to them (made at the first step of each session), and the
@@ -287,6 +289,7 @@ void mt_state_free(struct mt_state *s) {
   tolk_tensor_free(s->enc_hidden);
   mt_rows_free(&s->enc_mask);
   tolk_tensor_free(s->logits);
+  free(s->logit_mem);
   free(s->cand);
   exec_head_subset_free(s->head_first);
   exec_head_subset_free(s->head_past);
@@ -564,6 +567,25 @@ static tolk_status widen_logits(struct mt_state *s, const float **logits, tolk_e
   return TOLK_OK;
 }
 
+/* The step's logits output, [rows, 1, width], bound to room the state
+ * keeps: a new 16 MB buffer each step (64 rows of beams) cost a page fault
+ * per 4 KB, each step, once the allocator handed it back to the system. */
+static tolk_status logits_buffer(struct mt_state *s, int64_t width, tolk_tensor **out, tolk_error *err) {
+  size_t cells;
+  if (!tolk_mul_size(s->rows, (size_t)width, &cells)) return tolk_fail(err, TOLK_ERR_LIMIT, "translator: batch too large");
+  if (cells > s->logit_cells) {
+    float *m = malloc(cells * sizeof *m);
+    if (!m) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "translator: out of memory for %zu rows of logits", s->rows);
+    tolk_tensor_free(s->logits); /* a view of the old room */
+    s->logits = NULL;
+    free(s->logit_mem);
+    s->logit_mem = m;
+    s->logit_cells = cells;
+  }
+  int64_t dims[3] = {(int64_t)s->rows, 1, width};
+  return tolk_tensor_wrap(TOLK_FLOAT, 3, dims, s->logit_mem, cells * sizeof(float), out, err);
+}
+
 tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float **logits,
                           tolk_error *err) {
   const struct mt_model *m = s->m;
@@ -601,6 +623,8 @@ tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float
     for (size_t i = 0; i < n_kv; i++)
       if (!cached || encoder_side((int)(i % KV_KINDS)))
         names[n_in] = m->past_names[i], in[n_in++] = first ? dummy[i] : s->kv[i].t;
+  int64_t width = s->cand ? (int64_t)s->n_cand : m->vocab;
+  if (!st) st = logits_buffer(s, width, &outs[0], err);
   out_names[n_out++] = "logits";
   for (int l = 0; l < m->layers; l++)
     for (int k = 0; k < KV_KINDS; k++)
@@ -632,16 +656,7 @@ tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float
         if (!st) st = mt_rows_adopt(&s->kv[l * KV_KINDS + k], t, err);
         else tolk_tensor_free(t);
       }
-    const tolk_tensor *lg = outs[0];
-    int64_t width = s->cand ? (int64_t)s->n_cand : m->vocab;
-    if (st) {
-      /* an output failed to move into the state */
-    } else if (tolk_tensor_rank(lg) != 3 || tolk_tensor_dims(lg)[0] != (int64_t)s->rows ||
-               tolk_tensor_dims(lg)[1] != 1 || tolk_tensor_dims(lg)[2] != width ||
-               tolk_tensor_dtype(lg) != TOLK_FLOAT) {
-      st = tolk_fail(err, TOLK_ERR_INVALID_MODEL, "decoder: logits must be float [%zu, 1, %lld]", s->rows,
-                     (long long)width);
-    } else {
+    if (!st) {
       tolk_tensor_free(s->logits);
       s->logits = outs[0];
       outs[0] = NULL;
