@@ -1,13 +1,15 @@
 /*
- * sha256.c — SHA-256 as FIPS 180-4 specifies it; plain and portable, since
- * it runs once per model file at load time.
+ * sha256.c — SHA-256 as FIPS 180-4 specifies it: the portable rounds, and
+ * the choice of sha256_shani.c's where the CPU has them (every model load
+ * hashes the graphs it runs).
  */
 #include "sha256.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const uint32_t K[64] = {
+const uint32_t sha256_k[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
     0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
     0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
@@ -19,7 +21,7 @@ static const uint32_t K[64] = {
 
 static inline uint32_t ror(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-static void block(struct sha256 *s, const uint8_t *p) {
+static void block(uint32_t hs[8], const uint8_t *p) {
   uint32_t w[64];
   for (int i = 0; i < 16; i++)
     w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
@@ -28,15 +30,32 @@ static void block(struct sha256 *s, const uint8_t *p) {
     uint32_t s1 = ror(w[i - 2], 17) ^ ror(w[i - 2], 19) ^ (w[i - 2] >> 10);
     w[i] = w[i - 16] + s0 + w[i - 7] + s1;
   }
-  uint32_t a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3], e = s->h[4], f = s->h[5],
-           g = s->h[6], h = s->h[7];
+  uint32_t a = hs[0], b = hs[1], c = hs[2], d = hs[3], e = hs[4], f = hs[5], g = hs[6], h = hs[7];
   for (int i = 0; i < 64; i++) {
-    uint32_t t1 = h + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
+    uint32_t t1 = h + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + sha256_k[i] + w[i];
     uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
     h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
   }
-  s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d;
-  s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
+  hs[0] += a, hs[1] += b, hs[2] += c, hs[3] += d;
+  hs[4] += e, hs[5] += f, hs[6] += g, hs[7] += h;
+}
+
+void sha256_blocks_ref(uint32_t h[8], const uint8_t *p, size_t n) {
+  for (; n; n--, p += 64) block(h, p);
+}
+
+/* The blocks function, picked at the first call (relaxed atomics: every
+ * thread picks the same). */
+static void blocks(uint32_t h[8], const uint8_t *p, size_t n) {
+  static int pick; /* 0: not yet, 1: portable, 2: SHA extensions */
+  int k = __atomic_load_n(&pick, __ATOMIC_RELAXED);
+  if (!k) {
+    const char *isa = getenv("TOLK_ISA");
+    k = sha256_shani_supported() && !(isa && !strcmp(isa, "scalar")) ? 2 : 1;
+    __atomic_store_n(&pick, k, __ATOMIC_RELAXED);
+  }
+  if (k == 2) sha256_blocks_shani(h, p, n);
+  else sha256_blocks_ref(h, p, n);
 }
 
 void sha256_init(struct sha256 *s) {
@@ -57,10 +76,12 @@ void sha256_update(struct sha256 *s, const void *data, size_t len) {
     p += take;
     len -= take;
     if (s->used < 64) return;
-    block(s, s->buf);
+    blocks(s->h, s->buf, 1);
     s->used = 0;
   }
-  for (; len >= 64; p += 64, len -= 64) block(s, p);
+  blocks(s->h, p, len / 64);
+  p += len / 64 * 64;
+  len %= 64;
   memcpy(s->buf, p, len);
   s->used = len;
 }

@@ -5,6 +5,7 @@
 #ifndef TOLK_SHA256_H
 #define TOLK_SHA256_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,14 @@ struct sha256 {
 void sha256_init(struct sha256 *s);
 void sha256_update(struct sha256 *s, const void *data, size_t len);
 void sha256_final(struct sha256 *s, uint8_t out[32]);
+
+/* The compression function over n 64-byte blocks: portable, and with the
+ * x86 SHA extensions where sha256_shani_supported() (sha256_shani.c);
+ * sha256_update picks once, TOLK_ISA=scalar keeping the portable one. */
+extern const uint32_t sha256_k[64];
+void sha256_blocks_ref(uint32_t h[8], const uint8_t *p, size_t n);
+bool sha256_shani_supported(void);
+void sha256_blocks_shani(uint32_t h[8], const uint8_t *p, size_t n);
 
 /* Hashes the file at `path` into hex[65] (lower-case, NUL-terminated). */
 tolk_status sha256_file(const char *path, char hex[65], uint64_t *size, tolk_error *err);
