@@ -103,41 +103,51 @@ static struct edit *add_edit(struct plan_kv *p) {
   return e;
 }
 
-/* The readers of the keys through Transpose(0,1,3,2) [→ Mul by a scalar]
- * → MatMul as B: the MatMul becomes KvScores, the rest goes. */
-static bool keys_chain(const struct xgraph *xg, uint32_t tnode, struct plan_kv *p, struct xref past,
-                       struct xref nw, uint32_t pair, struct exec_kv_pair *kp, bool *seen) {
-  const struct xnode *t = &xg->nodes[tnode];
-  const struct ir_attr *perm = ir_node_attr(t->node, "perm");
+/* The keys' way to attention from Transpose node t: Transpose(0,1,3,2)
+ * [→ Mul by a scalar constant] → MatMul as B, each the sole reader of the
+ * one before and no graph output. The MatMul's index, else -1; *scale: the
+ * Mul's constant (1 without one); *mul: the Mul's index, else UINT32_MAX. */
+static int64_t keys_matmul(const struct xgraph *xg, uint32_t t, float *scale, uint32_t *mul) {
+  const struct xnode *x = &xg->nodes[t];
+  const struct ir_attr *perm = ir_node_attr(x->node, "perm");
   static const int64_t want[4] = {0, 1, 3, 2};
-  if (!perm || perm->n != 4 || memcmp(perm->ints, want, sizeof want) || t->out[0] < 0 ||
-      exec_is_graph_output(t->node->outputs[0]))
-    return false;
+  *scale = 1.0f;
+  *mul = UINT32_MAX;
+  if (!exec_is_op(x, "Transpose") || !perm || perm->n != 4 || memcmp(perm->ints, want, sizeof want) ||
+      x->out[0] < 0 || exec_is_graph_output(x->node->outputs[0]))
+    return -1;
   struct exec_reader r[2];
-  if (exec_readers(xg, t->out[0], r, 1) != 1) return false;
-  struct op_kv_node st = {pair};
-  uint32_t mm = r[0].node;
-  const struct xnode *x = &xg->nodes[mm];
-  float scale = 1.0f;
+  if (exec_readers(xg, x->out[0], r, 1) != 1) return -1;
+  x = &xg->nodes[r[0].node];
   if (exec_is_op(x, "Mul") && x->n_in == 2) {
     const struct ir_value *other = x->node->inputs[1 - r[0].input];
-    if (!other || !scalar_const(other, &scale) || x->out[0] < 0 || exec_is_graph_output(x->node->outputs[0]))
-      return false;
-    p->drop[mm] = true;
-    if (exec_readers(xg, x->out[0], r, 1) != 1) return false;
-    mm = r[0].node;
-    x = &xg->nodes[mm];
+    if (!other || !scalar_const(other, scale) || x->out[0] < 0 || exec_is_graph_output(x->node->outputs[0]))
+      return -1;
+    *mul = r[0].node;
+    if (exec_readers(xg, x->out[0], r, 1) != 1) return -1;
+    x = &xg->nodes[r[0].node];
   }
-  if (!exec_is_op(x, "MatMul") || x->n_in != 2 || r[0].input != 1) return false;
+  return exec_is_op(x, "MatMul") && x->n_in == 2 && r[0].input == 1 ? (int64_t)r[0].node : -1;
+}
+
+/* The readers of the keys through keys_matmul: the MatMul becomes
+ * KvScores, the rest goes. */
+static bool keys_chain(const struct xgraph *xg, uint32_t tnode, struct plan_kv *p, struct xref past,
+                       struct xref nw, uint32_t pair, struct exec_kv_pair *kp, bool *seen) {
+  float scale;
+  uint32_t mul;
+  int64_t mm = keys_matmul(xg, tnode, &scale, &mul);
+  if (mm < 0) return false;
   /* One cache per pair: every key chain of it must scale alike. */
   if (*seen && kp->scale != scale) return false;
   *seen = true;
   kp->keys_t = true;
   kp->scale = scale;
   p->drop[tnode] = true;
+  if (mul != UINT32_MAX) p->drop[mul] = true;
   struct edit *e = add_edit(p);
   if (!e) return false;
-  *e = (struct edit){mm, &tolk_kv_scores_def, {x->in[0], past, nw}, 3, st};
+  *e = (struct edit){(uint32_t)mm, &tolk_kv_scores_def, {xg->nodes[mm].in[0], past, nw}, 3, {pair}};
   return true;
 }
 
@@ -294,26 +304,11 @@ static bool shared_reader(const struct xgraph *xg, struct exec_reader r, struct 
     *e = (struct edit){r.node, &tolk_kv_shared_context_def, {x->in[0], in}, 2, {0, 1.0f}};
     return true;
   }
-  static const int64_t want[4] = {0, 1, 3, 2};
-  const struct ir_attr *perm = ir_node_attr(x->node, "perm");
-  if (!exec_is_op(x, "Transpose") || !perm || perm->n != 4 || memcmp(perm->ints, want, sizeof want) ||
-      x->out[0] < 0 || exec_is_graph_output(x->node->outputs[0]))
-    return false;
-  struct exec_reader rd[2];
-  if (exec_readers(xg, x->out[0], rd, 1) != 1) return false;
+  float scale;
+  int64_t mm = keys_matmul(xg, r.node, &scale, &drop[1]);
+  if (mm < 0) return false;
   drop[0] = r.node;
-  float scale = 1.0f;
-  const struct xnode *m = &xg->nodes[rd[0].node];
-  if (exec_is_op(m, "Mul") && m->n_in == 2) {
-    const struct ir_value *other = m->node->inputs[1 - rd[0].input];
-    if (!other || !scalar_const(other, &scale) || m->out[0] < 0 || exec_is_graph_output(m->node->outputs[0]) ||
-        exec_readers(xg, m->out[0], rd, 1) != 1)
-      return false;
-    drop[1] = (uint32_t)(m - xg->nodes);
-    m = &xg->nodes[rd[0].node];
-  }
-  if (!exec_is_op(m, "MatMul") || m->n_in != 2 || rd[0].input != 1) return false;
-  *e = (struct edit){rd[0].node, &tolk_kv_shared_scores_def, {m->in[0], in}, 2, {0, scale}};
+  *e = (struct edit){(uint32_t)mm, &tolk_kv_shared_scores_def, {xg->nodes[mm].in[0], in}, 2, {0, scale}};
   return true;
 }
 

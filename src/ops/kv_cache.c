@@ -68,6 +68,13 @@ static tolk_status ragged_lengths(struct op_ctx *c, int64_t n, const int64_t **r
   return TOLK_OK;
 }
 
+/* n positions of one block's keys x [n, hd] into d as the graph's
+ * Transpose(0,1,3,2) and Mul by the scale made them: d[i * ld + t]. */
+static void keys_t_block(float *d, int64_t ld, const float *x, int64_t n, int64_t hd, float scale) {
+  for (int64_t t = 0; t < n; t++)
+    for (int64_t i = 0; i < hd; i++) d[i * ld + t] = x[t * hd + i] * scale;
+}
+
 static tolk_status kv_append_run(struct op_ctx *c) {
   const struct op_kv_node *k = c->state;
   const struct tensor *past = op_in(c, 0), *nw = op_in(c, 1);
@@ -85,12 +92,8 @@ static tolk_status kv_append_run(struct op_ctx *c) {
            (size_t)(n * hd) * sizeof *buf);
   float scale;
   float *kt = op_kv_keys_t(c, k->pair, &scale);
-  for (int64_t bh = 0; kt && bh < blocks; bh++) {
-    float *d = kt + bh * hd * cap + own_len(row_len, bh / heads, len);
-    const float *x = src + bh * n * hd;
-    for (int64_t t = 0; t < n; t++)
-      for (int64_t i = 0; i < hd; i++) d[i * cap + t] = x[t * hd + i] * scale; /* as the Mul did */
-  }
+  for (int64_t bh = 0; kt && bh < blocks; bh++)
+    keys_t_block(kt + bh * hd * cap + own_len(row_len, bh / heads, len), cap, src + bh * n * hd, n, hd, scale);
   return TOLK_OK;
 }
 
@@ -181,8 +184,7 @@ static tolk_status attend(struct op_ctx *c, bool scores) {
 static tolk_status kv_scores_run(struct op_ctx *c) { return attend(c, true); }
 static tolk_status kv_context_run(struct op_ctx *c) { return attend(c, false); }
 
-/* The shared keys [blocks, len, hd] as the graph's Transpose(0,1,3,2) and
- * Mul by the scale made them, [blocks, hd, len]. */
+/* The shared keys [blocks, len, hd] transposed and scaled, [blocks, hd, len]. */
 struct transpose_job {
   const float *src;
   float *dst;
@@ -192,12 +194,8 @@ struct transpose_job {
 
 static void transpose_range(void *arg, int64_t begin, int64_t end) {
   const struct transpose_job *j = arg;
-  for (int64_t b = begin; b < end; b++) {
-    const float *x = j->src + b * j->len * j->hd;
-    float *d = j->dst + b * j->len * j->hd;
-    for (int64_t t = 0; t < j->len; t++)
-      for (int64_t i = 0; i < j->hd; i++) d[i * j->len + t] = x[t * j->hd + i] * j->scale;
-  }
+  for (int64_t b = begin; b < end; b++)
+    keys_t_block(j->dst + b * j->len * j->hd, j->len, j->src + b * j->len * j->hd, j->len, j->hd, j->scale);
 }
 
 /* KvSharedScores(q, keys) and KvSharedContext(probs, values): the MatMul
