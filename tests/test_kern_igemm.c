@@ -5,8 +5,12 @@
  * strides, transposed packing, and sums that wrap int32. Results must be
  * bit-identical, for every tier this build and CPU have: the pair tiers
  * (scalar, avx2) and the VNNI ones (vnni-ref, the portable form of their
- * algorithm that runs anywhere; avxvnni; avx512vnni). It prints which tiers
- * ran and which this CPU lacks. Its timings are bench/igemm.c's.
+ * algorithm that runs anywhere; avxvnni; avx512vnni). The float output
+ * (kern_igemm_f32: scale per tensor, row or column, bias or none, the
+ * product and the chained forms) must equal, bit for bit, the int32 result
+ * converted, scaled and biased by separate float operations, as the graph's
+ * Cast, Mul and Add nodes do. It prints which tiers ran and which this CPU
+ * lacks. Its timings are bench/igemm.c's.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -84,6 +88,59 @@ static int run_case(const struct prob *pr, const char *isa, struct tolk_pool *po
   return bad;
 }
 
+static float rnd_scale(void) { return (float)(0.0005 + 0.01 * tu_unit()); }
+
+/* The float output of an m×n×k problem (signed B, per-row zero points of A)
+ * against the int32 result put through separate float operations. */
+static void run_f32_case(int64_t m, int64_t n, int64_t k, int form, const char *isa,
+                         struct tolk_pool *pool) {
+  bool chained = form & 1, bias = form & 2, per_row = form & 4, per_col = form & 8;
+  uint8_t *a = malloc((size_t)(m * k + 1)), *b = malloc((size_t)(k * n + 1));
+  int32_t *za = malloc((size_t)(m + 1) * 4), *c = malloc((size_t)(m * n + 1) * 4);
+  float *rs = malloc((size_t)(m + 1) * 4), *cs = malloc((size_t)(n + 1) * 4);
+  float *bv = malloc((size_t)(n + 1) * 4), *want = malloc((size_t)(m * n + 1) * 4);
+  float *got = malloc((size_t)(m * n + 1) * 4), *got_ref = malloc((size_t)(m * n + 1) * 4);
+  for (int64_t i = 0; i < m * k; i++) a[i] = rnd_byte();
+  for (int64_t i = 0; i < k * n; i++) b[i] = rnd_byte();
+  for (int64_t i = 0; i < m; i++) za[i] = rnd_byte(), rs[i] = rnd_scale();
+  for (int64_t j = 0; j < n; j++) cs[j] = rnd_scale(), bv[j] = (float)(tu_unit() - 0.5);
+  struct kern_igemm p = {.m = m, .n = n, .k = k, .a = a, .lda = k, .b = b, .ldb = n,
+                         .b_signed = true, .a_zp = za, .a_zp_stride = 1, .c = c, .ldc = n};
+  kern_igemm_ref(&p);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      volatile float x = (float)c[i * n + j], r = rs[per_row ? i : 0], s = cs[per_col ? j : 0];
+      volatile float y;
+      if (chained) {
+        volatile float t = x * r;
+        y = t * s;
+      } else {
+        volatile float rsc = r * s;
+        y = x * rsc;
+      }
+      want[i * n + j] = bias ? y + bv[j] : y;
+    }
+  struct kern_igemm_f32 f = {.c = got_ref, .ldc = n, .row_scale = rs, .col_scale = cs,
+                             .bias = bias ? bv : NULL, .row_scale_stride = per_row,
+                             .col_scale_stride = per_col, .chained = chained};
+  p.f32 = &f;
+  kern_igemm_ref(&p);
+  struct kern_igemm_b pb;
+  pb.data = malloc(kern_igemm_pack_b_size(n, k));
+  kern_igemm_pack_b(n, k, b, n, false, true, &pb);
+  void *work = malloc(kern_igemm_work_size(m, k));
+  f.c = got;
+  CHECK(kern_igemm_force_isa(isa));
+  kern_igemm_packed(&p, &pb, work, pool);
+  kern_igemm_force_isa(NULL);
+  CHECK_MSG(!memcmp(got_ref, want, (size_t)(m * n) * 4), "[ref] float form %d, %lldx%lldx%lld", form,
+            (long long)m, (long long)n, (long long)k);
+  CHECK_MSG(!memcmp(got, want, (size_t)(m * n) * 4), "[%s] float form %d, %lldx%lldx%lld", isa, form,
+            (long long)m, (long long)n, (long long)k);
+  free(a), free(b), free(za), free(c), free(rs), free(cs), free(bv), free(want), free(got);
+  free(got_ref), free(pb.data), free(work);
+}
+
 int main(void) {
   const char *isas[] = {"scalar", "vnni-ref", "avx2", "avxvnni", "avx512vnni"};
   char ran[128] = "", lacked[128] = "";
@@ -120,6 +177,10 @@ int main(void) {
       pr.zpb = 0;
       run_case(&pr, isas[s], NULL);
     }
+    static const int64_t fdims[][3] = {{1, 1, 1}, {7, 33, 9}, {64, 100, 512}, {97, 20, 5}};
+    for (size_t d = 0; d < sizeof fdims / sizeof fdims[0]; d++)
+      for (int form = 0; form < 16; form++)
+        run_f32_case(fdims[d][0], fdims[d][1], fdims[d][2], form, isas[s], d % 2 ? pool : NULL);
   }
   printf("igemm tiers run:%s; lacking here:%s\n", ran, lacked[0] ? lacked : " none");
   CHECK(!kern_igemm_force_isa("nonsense"));

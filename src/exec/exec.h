@@ -250,6 +250,8 @@ struct tolk_session {
   /* kv.c: the main-graph inputs read once per source (tolk_kv_cache_share) */
   uint32_t *kv_shared;
   uint32_t n_kv_shared;
+  /* fuse_mmi.c: the MatMulInteger chains run as one node, in every graph */
+  uint32_t n_fused;
 };
 
 /* A Concat(past, new) → present the session rewired (kv.c). */
@@ -295,6 +297,10 @@ tolk_status exec_run_observed(tolk_session *s, size_t n_inputs, const char *cons
 /* quant_rows.c: gives the DynamicQuantizeLinear nodes that feed only
  * MatMulInteger chains the per-row kernel (tolk_session_params.quant_rows). */
 void exec_quant_rows_rewrite(struct xgraph *xg);
+/* fuse_mmi.c: runs each MatMulInteger → Cast → Mul [→ Add] chain of
+ * quantize_dynamic as one node (tolk_mmi_scaled_def), dropping the others;
+ * the chains fused, or -1 when memory runs out. */
+int exec_fuse_mmi(tolk_session *s, struct xgraph *xg);
 /* lm_head.c: gives the MatMul whose result is a graph output (directly or
  * through an Add: the LM head) the int8 kernel
  * (tolk_session_params.int8_lm_head). */

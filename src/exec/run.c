@@ -526,11 +526,12 @@ static tolk_status copy_out(const struct tensor *src, struct tolk_tensor *bound,
 
 /* In a session keeping its cache in place, the present outputs stay in the
  * cache and the values rewiring removed (the Transpose and Mul in front of
- * the keys' MatMul) are never computed. `pos` as in run_impl. */
-static tolk_status check_kv_output(const tolk_session *s, int32_t pos, tolk_error *err) {
+ * the keys' MatMul) are never computed; nor are those inside a fused
+ * MatMulInteger chain (fuse_mmi.c). `pos` as in run_impl. */
+static tolk_status check_computed(const tolk_session *s, int32_t pos, tolk_error *err) {
   const struct ir_graph *g = s->m->graph;
   const struct xgraph *xg = s->graphs[0];
-  if (!s->n_kv) return TOLK_OK;
+  if (!s->n_kv && !s->n_fused) return TOLK_OK;
   if (pos >= 0) {
     for (uint32_t p = 0; p < s->n_kv; p++)
       if (xg->out_refs[pos].frame == 0 && xg->out_refs[pos].slot == s->kv[p].present_slot)
@@ -549,8 +550,11 @@ static tolk_status check_kv_output(const tolk_session *s, int32_t pos, tolk_erro
     for (uint32_t i = 0; i < xn->n_out; i++)
       if (xn->out[i] == v->index) return TOLK_OK;
   }
-  return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT,
-                   "value '%s' is not computed: the key/value cache replaced its node", v->name);
+  return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "value '%s' is not computed: %s", v->name,
+                   !s->n_fused ? "the key/value cache replaced its node"
+                   : !s->n_kv  ? "its node runs fused into the MatMulInteger before it (opt level "
+                                 "none runs every node as written)"
+                               : "the key/value cache or a fused MatMulInteger replaced its node");
 }
 
 /* The caller's arguments, checked before any name is looked up. */
@@ -600,7 +604,7 @@ static tolk_status resolve_outputs(const tolk_session *s, size_t n_outputs, cons
       st = tolk_fail(err, TOLK_ERR_NOT_FOUND, "the model has no output or value named '%s'",
                      output_names[k] ? output_names[k] : "(null)");
   }
-  for (size_t k = 0; k < n_outputs && !st; k++) st = check_kv_output(s, pos[k], err);
+  for (size_t k = 0; k < n_outputs && !st; k++) st = check_computed(s, pos[k], err);
   for (size_t k = 0; k < n_outputs && !st; k++)
     if (pos[k] < 0) st = exec_fold_check_value(s, -1 - pos[k], err);
   return st;

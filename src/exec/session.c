@@ -509,6 +509,12 @@ static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
     if ((st = exec_kv_rewrite(s, xg, cp->err))) return st;
     if (s->n_kv) last_reads(xg, b.last);
   }
+  if (s->params.opt_level != TOLK_OPT_NONE) {
+    int fused = exec_fuse_mmi(s, xg);
+    if (fused < 0) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "fusing MatMulInteger chains");
+    if (fused) last_reads(xg, b.last);
+    s->n_fused += (uint32_t)fused;
+  }
   if ((st = build_release_lists(cp, &b))) return st;
   if ((st = check_initializers(cp, g))) return st;
   *out = xg;

@@ -20,6 +20,13 @@ static inline int32_t load_q(const void *base, int64_t idx, bool is_signed) {
                    : (int32_t)((const uint8_t *)base)[idx];
 }
 
+/* p->f32's formula for one element, as igemm.h states it. */
+static float scaled_ref(const struct kern_igemm_f32 *f, int64_t i, int64_t j, int32_t v) {
+  float rs = f->row_scale[i * f->row_scale_stride], cs = f->col_scale[j * f->col_scale_stride];
+  float y = f->chained ? (float)v * rs * cs : (float)v * (rs * cs);
+  return f->bias ? y + f->bias[j] : y;
+}
+
 void kern_igemm_ref(const struct kern_igemm *p) {
   for (int64_t i = 0; i < p->m; i++) {
     int32_t za = p->a_zp ? p->a_zp[i * p->a_zp_stride] : 0;
@@ -33,7 +40,10 @@ void kern_igemm_ref(const struct kern_igemm *p) {
         int32_t bv = load_q(p->b, q * p->ldb + j, p->b_signed) - zb;
         acc += (uint32_t)(av * bv);
       }
-      p->c[i * p->ldc + j] = (int32_t)acc;
+      if (p->f32)
+        p->f32->c[i * p->f32->ldc + j] = scaled_ref(p->f32, i, j, (int32_t)acc);
+      else
+        p->c[i * p->ldc + j] = (int32_t)acc;
     }
   }
 }
@@ -298,6 +308,21 @@ struct igemm_job {
   const struct isa_impl *impl;
 };
 
+/* Row i, columns col0 .. col0 + ncols of the float output, from their sums
+ * and those columns' scales cs (contiguous, so that the loops vectorise). */
+static void scale_row(const struct kern_igemm_f32 *f, int64_t i, int64_t col0, int ncols,
+                      const float *cs, const int32_t *sums) {
+  float *out = f->c + i * f->ldc + col0;
+  const float rs = f->row_scale[i * f->row_scale_stride];
+  const float *bias = f->bias ? f->bias + col0 : NULL;
+  if (f->chained)
+    for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * rs * cs[j];
+  else
+    for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * (rs * cs[j]);
+  if (bias)
+    for (int j = 0; j < ncols; j++) out[j] = out[j] + bias[j];
+}
+
 /* One row block × panel: the tile's raw sums, then the zero-point terms. */
 static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
   const struct kern_igemm *p = job->p;
@@ -309,9 +334,15 @@ static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
   const uint8_t *panel = job->b->data + pn * job->kp * 2 * KERN_IGEMM_NR;
   /* zb' = zb - 128 where an unsigned B was flipped to int8. */
   uint32_t zb[KERN_IGEMM_NR], cs[KERN_IGEMM_NR];
+  float fcs[KERN_IGEMM_NR];
+  /* The pair tiers' sums are final when B has no zero point (symmetric
+   * weights, as ORT quantizes them): no correction pass then. */
+  bool exact = !vnni;
   for (int j = 0; j < ncols; j++) {
     zb[j] = (uint32_t)(p->b_zp ? p->b_zp[(col0 + j) * p->b_zp_stride] : 0) - (flip ? 128u : 0u);
     cs[j] = vnni ? (uint32_t)job->b->colsum[col0 + j] : 0;
+    exact &= zb[j] == 0;
+    if (p->f32) fcs[j] = p->f32->col_scale[(col0 + j) * p->f32->col_scale_stride];
   }
   for (int64_t i0 = mb * ROW_BLOCK; i0 < row_end; i0 += KERN_IGEMM_MR) {
     int mr = row_end - i0 < KERN_IGEMM_MR ? (int)(row_end - i0) : KERN_IGEMM_MR;
@@ -323,10 +354,15 @@ static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
                       tile);
     for (int i = 0; i < mr; i++) {
       uint32_t rs = (uint32_t)job->rowsum[i0 + i], za = vnni ? (uint32_t)job->za[i0 + i] : 0;
-      int32_t *crow = p->c + (i0 + i) * p->ldc + col0;
-      const int32_t *trow = tile + i * KERN_IGEMM_NR;
-      for (int j = 0; j < ncols; j++)
-        crow[j] = (int32_t)((uint32_t)trow[j] - za * cs[j] - zb[j] * rs);
+      int32_t *trow = tile + i * KERN_IGEMM_NR;
+      if (p->f32) {
+        if (!exact)
+          for (int j = 0; j < ncols; j++) trow[j] = (int32_t)((uint32_t)trow[j] - za * cs[j] - zb[j] * rs);
+        scale_row(p->f32, i0 + i, col0, ncols, fcs, trow);
+      } else {
+        int32_t *crow = p->c + (i0 + i) * p->ldc + col0;
+        for (int j = 0; j < ncols; j++) crow[j] = (int32_t)((uint32_t)trow[j] - za * cs[j] - zb[j] * rs);
+      }
     }
   }
 }

@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 struct tolk_pool;
+struct kern_igemm_f32;
 
 /* Columns per packed B panel. */
 #define KERN_IGEMM_NR 16
@@ -81,9 +82,32 @@ struct kern_igemm {
   int64_t b_zp_stride;
   int32_t *c;
   int64_t ldc;
+  /* NULL, or C written as float there instead (c is then unused). */
+  const struct kern_igemm_f32 *f32;
 };
 
-/* The reference: the formula above, one dot product per element. */
+/* C as float, scaled and biased on the way out of the tile (the chain ORT's
+ * quantize_dynamic writes after a MatMulInteger, Cast → Mul → Add, and
+ * tolk's int8 LM head), while the sums are still in cache:
+ *
+ *   c[i*ldc + j] = float(C[i][j]) * (rs_i * cs_j) + bias[j]
+ *
+ * with rs_i = row_scale[i * row_scale_stride] and cs_j = col_scale[j *
+ * col_scale_stride] (stride 0: one value), the scale product rounded to
+ * float first, as the graph's Mul(a_scale, b_scale) does; bias NULL: no
+ * addition. With `chained`, float(C[i][j]) * rs_i * cs_j left to right
+ * instead. Every operation rounds to float on its own, so the result is bit
+ * for bit that of the separate ops. */
+struct kern_igemm_f32 {
+  float *c;
+  int64_t ldc;
+  const float *row_scale, *col_scale, *bias;
+  int64_t row_scale_stride, col_scale_stride;
+  bool chained;
+};
+
+/* The reference: the formula above, one dot product per element (and
+ * p->f32's float output when set). */
 void kern_igemm_ref(const struct kern_igemm *p);
 
 /* Bytes of packed B for an n×k problem; 0 when the size overflows. */

@@ -370,27 +370,8 @@ static tolk_status gemm_run(struct op_ctx *c) {
  * Each row i of A gets its own uint8 scale and zero point (ORT's
  * DynamicQuantizeLinear, applied to the row alone), kern_igemm_packed forms
  * the exact sums C[i][j] = sum_p (qa[i][p] - za_i) * qb[p][j], and
- * y[i][j] = C[i][j] * sa_i * s_j. The int32 sums go to y's own buffer, as
- * wide as the floats that replace them in place. */
-struct int8_scale_job {
-  float *y;
-  const float *sa, *sb;
-  int64_t n;
-};
-
-static void int8_scale_rows(void *arg, int64_t begin, int64_t end) {
-  const struct int8_scale_job *j = arg;
-  for (int64_t i = begin; i < end; i++) {
-    float *row = j->y + i * j->n;
-    const int32_t *c = (const int32_t *)row;
-    for (int64_t q = 0; q < j->n; q++) {
-      int32_t v;
-      memcpy(&v, c + q, sizeof v);
-      row[q] = (float)v * j->sa[i] * j->sb[q];
-    }
-  }
-}
-
+ * y[i][j] = C[i][j] * sa_i * s_j, on the way out of the GEMM's tiles
+ * (kern_igemm_f32, chained). */
 static tolk_status matmul_int8_prepare(const struct ir_node *node, int64_t opset, void **state,
                                        tolk_error *err) {
   return mm_pack_b(node, false, true, state, err);
@@ -422,11 +403,11 @@ tolk_status mm_int8_product(struct op_ctx *c, const struct tensor *a, const stru
     quant_dynamic_params_u8(ad + i * k, k, &sa[i], &za[i]);
     quant_linear_u8(ad + i * k, qa + i * k, k, sa[i], za[i]);
   }
+  struct kern_igemm_f32 f = {.c = y->data, .ldc = n, .row_scale = sa, .row_scale_stride = 1,
+                             .col_scale = col_scale, .col_scale_stride = 1, .chained = true};
   struct kern_igemm p = {.m = m, .n = n, .k = k, .a = qa, .lda = k, .a_signed = false,
-                         .a_zp = za, .a_zp_stride = 1, .c = y->data, .ldc = n};
+                         .a_zp = za, .a_zp_stride = 1, .f32 = &f};
   kern_igemm_packed(&p, qb, work, c->pool);
-  struct int8_scale_job j = {y->data, sa, col_scale, n};
-  op_parallel_for(c, m, n >= 4096 ? 1 : 4096 / n, int8_scale_rows, &j);
   return TOLK_OK;
 }
 

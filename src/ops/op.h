@@ -193,6 +193,11 @@ extern const struct op_def tolk_kv_append_def, tolk_kv_shape_def, tolk_kv_scores
  * with quant_rows runs for the nodes src/exec/quant_rows.c picks. */
 extern const struct op_def tolk_dql_rows_def;
 
+/* MatMulInteger with its float conversion, scaling and bias in the GEMM's
+ * epilogue (src/ops/quant_matmul.c): what a session runs for the chains
+ * src/exec/fuse_mmi.c finds. */
+extern const struct op_def tolk_mmi_scaled_def;
+
 /* MatMul by a constant B quantized to int8 at prepare, a scale per column
  * (src/ops/matmul.c): what a session made with int8_lm_head runs for the
  * node src/exec/lm_head.c picks. */

@@ -125,10 +125,13 @@ static tolk_status read_zp(struct op_ctx *c, const struct tensor *zp, const stru
 
 /* ------------------------------------------------------------- driver */
 
-/* C (int32, output layout: nbatch × m × n dense) = (A - za)(B - zb). */
+/* C (int32, output layout: nbatch × m × n dense) = (A - za)(B - zb); or,
+ * with f32, C as float by that epilogue (kern_igemm_f32; its c, ldc are
+ * set here, a per-row scale indexed by the row over all batches). */
 static tolk_status qmm_compute(struct op_ctx *c, const struct tensor *a, const struct tensor *b,
                                const struct tensor *a_zp, const struct tensor *b_zp,
-                               const struct mm_geom *g, int32_t *cout) {
+                               const struct mm_geom *g, void *cout,
+                               const struct kern_igemm_f32 *f32) {
   tolk_status st;
   if ((st = quant_need_8bit(c, a, "input A")) || (st = quant_need_8bit(c, b, "input B")))
     return st;
@@ -169,7 +172,15 @@ static tolk_status qmm_compute(struct op_ctx *c, const struct tensor *a, const s
         .a_zp_stride = za.per ? 1 : 0,
         .b_zp = zb.v ? zb.v + (zb.per == 2 ? bj * g->n : 0) : NULL,
         .b_zp_stride = zb.per ? 1 : 0,
-        .c = cout + bi * g->m * g->n, .ldc = g->n};
+        .c = (int32_t *)cout + bi * g->m * g->n, .ldc = g->n};
+    struct kern_igemm_f32 f;
+    if (f32) {
+      f = *f32;
+      f.c = (float *)cout + bi * g->m * g->n;
+      f.ldc = g->n;
+      f.row_scale += bi * g->m * f.row_scale_stride;
+      p.f32 = &f;
+    }
     if (!pre && packed_for != bj) {
       /* A rank-1 B is a k×1 column: the same bytes as a 1-column matrix. */
       kern_igemm_pack_b(g->n, g->k, (const uint8_t *)b->data + (size_t)(bj * b_mat), g->n,
@@ -197,7 +208,7 @@ static tolk_status run_matmul_integer(struct op_ctx *c) {
   if (st) return st;
   struct tensor *y = op_output(c, 0, TOLK_INT32, g.out_rank, g.out_dims);
   if (!y) return quant_err(c);
-  return qmm_compute(c, a, b, op_in(c, 2), op_in(c, 3), &g, y->data);
+  return qmm_compute(c, a, b, op_in(c, 2), op_in(c, 3), &g, y->data, NULL);
 }
 
 /* ------------------------------------------------------- QLinearMatMul */
@@ -249,7 +260,7 @@ static tolk_status run_qlinear_matmul(struct op_ctx *c) {
     return op_fail(c, TOLK_ERR_LIMIT, "output too large");
   int32_t *acc = op_scratch(c, cbytes ? cbytes : 4);
   if (!acc) return quant_err(c);
-  if ((st = qmm_compute(c, a, b, op_in(c, 2), op_in(c, 5), &g, acc))) return st;
+  if ((st = qmm_compute(c, a, b, op_in(c, 2), op_in(c, 5), &g, acc, NULL))) return st;
   /* MLAS's requantization: float(acc) * (a_scale * b_scale / y_scale),
    * clamped, rounded half to even, plus the output zero point. The
    * multiplier is computed in fp32 in that order, as ORT does. */
@@ -277,14 +288,15 @@ static tolk_status run_qlinear_matmul(struct op_ctx *c) {
 
 /* ---------------------------------------- com.microsoft integer -> float */
 
-/* y = float(acc) * (a_scale * b_scale[j]) + bias[j], in place over the int32
- * results (same element size), as MLAS's scale-bias output processor. */
-static tolk_status to_float(struct op_ctx *c, const struct mm_geom *g, float a_scale,
-                            const struct tensor *b_scale, const struct tensor *bias,
-                            struct tensor *y) {
+/* y = float(acc) * (a_scale * b_scale[j]) + bias[j], as MLAS's scale-bias
+ * output processor: the epilogue in *f, for a_scale (one value or one per
+ * row of all batches: rows of them) and the b_scale and bias inputs. */
+static tolk_status float_epilogue(struct op_ctx *c, const struct mm_geom *g, const float *a_scale,
+                                  bool a_per_row, const struct tensor *b_scale,
+                                  const struct tensor *bias, struct kern_igemm_f32 *f) {
   char b1[128];
-  const float *bs, *bv = NULL;
-  bool b_per;
+  const float *bs = NULL, *bv = NULL;
+  bool b_per = false;
   tolk_status st = read_scale(c, b_scale, g->n, "b_scale", &bs, &b_per);
   if (st) return st;
   if (bias) {
@@ -293,19 +305,8 @@ static tolk_status to_float(struct op_ctx *c, const struct mm_geom *g, float a_s
                      shape_str(bias, b1, sizeof b1), (long long)g->n);
     if (!(bv = quant_f32(c, bias, false, "bias"))) return quant_err(c);
   }
-  float *mul = op_scratch(c, (size_t)(g->n > 0 ? g->n : 1) * sizeof(float));
-  if (!mul) return quant_err(c);
-  for (int64_t j = 0; j < g->n; j++) mul[j] = a_scale * bs[b_per ? j : 0];
-  int32_t *acc = y->data;
-  float *out = y->data;
-  int64_t rows = y->numel / (g->n > 0 ? g->n : 1);
-  for (int64_t r = 0; r < rows; r++) {
-    int64_t o = r * g->n;
-    if (bv)
-      for (int64_t j = 0; j < g->n; j++) out[o + j] = (float)acc[o + j] * mul[j] + bv[j];
-    else
-      for (int64_t j = 0; j < g->n; j++) out[o + j] = (float)acc[o + j] * mul[j];
-  }
+  *f = (struct kern_igemm_f32){.row_scale = a_scale, .row_scale_stride = a_per_row,
+                               .col_scale = bs, .col_scale_stride = b_per, .bias = bv};
   return TOLK_OK;
 }
 
@@ -323,8 +324,9 @@ static tolk_status run_matmul_integer_to_float(struct op_ctx *c) {
   if (!as) return quant_err(c);
   struct tensor *y = op_output(c, 0, TOLK_FLOAT, g.out_rank, g.out_dims);
   if (!y) return quant_err(c);
-  if ((st = qmm_compute(c, a, b, op_in(c, 4), op_in(c, 5), &g, y->data))) return st;
-  return to_float(c, &g, as[0], op_in(c, 3), op_in(c, 6), y);
+  struct kern_igemm_f32 f;
+  if ((st = float_epilogue(c, &g, as, false, op_in(c, 3), op_in(c, 6), &f))) return st;
+  return qmm_compute(c, a, b, op_in(c, 4), op_in(c, 5), &g, y->data, &f);
 }
 
 static tolk_status run_dynamic_quantize_matmul(struct op_ctx *c) {
@@ -352,8 +354,38 @@ static tolk_status run_dynamic_quantize_matmul(struct op_ctx *c) {
   struct tensor tz = {.dtype = TOLK_UINT8, .rank = 0, .numel = 1, .data = &zp8, .nbytes = 1};
   struct tensor *y = op_output(c, 0, TOLK_FLOAT, g.out_rank, g.out_dims);
   if (!y) return quant_err(c);
-  if ((st = qmm_compute(c, &ta, b, &tz, op_in(c, 3), &g, y->data))) return st;
-  return to_float(c, &g, a_scale, op_in(c, 2), op_in(c, 4), y);
+  struct kern_igemm_f32 f;
+  if ((st = float_epilogue(c, &g, &a_scale, false, op_in(c, 2), op_in(c, 4), &f))) return st;
+  return qmm_compute(c, &ta, b, &tz, op_in(c, 3), &g, y->data, &f);
+}
+
+/* tolk_mmi_scaled_def: src/exec/fuse_mmi.c's MatMulInteger → Cast → Mul
+ * [→ Add] in one node. Inputs A, B, a_zero_point, b_zero_point (as
+ * MatMulInteger's), a_scale (one value, or one per row of A: the [..., 1]
+ * scale of a per-row DynamicQuantizeLinear), b_scale (one value or one per
+ * column; absent: 1), bias (n values, or absent). */
+static tolk_status run_mmi_scaled(struct op_ctx *c) {
+  char b1[128];
+  const struct tensor *a = op_in(c, 0), *b = op_in(c, 1), *as = op_in(c, 4);
+  if (!a || !b || !as) return op_fail(c, TOLK_ERR_INVALID_MODEL, "A, B and a_scale are required");
+  struct mm_geom g;
+  tolk_status st = mm_geom_init(c, a, b, &g);
+  if (st) return st;
+  int64_t rows = g.nbatch * g.m;
+  bool per_row = as->numel != 1;
+  if (per_row && (as->numel != rows || as->rank < 1 || as->dims[as->rank - 1] != 1))
+    return op_fail(c, TOLK_ERR_SHAPE, "a_scale %s: expected one value or one per row of A (%lld)",
+                   shape_str(as, b1, sizeof b1), (long long)rows);
+  const float *asv = quant_f32(c, as, false, "a_scale");
+  if (!asv) return quant_err(c);
+  static const float one = 1.0f;
+  const struct tensor unit = {.dtype = TOLK_FLOAT, .numel = 1, .data = (void *)&one, .nbytes = 4};
+  const struct tensor *bs = op_in(c, 5) ? op_in(c, 5) : &unit;
+  struct kern_igemm_f32 f;
+  if ((st = float_epilogue(c, &g, asv, per_row, bs, op_in(c, 6), &f))) return st;
+  struct tensor *y = op_output(c, 0, TOLK_FLOAT, g.out_rank, g.out_dims);
+  if (!y) return quant_err(c);
+  return qmm_compute(c, a, b, op_in(c, 2), op_in(c, 3), &g, y->data, &f);
 }
 
 #define PACKED .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped
@@ -366,4 +398,7 @@ const struct op_def tolk_ops_quant_matmul[] = {
      PACKED},
     {0},
 };
+
+const struct op_def tolk_mmi_scaled_def = {"tolk.internal", "MatMulIntegerScaled", 1, 0, prepare_b1,
+                                           run_mmi_scaled, mm_release, PACKED};
 #undef PACKED
