@@ -7,13 +7,16 @@
  * are packed at session creation, 1 and 2 threads), QLinearMatMul,
  * ConvInteger / QLinearConv (groups, strides, dilations, pads, auto_pad,
  * per-channel weights), ORT's MatMulIntegerToFloat and DynamicQuantizeMatMul,
- * and shape errors reported as errors.
+ * and shape errors reported as errors. The uint8 quantizer's rounding alone:
+ * every quarter step over the range and past it, ties both ways, ±0, NaN
+ * and infinities, for zero points 0, 1, 128 and 255, against rintf.
  */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "core/half.h"
+#include "ops/quant_util.h"
 #include "qmodel.h"
 #include "testutil.h"
 
@@ -75,6 +78,30 @@ static void check_dql(const float *x, int64_t n, const uint8_t *expect_y, float 
     }
   }
   qm_end(&m);
+}
+
+static void test_linear_u8_rounding(void) {
+  enum { N = 4 * 700 + 5 };
+  float x[N];
+  uint8_t y[N];
+  int n = 0;
+  for (int q = -4 * 350; q < 4 * 350; q++) x[n++] = (float)q / 4.0f; /* ties at .5 */
+  x[n++] = -0.0f, x[n++] = NAN, x[n++] = INFINITY, x[n++] = -INFINITY, x[n++] = 1e30f;
+  static const int32_t zps[] = {0, 1, 128, 255};
+  static const float scales[] = {1.0f, 0.5f, 3.0f};
+  for (size_t zi = 0; zi < sizeof zps / sizeof zps[0]; zi++)
+    for (size_t si = 0; si < sizeof scales / sizeof scales[0]; si++) {
+      quant_linear_u8(x, y, n, scales[si], zps[zi]);
+      int bad = 0;
+      for (int i = 0; i < n; i++) {
+        float v = x[i] / scales[si];
+        int32_t want = isnan(v) ? 0 : sat((int32_t)rintf(fmaxf(fminf(v, 512.0f), -512.0f)) + zps[zi], 0, 255);
+        bad += y[i] != want;
+        if (y[i] != want && bad == 1)
+          fprintf(stderr, "quant_linear_u8(%g / %g, zp %d) = %d, want %d\n", x[i], scales[si], zps[zi], y[i], want);
+      }
+      CHECK(bad == 0);
+    }
 }
 
 static void test_dynamic_quantize(void) {
@@ -529,6 +556,7 @@ static void test_to_float(void) {
 }
 
 int main(void) {
+  test_linear_u8_rounding();
   test_dynamic_quantize();
   test_quantize_linear();
   test_matmul_integer();
