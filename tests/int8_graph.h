@@ -32,6 +32,18 @@ static inline void i8_weight(struct ir_model *m, struct ir_graph *g, const char 
   tb_init(m, g, full, TOLK_INT8, 0, NULL, &zp, 1);
 }
 
+/* A model with one graph, "main", whose input "x" is float activations of
+ * width k: [b, s, k] (rank 3) or [b, k] (rank 2), b and s symbolic. */
+static inline struct ir_model *i8_model_x(int rank, int64_t k, struct ir_graph **g) {
+  struct ir_model *m = tb_model();
+  *g = tb_graph(m, NULL, "main");
+  static const char *const sym[] = {"b", "s", NULL};
+  int64_t dims[3] = {-1, -1, k};
+  if (rank == 2) dims[1] = k;
+  tb_input(m, *g, "x", TOLK_FLOAT, rank, dims, sym);
+  return m;
+}
+
 /* The session options the int8 tests set; the others are the defaults. */
 struct i8_opts {
   int threads, int8_lm_head, quant_rows;

@@ -31,12 +31,8 @@ struct form {
 };
 
 static struct ir_model *chain_model(const struct form *f, int rank) {
-  struct ir_model *m = tb_model();
-  struct ir_graph *g = tb_graph(m, NULL, "main");
-  static const char *const sym[] = {"b", "s", NULL};
-  int64_t dims[3] = {-1, -1, K};
-  if (rank == 2) dims[1] = K;
-  tb_input(m, g, "x", TOLK_FLOAT, rank, dims, sym);
+  struct ir_graph *g;
+  struct ir_model *m = i8_model_x(rank, K, &g);
   int8_t w[K * N];
   float ws[N], bias[N];
   for (int i = 0; i < K * N; i++) w[i] = (int8_t)(tu_below(255) - 127);
