@@ -391,6 +391,33 @@ static void steps_rule(void) {
   CHECK(st.n[SCHED_STEP_TABLE] == SCHED_STEP_TRUST && sched_steps_bound(&st, 1.5) == 2);
 }
 
+/* sched_view_wait alone: free rows first, then departures in order,
+ * then a stay per round; the departures that only bring a batch back to
+ * its bound (a request that followed past it) come free to no one. */
+static void view_wait(void) {
+  struct sched_view v = {.free_rows = 2, .n_slots = 3, .n_leave = 3, .leave_s = {0.02, 0.20, 0.25},
+                         .stay_s = 0.3, .drain_per_s = 10};
+  CHECK(sched_view_wait(&v, 2, 1) == 0);
+  CHECK(sched_view_wait(&v, 3, 1) == 0.02);
+  CHECK(sched_view_wait(&v, 1, 2) == 0);
+  CHECK(sched_view_wait(&v, 2, 2) == 0.02);  /* two rows free are one place of beam 2 */
+  CHECK(sched_view_wait(&v, 6, 1) == 0.02 + 0.3); /* the fourth departure: the first's replacement */
+  v.free_rows = 0;
+  CHECK(sched_view_wait(&v, 1, 1) == 0.02);
+  v.over_rows = 1; /* four rows in a batch of three: the first departure frees none */
+  CHECK_MSG(sched_view_wait(&v, 1, 1) == 0.20, "one row past the bound: wait %g, want 0.2",
+            sched_view_wait(&v, 1, 1));
+  CHECK(sched_view_wait(&v, 2, 1) == 0.25);
+  CHECK(sched_view_wait(&v, 1, 2) == 0.20); /* one row over, beam 2: one departure of two rows */
+  v.over_rows = 2;
+  CHECK(sched_view_wait(&v, 1, 1) == 0.25);
+  v.n_slots = v.n_leave = 0; /* an empty batch: the last busy batch's rate */
+  v.over_rows = 0;
+  CHECK(sched_view_wait(&v, 3, 1) == 0.3);
+  v.drain_per_s = 0;
+  CHECK(sched_view_wait(&v, 3, 1) == 0); /* nothing has run: nothing to judge by */
+}
+
 /* --max-step-growth in the scheduler: with a growth no step exceeds and
  * 12 texts waiting, the batch starts with one sentence alone until a
  * one-row step is trusted (SCHED_STEP_TRUST steps of one row, counted in
@@ -523,6 +550,7 @@ int main(void) {
   wait_budget(tr, 0, 2);
   row_bound(tr);
   steps_rule();
+  view_wait();
   step_growth(tr);
   beam_wider_than_rows(tr);
   whole_text_wait(tr);

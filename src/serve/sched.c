@@ -44,10 +44,6 @@
 #include "metrics.h"
 #include "mt/mt.h"
 
-/* How many of the running sentences' expected departures admission sees:
- * past the 64th soonest, a slot's departure is taken to be the 64th's. */
-#define SCHED_LEAVE_TABLE 64
-
 struct sched_params sched_default_params(void) {
   struct sched_params p = {8192, 1024, 0, 0, 0, 0, 0};
   return p;
@@ -128,17 +124,11 @@ struct sched {
   struct sched_job *arrived; /* jobs submitted since the loop last looked */
   bool stop, wake;
   /* Published by the scheduler thread after each turn, for admission:
-   * rows the batch could still take; its running sentences (n_slots) and
-   * in how many seconds they are expected to leave, soonest first (the
-   * first n_leave of them); how long a sentence stays (stay_s); and the
-   * rate sentences leave at (the last busy batch's when idle; 0: no batch
-   * has run yet), for an empty batch; whether the batch is empty (idle):
+   * the departures (sched_view), and whether the batch is empty (idle):
    * an empty batch takes any one sentence, even one whose beams alone
    * exceed the row bound. */
-  size_t free_rows, n_slots, n_leave;
+  struct sched_view view;
   bool idle;
-  double leave_s[SCHED_LEAVE_TABLE];
-  double stay_s, drain_per_s;
   /* Whether the queue stands: over the last stay the wait budget refused
    * at least as many texts as were admitted, or every sentence admitted
    * had waited more than two turns. A burst leaves some sentence that
@@ -359,18 +349,15 @@ static size_t batch_cap(const struct sched *s, size_t len, bool follow) {
 }
 
 /* Under s->mu: how long j would wait until the batch could hold it: until
- * its m-th sentence starts, m being its sentences and the texts its request
- * sends after it (each at least one), less those that follow the first
- * past the row bound (up to the bound's worth: batch_cap; none when others
- * wait: group_may_follow), as many as the
+ * its m-th sentence starts (sched_view_wait), m being its sentences and
+ * the texts its request sends after it (each at least one), less those
+ * that follow the first past the row bound (up to the bound's worth:
+ * batch_cap; none when others wait: group_may_follow), as many as the
  * batch holds beside one another. Judging its first sentence alone let a
- * text longer than that wait a departure more than the budget allowed, and
- * requests of several sentences made the tail of every overload run. Those beyond the batch's
- * rows wait for the text's own, which is its length, not the queue. The
- * sentences queued ahead take the free rows first, then each the place of
- * the next running sentence to leave, and once every running one has been
- * replaced, the place of its replacement a stay later: the k-th waits for
- * departure k mod slots of round k / slots. */
+ * text longer than that wait a departure more than the budget allowed,
+ * and requests of several sentences made the tail of every overload run.
+ * Those beyond the batch's rows wait for the text's own, which is its
+ * length, not the queue. */
 static double expected_wait(const struct sched *s, const struct sched_job *j, size_t later_texts) {
   if (s->idle && !s->queued) return 0;
   size_t beams = (size_t)j->gp.num_beams, len = 0;
@@ -380,13 +367,19 @@ static double expected_wait(const struct sched *s, const struct sched_job *j, si
   m = m > more + 1 ? m - more : 1; /* up to `more` follow the first past the bound */
   if (m > fit) m = fit;
   if (m < 1) m = 1;
-  size_t free_now = s->free_rows / beams, ahead = s->queued + m;
+  return sched_view_wait(&s->view, s->queued + m, beams);
+}
+
+double sched_view_wait(const struct sched_view *v, size_t ahead, size_t beams) {
+  size_t free_now = v->free_rows / beams;
   if (ahead <= free_now) return 0;
-  size_t k = ahead - free_now - 1;
-  if (!s->n_slots || !s->n_leave) return s->drain_per_s > 0 ? (double)(k + 1) / s->drain_per_s : 0;
-  size_t slot = k % s->n_slots;
-  double first = s->leave_s[slot < s->n_leave ? slot : s->n_leave - 1];
-  return first + (double)(k / s->n_slots) * s->stay_s;
+  /* Judged by the first departure alone, a text behind a request that had
+   * followed past the bound waited a whole stay more than the budget. */
+  size_t k = ahead - free_now - 1 + (v->over_rows + beams - 1) / beams;
+  if (!v->n_slots || !v->n_leave) return v->drain_per_s > 0 ? (double)(k + 1) / v->drain_per_s : 0;
+  size_t slot = k % v->n_slots;
+  double first = v->leave_s[slot < v->n_leave ? slot : v->n_leave - 1];
+  return first + (double)(k / v->n_slots) * v->stay_s;
 }
 
 /* Under s->mu: how long a text may wait to start (0: no bound). A queue
@@ -397,7 +390,7 @@ static double expected_wait(const struct sched *s, const struct sched_job *j, si
  * a burst still gets the whole budget instead of refusals. */
 static double wait_budget(const struct sched *s) {
   double b = s->p.max_queue_wait_ms > 0 ? s->p.max_queue_wait_ms * 1e-3
-             : s->p.max_queue_wait_stays > 0 ? s->p.max_queue_wait_stays * s->stay_s : 0;
+             : s->p.max_queue_wait_stays > 0 ? s->p.max_queue_wait_stays * s->view.stay_s : 0;
   return s->standing ? b / 4 : b;
 }
 
@@ -581,15 +574,23 @@ static double expected_turns(const struct sched *s, const tolk_generate_params *
   return s->turns_per_sentence > 0 && s->turns_per_sentence < turns ? s->turns_per_sentence : turns;
 }
 
+/* Under s->mu: the rows a batch of `rows` with room for `cap` has free,
+ * or holds past it. */
+static void publish_rows(struct sched *s, size_t cap, size_t rows) {
+  s->view.free_rows = cap > rows ? cap - rows : 0;
+  s->view.over_rows = rows > cap ? rows - cap : 0;
+}
+
 /* Under s->mu: a departure in `after` seconds into the sorted leave_s,
  * which keeps the soonest SCHED_LEAVE_TABLE. */
 static void leave_insert(struct sched *s, double after) {
+  struct sched_view *v = &s->view;
   size_t i;
-  if (s->n_leave < SCHED_LEAVE_TABLE) i = s->n_leave++;
-  else if (after < s->leave_s[SCHED_LEAVE_TABLE - 1]) i = SCHED_LEAVE_TABLE - 1;
+  if (v->n_leave < SCHED_LEAVE_TABLE) i = v->n_leave++;
+  else if (after < v->leave_s[SCHED_LEAVE_TABLE - 1]) i = SCHED_LEAVE_TABLE - 1;
   else return;
-  for (; i > 0 && s->leave_s[i - 1] > after; i--) s->leave_s[i] = s->leave_s[i - 1];
-  s->leave_s[i] = after;
+  for (; i > 0 && v->leave_s[i - 1] > after; i--) v->leave_s[i] = v->leave_s[i - 1];
+  v->leave_s[i] = after;
 }
 
 /* Under s->mu: takes from the queue's head what the batch can take, in
@@ -611,12 +612,11 @@ static size_t pop_admissions(struct sched *s, struct sentence **out, size_t max)
     s->queued--;
     if (s->turn_s > 0) {
       leave_insert(s, expected_turns(s, &x->job->gp) * s->turn_s);
-      s->n_slots++;
+      s->view.n_slots++;
     }
   }
   if (n) {
-    size_t c = batch_cap(s, len, false);
-    s->free_rows = c > rows ? c - rows : 0;
+    publish_rows(s, batch_cap(s, len, false), rows);
     s->idle = false;
   }
   return n;
@@ -776,10 +776,10 @@ static bool step(struct sched *s) {
 static void estimate_drain(struct sched *s, int64_t turn_ns) {
   if (s->p.max_step_growth > 0) s->grown_rows = sched_steps_bound(&s->steps, s->p.max_step_growth);
   size_t sentences = mt_batcher_sentences(s->batch), rows = mt_batcher_rows(s->batch);
-  size_t cap = batch_cap(s, mt_batcher_source_len(s->batch), false);
-  s->free_rows = cap > rows ? cap - rows : 0;
+  publish_rows(s, batch_cap(s, mt_batcher_source_len(s->batch), false), rows);
   s->idle = sentences == 0;
-  s->n_leave = s->n_slots = 0;
+  struct sched_view *v = &s->view;
+  v->n_leave = v->n_slots = 0;
   if (!sentences || turn_ns <= 0) return;
   double t = (double)turn_ns * 1e-9, mean = 0;
   s->turn_s = s->turn_s > 0 ? 0.8 * s->turn_s + 0.2 * t : t;
@@ -790,12 +790,12 @@ static void estimate_drain(struct sched *s, int64_t turn_ns) {
     mean += turns;
   }
   qsort(s->remaining, s->n_running, sizeof *s->remaining, cmp_double);
-  s->n_leave = s->n_running < SCHED_LEAVE_TABLE ? s->n_running : SCHED_LEAVE_TABLE;
-  memcpy(s->leave_s, s->remaining, s->n_leave * sizeof *s->leave_s);
+  v->n_leave = s->n_running < SCHED_LEAVE_TABLE ? s->n_running : SCHED_LEAVE_TABLE;
+  memcpy(v->leave_s, s->remaining, v->n_leave * sizeof *v->leave_s);
   mean = s->n_running ? mean / (double)s->n_running : 1;
-  s->n_slots = s->n_running;
-  s->stay_s = mean * s->turn_s;
-  s->drain_per_s = (double)sentences / s->stay_s;
+  v->n_slots = s->n_running;
+  v->stay_s = mean * s->turn_s;
+  v->drain_per_s = (double)sentences / v->stay_s;
 }
 
 /* Under s->mu, after a turn: once a stay has passed, whether the wait
@@ -812,7 +812,7 @@ static void estimate_drain(struct sched *s, int64_t turn_ns) {
  * load the batch serves, where a lone refusal at a moderate load would
  * quarter the budget, refuse more and keep itself standing. */
 static void judge_standing(struct sched *s, int64_t now) {
-  if ((double)(now - s->window_start_ns) * 1e-9 < s->stay_s) return;
+  if ((double)(now - s->window_start_ns) * 1e-9 < s->view.stay_s) return;
   bool turned_away = s->window_refused && s->window_refused >= s->window_admitted;
   s->standing = turned_away || (s->window_min_s >= 0 ? s->window_min_s > 2 * s->turn_s : s->standing && s->queued);
   s->window_refused = s->window_admitted = 0;

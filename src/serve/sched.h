@@ -108,6 +108,32 @@ void sched_steps_add(struct sched_steps *st, size_t rows, double seconds);
  * most rows (1 with none). */
 size_t sched_steps_bound(const struct sched_steps *st, double growth);
 
+/* What admission judges a text's wait by, published by the scheduler
+ * thread after each turn: the rows the batch could still take (free_rows)
+ * or holds past its bound (over_rows: a request's sentences that followed
+ * past it); its running sentences (n_slots) and in how many seconds they
+ * are expected to leave, soonest first (the first n_leave of them); how
+ * long a sentence stays (stay_s); and the rate sentences leave at (the
+ * last busy batch's when idle; 0: no batch has run yet), for an empty
+ * batch. Past the SCHED_LEAVE_TABLE-th soonest, a departure is taken to
+ * be that one's. */
+#define SCHED_LEAVE_TABLE 64
+
+struct sched_view {
+  size_t free_rows, over_rows, n_slots, n_leave;
+  double leave_s[SCHED_LEAVE_TABLE];
+  double stay_s, drain_per_s;
+};
+
+/* In how many seconds the last of `ahead` sentences of `beams` rows each
+ * (those queued and the text judged) is expected to start. They take the
+ * free rows first; then each the place of the next running sentence to
+ * leave, once the departures that only bring the batch back to its bound
+ * (over_rows) have passed; and once every running one has been replaced,
+ * the place of its replacement a stay later: the k-th waits for departure
+ * k mod slots of round k / slots. */
+double sched_view_wait(const struct sched_view *v, size_t ahead, size_t beams);
+
 /* Per text. Zero fields take the model's defaults. */
 struct sched_text_params {
   const char *tag;       /* target-language tag (">>cmn_Hans<<"), or NULL */
