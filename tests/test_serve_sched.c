@@ -276,6 +276,43 @@ static void wait_budget(const tolk_translator *tr, int ms, double stays) {
   free(text);
 }
 
+/* Overload is judged standing as soon as the budget has refused as many
+ * texts as were admitted and as the batch has sentences, not a stay later:
+ * with one row and a sentence of 500 tokens in it (a stay of 500 turns),
+ * a text that would wait for it is refused at the whole budget, and the
+ * next, a few turns later, at the quartered one. */
+static void standing_at_onset(const tolk_translator *tr) {
+  struct sched_params sp = sched_default_params();
+  sp.max_batch_rows = 1;
+  sp.max_queue_wait_stays = 0.5;
+  struct sched *s;
+  tolk_error err;
+  CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_OK);
+  struct probe p;
+  probe_init(&p);
+  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 500, .min_new_tokens = 500};
+  struct sched_job *longj, *j;
+  CHECK(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &longj, &err) == TOLK_OK);
+  while (!sched_live_rows(s)) sched_yield();
+  struct timespec turns = {0, 5 * 1000000L}, settle = {0, 10 * 1000000L}; /* a few turns, far from 500 */
+  nanosleep(&settle, NULL); /* the estimate is published after the turn */
+  tp.max_new_tokens = tp.min_new_tokens = 30;
+  CHECK_MSG(sched_submit(s, "Close it now.", 13, &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && !j,
+            "a text that would wait for 500 turns was taken");
+  CHECK_MSG(!strstr(err.message, "stands"), "standing before any refusal: %s", err.message);
+  nanosleep(&turns, NULL);
+  CHECK_MSG(sched_submit(s, "Close it now.", 13, &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && !j,
+            "a text that would wait for 500 turns was taken");
+  CHECK_MSG(strstr(err.message, "while the queue stands"), "not standing after the batch's worth of refusals: %s",
+            err.message);
+  CHECK_MSG(sched_live_rows(s) == 1, "the long sentence ended early");
+  sched_cancel(longj);
+  probe_wait(&p, 1);
+  sched_job_release(longj);
+  probe_free(&p);
+  sched_free(s);
+}
+
 /* A beam wider than --max-batch-rows: such a sentence only ever runs
  * alone, and an idle scheduler takes it however long the last one took
  * (it was refused with 503 once any had run: no row of the bound was free). */
@@ -554,6 +591,7 @@ int main(void) {
   step_growth(tr);
   beam_wider_than_rows(tr);
   whole_text_wait(tr);
+  standing_at_onset(tr);
   char *text = metrics_render(root, NULL);
   CHECK(text && strstr(text, "tolk_sentences_total{slot=\"0\",model=\"tiny\"} 4\n"));
   CHECK(text && strstr(text, "tolk_queue_rejected_texts_total{slot=\"0\",model=\"tiny\"} 1\n"));

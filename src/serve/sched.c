@@ -131,7 +131,8 @@ struct sched {
   bool idle;
   /* Whether the queue stands: over the last stay the wait budget refused
    * at least as many texts as were admitted, or every sentence admitted
-   * had waited more than two turns. A burst leaves some sentence that
+   * had waited more than two turns (judge_standing; the refusals stand it
+   * within the stay too). A burst leaves some sentence that
    * found a free row; overload does not, and then the wait budget is
    * quartered (wait_budget). */
   bool standing;
@@ -810,10 +811,17 @@ static void estimate_drain(struct sched *s, int64_t turn_ns) {
  * admitted waits of the whole budget again. As many as were admitted, not
  * any: in a stay each row takes about one sentence, so that is twice the
  * load the batch serves, where a lone refusal at a moderate load would
- * quarter the budget, refuse more and keep itself standing. */
+ * quarter the budget, refuse more and keep itself standing. Within the
+ * stay, refusals as many as were admitted and as the batch has sentences
+ * already stand it: at the onset of overload the stay's first sentences
+ * were otherwise admitted at the whole budget, and their waits made the
+ * tail of the run. */
 static void judge_standing(struct sched *s, int64_t now) {
-  if ((double)(now - s->window_start_ns) * 1e-9 < s->view.stay_s) return;
   bool turned_away = s->window_refused && s->window_refused >= s->window_admitted;
+  if ((double)(now - s->window_start_ns) * 1e-9 < s->view.stay_s) {
+    if (turned_away && s->window_refused >= s->view.n_slots) s->standing = true;
+    return;
+  }
   s->standing = turned_away || (s->window_min_s >= 0 ? s->window_min_s > 2 * s->turn_s : s->standing && s->queued);
   s->window_refused = s->window_admitted = 0;
   s->window_min_s = -1;
