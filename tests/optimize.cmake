@@ -11,7 +11,7 @@ foreach(case golden-encoder_model golden-decoder_model golden-decoder_with_past_
   set_tests_properties(optimize_${case} PROPERTIES LABELS unit)
 endforeach()
 
-foreach(case marian gelu fastgelu gemm layernorm shapes limits skiplayernorm layout)
+foreach(case marian gelu fastgelu gemm layernorm shapes limits skiplayernorm layout mmifloat)
   add_test(NAME optimize_ort_${case}
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/ort_python.sh ${PROJECT_SOURCE_DIR} optimize.py $<TARGET_FILE:tolk> ${case}
                    $<TARGET_FILE:conformance>)

@@ -41,6 +41,10 @@ fastgelu: GELU's tanh form as HF's gelu_new (Pow), torch.onnx (x·x·x, the 0.5 
 gemm: MatMul + Add of a 2-D A becomes Gemm at basic for a bias [n], [1, n] (added first) and [m, n], a
   B that is a graph input and an A that a Gemm of the model computes; a 3-D A, a bias broadcasting to 3-D and a scalar bias stay; same outputs
   in ORT, tolk's bit-identical to the unfused graph's (k = 300, past one block of the GEMM kernel's k).
+mmifloat: quantize_dynamic's MatMulInteger -> Cast -> Mul(Mul(y_scale, W_scale)) [-> Add bias] becomes
+  MatMulIntegerToFloat at extended (per tensor and per column, either operand order, with and without the
+  bias), a chain whose Cast is a graph output and one with no W scale stay; every chain of marian-tiny's
+  quantized encoder and merged decoder (its If branches) is fused; same outputs in ORT, tolk's bit-identical.
 """
 import collections
 import os
@@ -711,6 +715,79 @@ def gemm(tolk, tmp, conformance):
     print(f"ok: gemm at basic: {after}, tolk bit-identical")
 
 
+def mmi_model(path):
+    """quantize_dynamic's chains after DynamicQuantizeLinear(x), x [2, 3, 8]: (1) MatMulInteger(y, W1 int8,
+    y_zp) -> Cast -> Mul(·, Mul(y_scale, s1)) -> Add(b1), s1 one value; (2) uint8 W2 with a zero point per
+    column, Mul(Mul(s2, y_scale), ·) with s2 per column, no bias; (3) as (1) with the Cast's output a graph
+    output too, and (4) Mul(Cast(q), y_scale) with no W scale: neither is fused."""
+    rng = np.random.default_rng(12)
+    a = lambda name, v, t: numpy_helper.from_array(np.array(v, dtype=t), name)
+    # int8 weights within ±64: ORT's AVX2 u8·s8 kernel sums pairs in int16 and saturates past 32767 (hence
+    # its reduce_range advice), so full-range weights would test ORT's rounding, not the fusion.
+    inits = [a(f"W{i}", rng.integers(-64, 65, (8, 16)), np.int8) for i in (1, 3, 4)]
+    inits += [a("W2", rng.integers(0, 256, (8, 16)), np.uint8),
+             a("W2_zp", rng.integers(100, 156, 16), np.uint8), a("s1", 0.02, np.float32),
+             a("s2", rng.uniform(0.01, 0.03, 16), np.float32), a("b1", rng.standard_normal(16), np.float32)]
+    n = helper.make_node
+    nodes = [n("DynamicQuantizeLinear", ["x"], ["y", "ys", "yz"])]
+    for i, w, zp in [(1, "W1", []), (2, "W2", ["W2_zp"]), (3, "W3", []), (4, "W4", [])]:
+        nodes.append(n("MatMulInteger", ["y", w, "yz"] + zp, [f"q{i}"]))
+        nodes.append(n("Cast", [f"q{i}"], [f"c{i}"], to=TensorProto.FLOAT))
+    nodes += [n("Mul", ["ys", "s1"], ["k1"]), n("Mul", ["c1", "k1"], ["m1"]), n("Add", ["m1", "b1"], ["o1"]),
+              n("Mul", ["s2", "ys"], ["k2"]), n("Mul", ["k2", "c2"], ["o2"]),
+              n("Mul", ["s1", "ys"], ["k3"]), n("Mul", ["c3", "k3"], ["m3"]), n("Add", ["b1", "m3"], ["o3"]),
+              n("Mul", ["c4", "ys"], ["o4"])]
+    f = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 3, 16])
+    save_model(path, nodes, "mmi", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])],
+               [f("o1"), f("o2"), f("o3"), f("o4"), f("c3")], inits)
+
+
+def tolk_same_bits(tolk, a, b, feed, tmp, what):
+    x, y = tolk_outputs(tolk, a, feed, tmp), tolk_outputs(tolk, b, feed, tmp)
+    if sorted(x) != sorted(y) or not all(np.array_equal(x[k], y[k]) for k in x):
+        fail(f"{what}: tolk's outputs of the fused graph are not the unfused graph's bit for bit")
+
+
+def mmifloat(tolk, fixtures, tmp, conformance):
+    src = os.path.join(tmp, "mmi.onnx")
+    mmi_model(src)
+    for level, want in [("basic", 0), ("extended", 2)]:
+        dst = os.path.join(tmp, f"mmi.{level}.onnx")
+        out = optimized(tolk, src, dst, level, tolk_too=True)
+        after = ops(dst)
+        if after["com.microsoft:MatMulIntegerToFloat"] != want or after["MatMulInteger"] != 4 - want:
+            fail(f"mmi at {level}: {dict(after)}, wanted {want} MatMulIntegerToFloat")
+        fused = {x.output[0]: list(x.input) for x in out.graph.node if x.op_type == "MatMulIntegerToFloat"}
+        if want and fused != {"o1": ["y", "W1", "ys", "s1", "yz", "", "b1"],
+                              "o2": ["y", "W2", "ys", "s2", "yz", "W2_zp"]}:
+            fail(f"mmi at {level}: fused nodes {fused}")
+        same_outputs(src, dst, f"mmi at {level}")
+        sess = session(src)
+        feed = feeds(sess, np.random.default_rng(13))
+        tolk_agrees(conformance, tmp, [src, dst], feed,
+                    [(o.name, v) for o, v in zip(sess.get_outputs(), sess.run(None, feed))], f"mmi {level}")
+        tolk_same_bits(tolk, src, dst, feed, tmp, f"mmi at {level}")
+        print(f"ok: mmi at {level}: {dict(after)}, tolk bit-identical")
+    # The quantized Marian graphs, the merged decoder's If branches too: every product's chain fused.
+    for g in ["encoder_model_quantized", "decoder_model_merged_quantized"]:
+        src = os.path.join(fixtures, "marian-tiny", g + ".onnx")
+        dst = os.path.join(tmp, g + ".extended.onnx")
+        optimized(tolk, src, dst, "extended", tolk_too=True)
+        before, after = ops(src), ops(dst)
+        if not before["MatMulInteger"] or after["MatMulInteger"] or \
+                after["com.microsoft:MatMulIntegerToFloat"] != before["MatMulInteger"]:
+            fail(f"{g}: MatMulInteger {before['MatMulInteger']} -> {after['MatMulInteger']}, "
+                 f"MatMulIntegerToFloat {after['com.microsoft:MatMulIntegerToFloat']}")
+        same_outputs(src, dst, g)
+        sess = session(src)
+        for k in range(2):
+            feed = feeds(sess, np.random.default_rng(14 + k))
+            if "use_cache_branch" in feed:
+                feed["use_cache_branch"] = np.array([k == 1])
+            tolk_same_bits(tolk, src, dst, feed, tmp, g)
+        print(f"ok: {g}: {before['MatMulInteger']} chains -> MatMulIntegerToFloat, tolk bit-identical")
+
+
 def main():
     tolk, fixtures, case = sys.argv[1:4]
     conformance = sys.argv[4] if len(sys.argv) > 4 else None
@@ -734,6 +811,8 @@ def main():
             fastgelu(tolk, tmp, conformance)
         elif case == "gemm":
             gemm(tolk, tmp, conformance)
+        elif case == "mmifloat":
+            mmifloat(tolk, fixtures, tmp, conformance)
         else:
             fail("unknown case " + case)
 

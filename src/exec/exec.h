@@ -340,7 +340,9 @@ struct tolk_tensor {
  * with kernels of their own. The model is borrowed. */
 /* The graph rewrites of tolk_model_optimize (optimize.c) on m's main
  * graph, in place, at `level` (BASIC, EXTENDED or ALL); constant folding
- * through a session only with `fold` (a session folds at creation anyway).
+ * through a session, and the fusions only a written model needs
+ * (MatMulIntegerToFloat), only with `fold` (a session does both its own
+ * way at creation).
  * With `keep_cache` (a session keeping its key/value cache in place) the
  * decoder's cache Concat(past, new) -> present and what reads it stay as
  * written, for src/exec/kv.c to rewire. Each pass is reported to `report`

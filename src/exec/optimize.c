@@ -110,6 +110,10 @@ struct pass {
   const char *name;
   pass_fn fn;          /* NULL: constant folding (fold_pass) */
   tolk_opt_level from; /* the lowest level running it */
+  /* Only for a written model, as constant folding: a session runs the
+   * chain fused its own way (src/exec/fuse_mmi.c), per row too
+   * (quant_rows.c), which this fusion would hide from it. */
+  bool written;
 };
 
 static const struct pass passes[] = {
@@ -128,6 +132,7 @@ static const struct pass passes[] = {
     {"FastGelu fusion", ir_pass_fast_gelu, TOLK_OPT_EXTENDED},
     {"FusedMatMul fusion", ir_pass_fused_matmul, TOLK_OPT_EXTENDED},
     {"SkipLayerNormalization fusion", ir_pass_skip_layernorm, TOLK_OPT_EXTENDED},
+    {"MatMulIntegerToFloat fusion", ir_pass_matmul_integer_to_float, TOLK_OPT_EXTENDED, true},
     {"dead nodes", ir_pass_dce, TOLK_OPT_EXTENDED},
     {"attention fusion", ir_pass_attention, TOLK_OPT_ALL},
     /* The attention fusion's lengths without a past, Shape(keys' input,
@@ -165,11 +170,11 @@ static void tell(const struct octx *c, const char *name, size_t before, int n) {
 }
 
 /* Runs the passes of `level` over every graph, in place; constant folding
- * only when `fold`. */
+ * and the passes for written models only when `fold`. */
 static tolk_status run_passes(struct octx *c, tolk_opt_level level, bool fold) {
   for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
     const struct pass *p = &passes[i];
-    if (rank_of(p->from) > rank_of(level) || (!p->fn && !fold)) continue;
+    if (rank_of(p->from) > rank_of(level) || ((!p->fn || p->written) && !fold)) continue;
     size_t before = live_nodes(c);
     tolk_status st = TOLK_OK;
     int n = 0;

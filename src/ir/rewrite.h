@@ -204,6 +204,12 @@ int ir_pass_gemm(struct ir_rw *rw);
  * same 3-D shape; the bias is a 1-D constant Add before the residual one. */
 int ir_pass_skip_layernorm(struct ir_rw *rw);
 
+/* Cast(MatMulInteger(y, W, ...), float) · Mul(y_scale, W_scale) [+ bias],
+ * quantize_dynamic's chain, -> com.microsoft MatMulIntegerToFloat
+ * (fuse_quant.c), with W, W_scale and the bias constants and y_scale a
+ * DynamicQuantizeLinear's. */
+int ir_pass_matmul_integer_to_float(struct ir_rw *rw);
+
 /* Layout ops that cancel (fuse_layout.c), at the basic level: Transpose of
  * a Transpose -> one Transpose of the composed perm, or none when it is
  * the identity; Reshape of a Reshape -> one Reshape (when the outer shape
