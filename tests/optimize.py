@@ -482,6 +482,13 @@ def tolk_outputs(tolk, path, feed, tmp):
     return {f[:-4]: np.load(os.path.join(d, f)) for f in os.listdir(d) if not f.endswith(".in.npy")}
 
 
+def tolk_same_bits(tolk, a, b, feed, tmp, what):
+    """tolk run gives the graphs at a and b the same outputs on feed, bit for bit."""
+    x, y = tolk_outputs(tolk, a, feed, tmp), tolk_outputs(tolk, b, feed, tmp)
+    if sorted(x) != sorted(y) or not all(np.array_equal(x[k], y[k]) for k in x):
+        fail(f"{what}: tolk's outputs of the fused graph are not the unfused graph's bit for bit")
+
+
 def tolk_check(tolk, path):
     r = subprocess.run([tolk, "check", "-q", path], capture_output=True, text=True)
     if r.returncode:
@@ -586,9 +593,7 @@ def skiplayernorm(tolk, tmp, conformance):
                     [(o.name, v) for o, v in zip(sess.get_outputs(), sess.run(None, feed))], f"skip {level}")
         # The fused kernel adds in the graph's order and normalises with LayerNormalization's own
         # rows: tolk's outputs are the unfused graph's bit for bit.
-        a, b = tolk_outputs(tolk, src, feed, tmp), tolk_outputs(tolk, dst, feed, tmp)
-        if sorted(a) != sorted(b) or not all(np.array_equal(a[k], b[k]) for k in a):
-            fail(f"skip at {level}: tolk's outputs of the fused graph are not the unfused graph's bit for bit")
+        tolk_same_bits(tolk, src, dst, feed, tmp, f"skip at {level}")
         print(f"ok: skip at {level}: {dict(after)}, tolk bit-identical")
 
 
@@ -709,9 +714,7 @@ def gemm(tolk, tmp, conformance):
     tolk_agrees(conformance, tmp, [src, dst], feed,
                 [(o.name, v) for o, v in zip(sess.get_outputs(), sess.run(None, feed))], "gemm basic")
     # tolk's Gemm adds C after the whole product, as Add does after MatMul: the same bits.
-    a, b = tolk_outputs(tolk, src, feed, tmp), tolk_outputs(tolk, dst, feed, tmp)
-    if sorted(a) != sorted(b) or not all(np.array_equal(a[k], b[k]) for k in a):
-        fail("gemm at basic: tolk's outputs of the fused graph are not the unfused graph's bit for bit")
+    tolk_same_bits(tolk, src, dst, feed, tmp, "gemm at basic")
     print(f"ok: gemm at basic: {after}, tolk bit-identical")
 
 
@@ -740,12 +743,6 @@ def mmi_model(path):
     f = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [2, 3, 16])
     save_model(path, nodes, "mmi", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8])],
                [f("o1"), f("o2"), f("o3"), f("o4"), f("c3")], inits)
-
-
-def tolk_same_bits(tolk, a, b, feed, tmp, what):
-    x, y = tolk_outputs(tolk, a, feed, tmp), tolk_outputs(tolk, b, feed, tmp)
-    if sorted(x) != sorted(y) or not all(np.array_equal(x[k], y[k]) for k in x):
-        fail(f"{what}: tolk's outputs of the fused graph are not the unfused graph's bit for bit")
 
 
 def mmifloat(tolk, fixtures, tmp, conformance):

@@ -276,6 +276,31 @@ static void wait_budget(const tolk_translator *tr, int ms, double stays) {
   free(text);
 }
 
+/* A scheduler with params sp and one sentence of 500 tokens running alone
+ * in it (*longj), the estimate of its first turns published. */
+static struct sched *with_long_sentence(const tolk_translator *tr, const struct sched_params *sp, struct probe *p,
+                                        struct sched_job **longj) {
+  struct sched *s;
+  tolk_error err;
+  CHECK(sched_create(tr, sp, NULL, &s, &err) == TOLK_OK);
+  probe_init(p);
+  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 500, .min_new_tokens = 500};
+  CHECK(sched_submit(s, "Open the file.", 14, &tp, &cbs, p, longj, &err) == TOLK_OK);
+  while (!sched_live_rows(s)) sched_yield();
+  struct timespec settle = {0, 20 * 1000000L}; /* the estimate is published after the turn */
+  nanosleep(&settle, NULL);
+  return s;
+}
+
+/* Cancels the long sentence (its done() the dones-th) and ends s. */
+static void end_long_sentence(struct sched *s, struct probe *p, struct sched_job *longj, int dones) {
+  sched_cancel(longj);
+  probe_wait(p, dones);
+  sched_job_release(longj);
+  probe_free(p);
+  sched_free(s);
+}
+
 /* Overload is judged standing as soon as the budget has refused as many
  * texts as were admitted and as the batch has sentences, not a stay later:
  * with one row and a sentence of 500 tokens in it (a stay of 500 turns),
@@ -285,18 +310,12 @@ static void standing_at_onset(const tolk_translator *tr) {
   struct sched_params sp = sched_default_params();
   sp.max_batch_rows = 1;
   sp.max_queue_wait_stays = 0.5;
-  struct sched *s;
-  tolk_error err;
-  CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_OK);
   struct probe p;
-  probe_init(&p);
-  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 500, .min_new_tokens = 500};
   struct sched_job *longj, *j;
-  CHECK(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &longj, &err) == TOLK_OK);
-  while (!sched_live_rows(s)) sched_yield();
-  struct timespec turns = {0, 5 * 1000000L}, settle = {0, 10 * 1000000L}; /* a few turns, far from 500 */
-  nanosleep(&settle, NULL); /* the estimate is published after the turn */
-  tp.max_new_tokens = tp.min_new_tokens = 30;
+  struct sched *s = with_long_sentence(tr, &sp, &p, &longj);
+  tolk_error err;
+  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 30, .min_new_tokens = 30};
+  struct timespec turns = {0, 5 * 1000000L}; /* a few turns, far from 500 */
   CHECK_MSG(sched_submit(s, "Close it now.", 13, &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && !j,
             "a text that would wait for 500 turns was taken");
   CHECK_MSG(!strstr(err.message, "stands"), "standing before any refusal: %s", err.message);
@@ -306,11 +325,7 @@ static void standing_at_onset(const tolk_translator *tr) {
   CHECK_MSG(strstr(err.message, "while the queue stands"), "not standing after the batch's worth of refusals: %s",
             err.message);
   CHECK_MSG(sched_live_rows(s) == 1, "the long sentence ended early");
-  sched_cancel(longj);
-  probe_wait(&p, 1);
-  sched_job_release(longj);
-  probe_free(&p);
-  sched_free(s);
+  end_long_sentence(s, &p, longj, 1);
 }
 
 /* A beam wider than --max-batch-rows: such a sentence only ever runs
@@ -497,19 +512,13 @@ static void whole_text_wait(const tolk_translator *tr) {
   struct sched_params sp = sched_default_params();
   sp.max_batch_rows = 2;
   sp.max_queue_wait_ms = 1;
-  struct sched *s;
-  tolk_error err;
-  CHECK(sched_create(tr, &sp, NULL, &s, &err) == TOLK_OK);
   struct probe p;
-  probe_init(&p);
-  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 500, .min_new_tokens = 500};
   struct sched_job *longj, *j;
-  CHECK(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &longj, &err) == TOLK_OK);
-  while (!sched_live_rows(s)) sched_yield();
-  struct timespec settle = {0, 20 * 1000000L}; /* the estimate is published after the turn */
-  nanosleep(&settle, NULL);
+  struct sched *s = with_long_sentence(tr, &sp, &p, &longj);
+  tolk_error err;
   CHECK_MSG(sched_live_rows(s) == 1, "the long sentence ended early: %zu rows", sched_live_rows(s));
-  tp.max_new_tokens = tp.min_new_tokens = 40; /* enough turns for the rows to be seen */
+  /* enough turns for the rows to be seen */
+  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 40, .min_new_tokens = 40};
   const char *four = "Open the file. Close it now. Save the text. Read it again.";
   CHECK_MSG(sched_submit(s, four, strlen(four), &tp, &cbs, &p, &j, &err) == TOLK_ERR_LIMIT && !j,
             "a text of four sentences was taken with one row free");
@@ -554,11 +563,7 @@ static void whole_text_wait(const tolk_translator *tr) {
   CHECK_MSG(sched_submit(s, "Open the file.", 14, &tp, &cbs, &p, &j, &err) == TOLK_OK, "%s", err.message);
   probe_wait(&p, 5);
   sched_job_release(j);
-  sched_cancel(longj);
-  probe_wait(&p, 6);
-  sched_job_release(longj);
-  probe_free(&p);
-  sched_free(s);
+  end_long_sentence(s, &p, longj, 6);
 }
 
 int main(void) {

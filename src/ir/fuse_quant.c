@@ -23,7 +23,7 @@
 #include "rewrite.h"
 
 struct mmif {
-  struct ir_node *mmi, *cast, *mul, *scale_mul, *add;
+  struct ir_node *cast, *mul, *scale_mul, *add;
   struct ir_value *a_scale, *b_scale, *bias;
 };
 
@@ -66,7 +66,7 @@ static void bias_of(const struct ir_rw *rw, struct mmif *f, int64_t n) {
 }
 
 static bool mmi_float_at(struct ir_rw *rw, struct ir_node *q) {
-  struct mmif f = {.mmi = q};
+  struct mmif f = {0};
   if (!ir_is_op(q, "MatMulInteger") || q->n_inputs < 2 || q->n_inputs > 4 || !q->inputs[0] || q->n_outputs != 1 ||
       !q->outputs[0])
     return false;
