@@ -408,6 +408,10 @@ tolk_status exec_plan_begin(struct exec_run *r);
 /* Called at the end: publishes a recorded plan when the run succeeded. */
 void exec_plan_end(struct exec_run *r, bool ok);
 void exec_plan_free(struct plan *p);
+/* The arena layout of n recorded buffers: off[i] for each, *total the
+ * arena's size; no two buffers live at the same tick share a byte. False
+ * when out of memory. */
+bool exec_plan_place(const struct rec_alloc *recs, uint32_t n, uint64_t *off, uint64_t *total);
 /* run.c */
 void exec_run_free(struct exec_run *r);
 /* A non-NULL, 64-byte aligned address for zero-byte buffers. */
