@@ -28,6 +28,7 @@ struct form {
   bool swap;        /* the scale Mul as Mul(Wscale, ys), the output Mul as Mul(s, qf) */
   int bias;         /* 0 none, 1 Add(bias, out), 2 Add(out, bias) */
   bool cast_output; /* the Cast's result is a graph output too: not fused */
+  bool shared_bias; /* the bias through an Identity, as exporters share equal initializers */
 };
 
 static struct ir_model *chain_model(const struct form *f, int rank) {
@@ -50,7 +51,11 @@ static struct ir_model *chain_model(const struct form *f, int rank) {
     tb_node(m, g, "Mul", "", "scales", f->swap ? "W_scale,ys" : "ys,W_scale", "s");
     tb_node(m, g, "Mul", "", "dequant", f->swap ? "s,qf" : "qf,s", deq_out);
   }
-  if (f->bias) tb_node(m, g, "Add", "", "bias_add", f->bias == 1 ? "bias,deq" : "deq,bias", "out");
+  if (f->shared_bias) tb_node(m, g, "Identity", "", "share", "bias", "bias_shared");
+  const char *b = f->shared_bias ? "bias_shared" : "bias";
+  char add_in[32];
+  snprintf(add_in, sizeof add_in, f->bias == 1 ? "%s,deq" : "deq,%s", b);
+  if (f->bias) tb_node(m, g, "Add", "", "bias_add", add_in, "out");
   tb_output(g, "out");
   if (f->cast_output) tb_output(g, "qf");
   return m;
@@ -100,9 +105,10 @@ static void check_form(const struct form *f, int rank, bool rows) {
   CHECK_MSG(a && b && !memcmp(tolk_tensor_data(a), tolk_tensor_data(b), tolk_tensor_nbytes(a)),
             "form per_col=%d no_wscale=%d swap=%d bias=%d cast_output=%d, rank %d, rows %d: outputs differ",
             f->per_col, f->no_wscale, f->swap, f->bias, f->cast_output, rank, rows);
-  /* The chain MatMulInteger, Cast, [scale Mul,] Mul, [Add] becomes one node. */
+  /* The chain MatMulInteger, Cast, [scale Mul,] Mul, [Add] becomes one node;
+   * a shared bias's Identity is folded. */
   uint32_t chain = 3 + !f->no_wscale + (f->bias != 0);
-  uint32_t want = f->cast_output ? na : na - (chain - 1);
+  uint32_t want = (f->cast_output ? na : na - (chain - 1)) - f->shared_bias;
   CHECK_MSG(nb == want, "form bias=%d cast_output=%d: %u nodes run, expected %u (as written: %u)", f->bias,
             f->cast_output, nb, want, na);
   tolk_tensor_free(a), tolk_tensor_free(b);
@@ -129,6 +135,7 @@ int main(void) {
       {.no_wscale = true, .bias = 2},
       {.no_wscale = true, .swap = true},
       {.per_col = true, .bias = 1, .cast_output = true},
+      {.per_col = true, .bias = 2, .shared_bias = true},
   };
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
     for (int rank = 2; rank <= 3; rank++)
