@@ -14,13 +14,15 @@
  * (the edge tiles use masked stores), and beta = 0 must ignore NaNs in C.
  *
  * B packed as 8-bit codes (kern_sgemm_pack_b_q8) must give C bit for bit as
- * B packed from the dequantized floats does, on every path.
+ * B packed from the dequantized floats does, on every path; B packed as
+ * bfloat16 (kern_sgemm_pack_b_bf16) as B packed from the rounded floats.
  */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "core/pool.h"
 #include "kern/kern.h"
 #include "testutil.h"
@@ -184,6 +186,95 @@ static void test_q8(void) {
   }
 }
 
+/* One bf16 case: B packed as bfloat16 against kern_sgemm_pack_b of B
+ * rounded to bfloat16 (to nearest even) and back; C (with its padding) must
+ * be the same bytes. B has values whose rounding ties, and infinities, NaN
+ * stay out (NaN in B makes C NaN either way). */
+static void bf16_case(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float alpha, float beta,
+                      struct tolk_pool *pool) {
+  const int64_t lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 2, ldc = n + 1;
+  const size_t asz = (size_t)((ta ? k : m) * lda), bsz = (size_t)((tb ? n : k) * ldb), csz = (size_t)(m * ldc);
+  float *a = malloc(asz * sizeof *a), *f = malloc(bsz * sizeof *f), *fr = malloc(bsz * sizeof *fr);
+  float *c1 = malloc(csz * sizeof *c1), *c2 = malloc(csz * sizeof *c2);
+  for (size_t i = 0; i < asz; i++) a[i] = frand();
+  for (size_t i = 0; i < bsz; i++) {
+    f[i] = frand() * 3.0f;
+    if (i % 11 == 3) f[i] = 1.0f + 1.0f / 256.0f; /* halfway between two bf16: to even, down */
+    if (i % 13 == 5) f[i] = -(1.0f + 3.0f / 256.0f); /* halfway: to even, up */
+    fr[i] = tolk_bf16_to_f32(tolk_f32_to_bf16(f[i]));
+  }
+  for (size_t i = 0; i < csz; i++) c1[i] = c2[i] = frand();
+  struct kern_packed_b *pf = NULL, *ph = NULL;
+  tolk_error err = {0};
+  CHECK(kern_sgemm_pack_b(tb, k, n, fr, ldb, &pf, &err) == TOLK_OK);
+  CHECK(kern_sgemm_pack_b_bf16(tb, k, n, f, ldb, &ph, &err) == TOLK_OK);
+  CHECK(kern_packed_b_bytes(ph) * 2 == kern_packed_b_bytes(pf));
+  kern_sgemm_packed(ta, m, n, k, alpha, a, lda, pf, beta, c1, ldc, pool);
+  kern_sgemm_packed(ta, m, n, k, alpha, a, lda, ph, beta, c2, ldc, pool);
+  CHECK_MSG(memcmp(c1, c2, csz * sizeof *c1) == 0,
+            "isa %s bf16 m=%lld n=%lld k=%lld ta=%d tb=%d beta=%g: not the rounded floats' result",
+            kern_isa_name(kern_isa_active()), (long long)m, (long long)n, (long long)k, ta, tb, beta);
+  n_cases++;
+  kern_packed_b_free(pf);
+  kern_packed_b_free(ph);
+  free(a), free(f), free(fr), free(c1), free(c2);
+}
+
+/* A row alone (m = 1: several panels at a time) gives the bytes it gives
+ * among others (m > 1: the tiles, panel by panel), for a packed B of floats
+ * or bfloat16: the translator's promise that a sentence translates the same
+ * alone and in a batch rests on it. */
+static void rows_alone_case(int64_t n, int64_t k, bool bf16, float beta, struct tolk_pool *pool) {
+  enum { M = 7 };
+  const int64_t ldc = n + 3;
+  float *a = malloc((size_t)(M * k) * sizeof *a), *b = malloc((size_t)(k * n) * sizeof *b);
+  float *c_all = malloc((size_t)(M * ldc) * sizeof *c_all), *c_one = malloc((size_t)ldc * sizeof *c_one);
+  for (int64_t i = 0; i < M * k; i++) a[i] = frand();
+  for (int64_t i = 0; i < k * n; i++) b[i] = frand();
+  for (int64_t i = 0; i < M * ldc; i++) c_all[i] = frand();
+  struct kern_packed_b *pb = NULL;
+  tolk_error err = {0};
+  CHECK((bf16 ? kern_sgemm_pack_b_bf16 : kern_sgemm_pack_b)(false, k, n, b, n, &pb, &err) == TOLK_OK);
+  float *c0 = malloc((size_t)(M * ldc) * sizeof *c0);
+  memcpy(c0, c_all, (size_t)(M * ldc) * sizeof *c0);
+  kern_sgemm_packed(false, M, n, k, 1.0f, a, k, pb, beta, c_all, ldc, pool);
+  int differ = 0;
+  for (int r = 0; r < M; r++) {
+    memcpy(c_one, c0 + r * ldc, (size_t)ldc * sizeof *c_one);
+    kern_sgemm_packed(false, 1, n, k, 1.0f, a + r * k, k, pb, beta, c_one, ldc, pool);
+    differ += memcmp(c_one, c_all + r * ldc, (size_t)ldc * sizeof *c_one) != 0;
+  }
+  CHECK_MSG(differ == 0, "isa %s %s n=%lld k=%lld beta=%g: %d of %d rows differ alone", kern_isa_name(kern_isa_active()),
+            bf16 ? "bf16" : "fp32", (long long)n, (long long)k, beta, differ, M);
+  n_cases++;
+  kern_packed_b_free(pb);
+  free(a), free(b), free(c_all), free(c_one), free(c0);
+}
+
+static void test_rows_alone(void) {
+  static const int64_t ns[] = {16, 63, 64, 65, 129, 1001};
+  static const int64_t ks[] = {1, 7, 256, 600};
+  for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+      for (int f = 0; f < 4; f++) rows_alone_case(ns[ni], ks[ki], f & 1, f & 2 ? 0.5f : 0.0f, f & 1 ? pool2 : NULL);
+}
+
+static void test_bf16(void) {
+  static const int64_t ms[] = {1, 2, 6, 7, 13, 100};
+  static const int64_t ns[] = {1, 17, 33, 65};
+  static const int64_t ks[] = {1, 17, 257, 600};
+  int idx = 0;
+  for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+      for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+        for (int t = 0; t < 4; t++, idx++)
+          bf16_case(ms[mi], ns[ni], ks[ki], t & 1, t & 2, idx % 4 ? 1.0f : 0.5f, idx % 3 ? 0.0f : 1.0f,
+                    idx % 2 ? pool2 : NULL);
+  /* A decoder step's projections and LM head. */
+  bf16_case(1, 1001, 512, false, false, 1.0f, 0.0f, pool2);
+  bf16_case(16, 1001, 512, false, true, 1.0f, 0.0f, pool2);
+}
+
 static const float alphas[] = {1.0f, 0.5f, 1.0f, -1.5f};
 static const float betas[] = {0.0f, 0.0f, 1.0f, 0.25f};
 
@@ -220,6 +311,8 @@ static void test_isa(enum kern_isa isa) {
   };
   for (size_t i = 0; i < sizeof big / sizeof *big; i++) run_all_forms(&big[i]);
   test_q8();
+  test_bf16();
+  test_rows_alone();
   printf("isa %s: %d cases\n", kern_isa_name(isa), n_cases - start);
 }
 

@@ -87,6 +87,14 @@ tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const void *b,
 tolk_status kern_sgemm_pack_b_q8(bool trans_b, int64_t k, int64_t n, const void *b, int64_t ldb,
                                  bool is_signed, float scale, int32_t zp,
                                  struct kern_packed_b **out, tolk_error *err);
+/* The same for op(B) rounded to bfloat16 (B given as floats, as for
+ * kern_sgemm_pack_b), to nearest even: half the floats' memory, and
+ * kern_sgemm_packed() widens each piece of a panel as it reaches it, so C
+ * comes out bit for bit as kern_sgemm_pack_b() of the rounded matrix gives
+ * it. A is not rounded: products and sums stay fp32. For a few rows that
+ * stream B from memory (a decoder step) it halves the bytes read. */
+tolk_status kern_sgemm_pack_b_bf16(bool trans_b, int64_t k, int64_t n, const void *b, int64_t ldb,
+                                   struct kern_packed_b **out, tolk_error *err);
 /* NULL is a no-op. */
 void kern_packed_b_free(struct kern_packed_b *pb);
 /* Bytes the packed copy holds (for memory statistics). */

@@ -20,10 +20,11 @@
  * same chains, so results are the same whatever m and whichever path: a
  * row of C never depends on the other rows.
  *
- * A packed B may also hold 8-bit codes instead of floats (kern_sgemm_pack_b_q8):
- * each KC × NR piece of a panel is then dequantized into a stack buffer just
- * before the tiles read it, to the very floats a float panel of the
- * dequantized matrix holds, so the tiles and their sums are the same.
+ * A packed B may also hold 8-bit codes instead of floats (kern_sgemm_pack_b_q8),
+ * or bfloat16 (kern_sgemm_pack_b_bf16): each KC × NR piece of a panel is then
+ * widened into a stack buffer just before the tiles read it, to the very
+ * floats a float panel of the dequantized (rounded) matrix holds, so the
+ * tiles and their sums are the same.
  *
  * Threads take disjoint ranges of panels (and of row blocks when n is too
  * narrow to feed them), so they never write the same C element and results
@@ -35,6 +36,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "../core/half.h"
 #include "../core/pool.h"
 #include "sgemm_impl.h"
 
@@ -127,6 +129,7 @@ struct gemm_job {
   int64_t ldb;
   const float *packed; /* or: panel-major packed op(B) */
   const uint8_t *codes; /* or: the same as 8-bit codes (kern_sgemm_pack_b_q8) */
+  const uint16_t *bf16; /* or: as bfloat16 (kern_sgemm_pack_b_bf16) */
   bool codes_signed;
   int32_t zp;
   float scale;
@@ -221,10 +224,14 @@ static void pack_a_block(const struct gemm_job *j, float *buf, int64_t i0, int64
 }
 
 /* Rows [pc, pc + kc) of prepacked panel jp: in place, or for a panel of
- * codes dequantized into scratch (kc × NR floats). */
+ * codes or bfloat16 widened into scratch (kc × NR floats). */
 static const float *packed_panel(const struct gemm_job *j, int64_t jp, int64_t pc, int64_t kc,
                                  float *scratch) {
   const int64_t nr = j->u->nr, at = jp * j->k * nr + pc * nr;
+  if (j->bf16) {
+    j->u->bf16(j->bf16 + at, kc * nr, scratch);
+    return scratch;
+  }
   if (!j->codes) return j->packed + at;
   j->u->dq(j->codes + at, kc * nr, j->codes_signed, j->zp, j->scale, scratch);
   return scratch;
@@ -235,7 +242,7 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
                        int64_t jp1) {
   const struct sgemm_ukr *u = j->u;
   const int64_t nr = u->nr, mr = u->mr, KC = u->kc, MC = u->mc;
-  const bool packed = j->packed || j->codes;
+  const bool packed = j->packed || j->codes || j->bf16;
   _Alignas(64) float scratch[SGEMM_MAX_KC * SGEMM_MAX_NR]; /* a dequantized piece of a panel */
   assert(KC <= SGEMM_MAX_KC && MC <= SGEMM_MAX_MC && nr <= SGEMM_MAX_NR &&
          SGEMM_NC % nr == 0 && SGEMM_ROWS_NC % nr == 0 && MC % mr == 0);
@@ -245,8 +252,29 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
    * in sgemm_tmpl.h). */
   if (packed && i1 - i0 <= mr) {
     /* A decoder step: one tile height, each panel run down all of k block
-     * by block, B read once from front to back. */
-    for (int64_t jp = jp0; jp < jp1; jp++) {
+     * by block, B read once from front to back. One row of float or
+     * bfloat16 panels goes SGEMM_ROW_PANELS panels at a time (the same sums,
+     * with the FMA latency hidden); the panels left over, and codes, one by
+     * one. */
+    int64_t jp = jp0;
+    if (i1 - i0 == 1 && !j->codes) {
+      const int64_t stride = j->k * nr;
+      for (; jp + SGEMM_ROW_PANELS <= jp1; jp += SGEMM_ROW_PANELS) {
+        const int64_t last = jp + SGEMM_ROW_PANELS - 1;
+        const int64_t nr_last = j->n - last * nr < nr ? j->n - last * nr : nr;
+        for (int64_t pc = 0; pc < j->k; pc += KC) {
+          const int64_t kc = j->k - pc < KC ? j->k - pc : KC, at = jp * stride + pc * nr;
+          const float *ap = j->a + i0 * j->rs_a + pc * j->cs_a;
+          float *cp = j->c + i0 * j->ldc + jp * nr;
+          const float beta = pc == 0 ? j->beta : 1.0f;
+          if (j->bf16)
+            u->row_panels_bf16(kc, ap, j->cs_a, j->bf16 + at, stride, cp, nr_last, j->alpha, beta);
+          else
+            u->row_panels(kc, ap, j->cs_a, j->packed + at, stride, cp, nr_last, j->alpha, beta);
+        }
+      }
+    }
+    for (; jp < jp1; jp++) {
       int64_t nv = j->n - jp * nr < nr ? j->n - jp * nr : nr;
       for (int64_t pc = 0; pc < j->k; pc += KC) {
         const int64_t kc = j->k - pc < KC ? j->k - pc : KC;
@@ -411,6 +439,7 @@ struct kern_packed_b {
   int64_t k, n;
   float *data;    /* ceil(n / NR) panels of k × NR */
   uint8_t *codes; /* or the same as 8-bit codes (kern_sgemm_pack_b_q8) */
+  uint16_t *bf16; /* or as bfloat16 (kern_sgemm_pack_b_bf16) */
   bool is_signed;
   int32_t zp;
   float scale;
@@ -418,8 +447,8 @@ struct kern_packed_b {
 };
 
 /* A packed matrix of ceil(n / NR) panels of k × NR elements of elem_size
- * bytes, with its memory (*mem, not filled; the caller stores it as data
- * or codes). */
+ * bytes, with its memory (*mem, not filled; the caller stores it as data,
+ * codes or bf16). */
 static tolk_status packed_new(int64_t k, int64_t n, size_t elem_size, struct kern_packed_b **out,
                               void **mem, tolk_error *err) {
   *out = NULL;
@@ -492,6 +521,32 @@ tolk_status kern_sgemm_pack_b_q8(bool trans_b, int64_t k, int64_t n, const void 
   return TOLK_OK;
 }
 
+tolk_status kern_sgemm_pack_b_bf16(bool trans_b, int64_t k, int64_t n, const void *b, int64_t ldb,
+                                   struct kern_packed_b **out, tolk_error *err) {
+  void *mem;
+  struct kern_packed_b *pb;
+  *out = NULL;
+  tolk_status st = packed_new(k, n, sizeof(uint16_t), &pb, &mem, err);
+  if (st) return st;
+  pb->bf16 = mem;
+  const int64_t nr = pb->u->nr, panels = ceil_div(n, nr);
+  const unsigned char *bb = b; /* bytewise, as kern_sgemm_pack_b */
+  for (int64_t jp = 0; jp < panels; jp++) {
+    uint16_t *dst = pb->bf16 + jp * k * nr;
+    const int64_t j0 = jp * nr, nv = n - j0 < nr ? n - j0 : nr;
+    for (int64_t p = 0; p < k; p++) {
+      for (int64_t x = 0; x < nv; x++) {
+        float f;
+        memcpy(&f, bb + (size_t)(trans_b ? (j0 + x) * ldb + p : p * ldb + j0 + x) * sizeof f, sizeof f);
+        dst[p * nr + x] = tolk_f32_to_bf16(f);
+      }
+      for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = 0;
+    }
+  }
+  *out = pb;
+  return TOLK_OK;
+}
+
 tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const void *b,
                               int64_t ldb, struct kern_packed_b **out, tolk_error *err) {
   void *mem;
@@ -529,6 +584,7 @@ void kern_packed_b_free(struct kern_packed_b *pb) {
   if (!pb) return;
   free(pb->data);
   free(pb->codes);
+  free(pb->bf16);
   free(pb);
 }
 
@@ -549,7 +605,7 @@ void kern_sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alph
       .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta,
       .a = a, .lda = lda, .rs_a = trans_a ? 1 : lda, .cs_a = trans_a ? lda : 1,
       .packed = b->data,
-      .codes = b->codes, .codes_signed = b->is_signed, .zp = b->zp, .scale = b->scale,
+      .codes = b->codes, .bf16 = b->bf16, .codes_signed = b->is_signed, .zp = b->zp, .scale = b->scale,
       .c = c, .ldc = ldc,
   };
   gemm_run(&j, pool);

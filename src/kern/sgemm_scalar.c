@@ -26,6 +26,16 @@ static inline V v_from_u8(const uint8_t *p) { return (V){p[0], p[1], p[2], p[3]}
 static inline V v_from_s8(const uint8_t *p) {
   return (V){(int8_t)p[0], (int8_t)p[1], (int8_t)p[2], (int8_t)p[3]};
 }
+static inline V v_from_bf16(const uint16_t *p) {
+  V v;
+  for (int i = 0; i < 4; i++) {
+    uint32_t bits = (uint32_t)p[i] << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    v[i] = f;
+  }
+  return v;
+}
 static inline V v_load_n(const float *p, int64_t n) {
   V v = v_zero();
   for (int64_t i = 0; i < n; i++) v[i] = p[i];

@@ -12,10 +12,10 @@
  *                         struct sgemm_ukr to define
  *   v_zero() v_loadu(p) v_bcast(p) v_set1(x) v_fma(a, b, c) v_mul(a, b)
  *   v_add(a, b) v_sub(a, b) v_load_n(p, n) v_store(p, v) v_store_n(p, v, n)
- *   v_from_u8(p) v_from_s8(p)
+ *   v_from_u8(p) v_from_s8(p) v_from_bf16(p)
  *   (v_loadu/v_store: unaligned; *_n: the first n lanes only, 1 ≤ n ≤ VL,
  *   touching no memory past them; v_fma = a*b + c; v_from_*8: VL bytes at p,
- *   unsigned or signed, as floats)
+ *   unsigned or signed, as floats; v_from_bf16: VL bfloat16 at p as floats)
  * The tile is TMPL_MR rows × 2 vectors: 12 accumulators at MR = 6, which
  * keeps both FMA ports busy through the FMA latency on AVX2 and AVX-512.
  */
@@ -123,6 +123,59 @@ static void tmpl_tile(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_
   }
 }
 
+/* One row of C against SGEMM_ROW_PANELS consecutive packed panels, each of
+ * kc rows (row p of panel q at b + q * panel_stride + p * NR), as floats or
+ * (half) bfloat16 widened in registers. Every element is the same FMA chain
+ * over k as tmpl_tile with R = 1 gives it, and stored the same way, so the
+ * results are bit for bit the same; the four panels' chains interleave,
+ * which hides the FMA latency one panel's two chains leave exposed: with
+ * B in bfloat16 a batch-1 step reads half the bytes, and one row and one
+ * panel at a time would be bound by that latency instead (nr_last: the
+ * columns of the last panel). */
+TMPL_AI void tmpl_row_panels_body(bool half, int64_t kc, const float *a, int64_t cs_a, const void *b,
+                                  int64_t panel_stride, float *c, int64_t nr_last, float alpha, float beta) {
+  enum { Q = SGEMM_ROW_PANELS };
+  V acc[Q][2];
+#pragma GCC unroll 8
+  for (int q = 0; q < Q; q++) acc[q][0] = acc[q][1] = v_zero();
+  for (int64_t p = 0; p < kc; p++) {
+    V av = v_bcast(a + p * cs_a);
+#pragma GCC unroll 8
+    for (int q = 0; q < Q; q++) {
+      V b0, b1;
+      if (half) {
+        const uint16_t *bq = (const uint16_t *)b + q * panel_stride + p * TMPL_NR;
+        b0 = v_from_bf16(bq);
+        b1 = v_from_bf16(bq + VL);
+      } else {
+        const float *bq = (const float *)b + q * panel_stride + p * TMPL_NR;
+        b0 = v_loadu(bq);
+        b1 = v_loadu(bq + VL);
+      }
+      acc[q][0] = v_fma(av, b0, acc[q][0]);
+      acc[q][1] = v_fma(av, b1, acc[q][1]);
+    }
+  }
+  V out[Q][2];
+#pragma GCC unroll 8
+  for (int q = 0; q < Q; q++) {
+    out[q][0] = acc[q][0];
+    out[q][1] = acc[q][1];
+  }
+  for (int q = 0; q < Q; q++)
+    tmpl_row_store(c + q * TMPL_NR, out[q][0], out[q][1], q == Q - 1 ? nr_last : TMPL_NR, alpha, beta);
+}
+
+static void tmpl_row_panels(int64_t kc, const float *a, int64_t cs_a, const float *b, int64_t panel_stride,
+                            float *c, int64_t nr_last, float alpha, float beta) {
+  tmpl_row_panels_body(false, kc, a, cs_a, b, panel_stride, c, nr_last, alpha, beta);
+}
+
+static void tmpl_row_panels_bf16(int64_t kc, const float *a, int64_t cs_a, const uint16_t *b,
+                                 int64_t panel_stride, float *c, int64_t nr_last, float alpha, float beta) {
+  tmpl_row_panels_body(true, kc, a, cs_a, b, panel_stride, c, nr_last, alpha, beta);
+}
+
 /* C[0:mr, 0:nc] = alpha * A · B + beta * C for a B read in place, row-major
  * with row stride rs_b, nc ≤ SGEMM_ROWS_NC, mr ≤ MR. Row p of B is used as a
  * whole: sums for the mr × nc block live in an L1 buffer, and each step adds
@@ -207,6 +260,11 @@ static void tmpl_dq(const uint8_t *q, int64_t n, bool is_signed, int32_t zp, flo
     for (int64_t i = 0; i < n; i += VL) v_store(out + i, v_mul(v_sub(v_from_u8(q + i), z), s));
 }
 
+/* n floats (a multiple of VL) from n bfloat16 values, exactly. */
+static void tmpl_bf16(const uint16_t *q, int64_t n, float *out) {
+  for (int64_t i = 0; i < n; i += VL) v_store(out + i, v_from_bf16(q + i));
+}
+
 const struct sgemm_ukr TMPL_NAME = {
     .isa = TMPL_ISA,
     .mr = TMPL_MR,
@@ -216,6 +274,9 @@ const struct sgemm_ukr TMPL_NAME = {
     .tile = tmpl_tile,
     .rows = tmpl_rows,
     .dq = tmpl_dq,
+    .bf16 = tmpl_bf16,
+    .row_panels = tmpl_row_panels,
+    .row_panels_bf16 = tmpl_row_panels_bf16,
 };
 
 #undef TMPL_NR

@@ -27,6 +27,10 @@ static inline V v_from_u8(const uint8_t *p) {
 static inline V v_from_s8(const uint8_t *p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p)));
 }
+static inline V v_from_bf16(const uint16_t *p) {
+  __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
 static inline V v_load_n(const float *p, int64_t n) { return _mm256_maskload_ps(p, v_mask(n)); }
 static inline void v_store(float *p, V v) { _mm256_storeu_ps(p, v); }
 static inline void v_store_n(float *p, V v, int64_t n) { _mm256_maskstore_ps(p, v_mask(n), v); }

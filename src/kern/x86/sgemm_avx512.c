@@ -27,6 +27,10 @@ static inline V v_from_u8(const uint8_t *p) {
 static inline V v_from_s8(const uint8_t *p) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p)));
 }
+static inline V v_from_bf16(const uint16_t *p) {
+  __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+}
 static inline V v_load_n(const float *p, int64_t n) { return _mm512_maskz_loadu_ps(v_mask(n), p); }
 static inline void v_store(float *p, V v) { _mm512_storeu_ps(p, v); }
 static inline void v_store_n(float *p, V v, int64_t n) { _mm512_mask_storeu_ps(p, v_mask(n), v); }
