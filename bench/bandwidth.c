@@ -8,8 +8,9 @@
  * bandwidth). The bytes per step, from config.json: each decoder layer's
  * self-attention q, k, v, o (4 d²), cross-attention q and o (2 d²; its k and
  * v are computed once per sentence) and FFN (2 d·ffn), then the LM head
- * (vocab·d) — 4 bytes a weight in fp32, 1 in the int8 graphs (tolk packs
- * them as int8), and the LM head 4 bytes unless --int8-lm-head. Biases,
+ * (vocab·d) — 4 bytes a weight in fp32 (2 with --bf16), 1 in the int8 graphs
+ * (tolk packs them as int8), and the LM head 4 bytes (--bf16: 2) unless
+ * --int8-lm-head. Biases,
  * layer norms, the one embedding row and the cache are left out (< 1 %).
  *
  * The measured step: tolk_translator_generate on one sentence with exactly
@@ -20,7 +21,7 @@
  * buffer (64-bit loads the compiler vectorises), best of 5 passes; the buffer
  * is far larger than the caches.
  *
- *   bench_bandwidth [--mb N] [--threads N] [-m DIR [--int8] [--int8-lm-head] [--reps N]]
+ *   bench_bandwidth [--mb N] [--threads N] [-m DIR [--int8] [--int8-lm-head] [--bf16] [--reps N]]
  */
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -87,7 +88,7 @@ static int config_int(const cJSON *cfg, const char *key) {
 }
 
 /* Decoder weights read per greedy step of one sentence, in bytes. */
-static double step_bytes(const char *dir, int int8, int int8_head, double *head_bytes) {
+static double step_bytes(const char *dir, int int8, int int8_head, int bf16, double *head_bytes) {
   char path[4096];
   snprintf(path, sizeof path, "%s/config.json", dir);
   FILE *f = fopen(path, "rb");
@@ -102,8 +103,9 @@ static double step_bytes(const char *dir, int int8, int int8_head, double *head_
   double layers = config_int(cfg, "decoder_layers"), vocab = config_int(cfg, "vocab_size");
   cJSON_Delete(cfg);
   if (d <= 0 || ffn <= 0 || layers <= 0 || vocab <= 0) return -1.0;
-  *head_bytes = vocab * d * (int8_head ? 1.0 : 4.0);
-  return layers * (6.0 * d * d + 2.0 * d * ffn) * (int8 ? 1.0 : 4.0) + *head_bytes;
+  const double fbytes = bf16 ? 2.0 : 4.0;
+  *head_bytes = vocab * d * (int8_head ? 1.0 : fbytes);
+  return layers * (6.0 * d * d + 2.0 * d * ffn) * (int8 ? 1.0 : fbytes) + *head_bytes;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -132,8 +134,8 @@ static double generate_s(const tolk_translator *tr, const tolk_ids *src, int tok
   return t[reps / 2];
 }
 
-static int roofline(const char *dir, int int8, int int8_head, int threads, int reps, double bw) {
-  double head, bytes = step_bytes(dir, int8, int8_head, &head);
+static int roofline(const char *dir, int int8, int int8_head, int bf16, int threads, int reps, double bw) {
+  double head, bytes = step_bytes(dir, int8, int8_head, bf16, &head);
   if (bytes < 0) {
     fprintf(stderr, "bench_bandwidth: %s/config.json lacks d_model, decoder_ffn_dim, "
                     "decoder_layers or vocab_size\n", dir);
@@ -143,6 +145,7 @@ static int roofline(const char *dir, int int8, int int8_head, int threads, int r
   tp.threads = threads;
   tp.int8 = int8;
   tp.int8_lm_head = int8_head;
+  tp.bf16 = bf16;
   tolk_translator *tr;
   tolk_error e;
   if (tolk_translator_create(dir, tp, &tr, &e)) {
@@ -158,7 +161,7 @@ static int roofline(const char *dir, int int8, int int8_head, int threads, int r
   generate_s(tr, &src, 8, 1); /* warm-up: plans, pages */
   double t8 = generate_s(tr, &src, 8, reps), t40 = generate_s(tr, &src, 40, reps);
   double step = (t40 - t8) / 32.0, floor_s = bytes / (bw * 1e9);
-  printf("decoder step, batch 1 greedy (%s%s, %d threads):\n", int8 ? "int8" : "fp32",
+  printf("decoder step, batch 1 greedy (%s%s, %d threads):\n", int8 ? "int8" : bf16 ? "bf16 weights" : "fp32",
          int8_head ? " + int8 LM head" : "", threads);
   printf("  weights read per step %.1f MB (LM head %.1f MB)\n", bytes / 1e6, head / 1e6);
   printf("  roofline at %.1f GB/s   %.2f ms\n", bw, floor_s * 1e3);
@@ -171,18 +174,19 @@ static int roofline(const char *dir, int int8, int int8_head, int threads, int r
 
 int main(int argc, char **argv) {
   const char *dir = NULL;
-  int mb = 512, threads = 2, int8 = 0, int8_head = 0, reps = 5;
+  int mb = 512, threads = 2, int8 = 0, int8_head = 0, bf16 = 0, reps = 5;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--int8")) int8 = 1;
     else if (!strcmp(a, "--int8-lm-head")) int8_head = 1;
+    else if (!strcmp(a, "--bf16")) bf16 = 1;
     else if (v && !strcmp(a, "-m")) dir = v, i++;
     else if (v && !strcmp(a, "--mb")) mb = atoi(v), i++;
     else if (v && !strcmp(a, "--threads")) threads = atoi(v), i++;
     else if (v && !strcmp(a, "--reps")) reps = atoi(v), i++;
     else {
       fprintf(stderr, "usage: bench_bandwidth [--mb N] [--threads N] "
-                      "[-m DIR [--int8] [--int8-lm-head] [--reps N]]\n");
+                      "[-m DIR [--int8] [--int8-lm-head] [--bf16] [--reps N]]\n");
       return 2;
     }
   }
@@ -201,5 +205,5 @@ int main(int argc, char **argv) {
   free(buf);
   printf("read bandwidth (%d MiB buffer, best of 5): 1 thread %.1f GB/s, %d threads %.1f GB/s\n", mb,
          bw1, threads, bwt);
-  return dir ? roofline(dir, int8, int8_head, threads, reps, bwt) : 0;
+  return dir ? roofline(dir, int8, int8_head, bf16, threads, reps, bwt) : 0;
 }

@@ -13,7 +13,7 @@
  * the RSS split at the end (anonymous vs memory-mapped model files), and the
  * process's CPU time over the throughput pass (throughput_cpu_ms).
  *
- *   bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--beam N] [--new-tokens N]
+ *   bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--bf16] [--beam N] [--new-tokens N]
  *                   [--threads N] [--batch N] [--latency-n N] [--skip-latency]
  *                   [--skip-throughput] [--no-verify] [--engine NAME] [--mode NAME] [--vmap FILE]
  *                   [--opt basic|extended|all]
@@ -176,16 +176,17 @@ static double generate(const tolk_translator *tr, const tolk_ids *src, size_t n,
 int main(int argc, char **argv) {
   const char *dir = NULL, *ids_path = NULL, *engine = "tolk", *mode = NULL, *vmap = NULL;
   int int8 = 0, beam = 1, new_tokens = 32, threads = 2, batch = 16, latency_n = -1;
-  int do_latency = 1, do_throughput = 1, verify = 1, int8_lm_head = 0, opt = 0;
+  int do_latency = 1, do_throughput = 1, verify = 1, int8_lm_head = 0, bf16 = 0, opt = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--int8")) int8 = 1;
     else if (!strcmp(a, "--int8-lm-head")) int8_lm_head = 1;
+    else if (!strcmp(a, "--bf16")) bf16 = 1;
     else if (!strcmp(a, "--no-verify")) verify = 0;
     else if (!strcmp(a, "--skip-latency")) do_latency = 0;
     else if (!strcmp(a, "--skip-throughput")) do_throughput = 0;
     else if (!v) {
-      fprintf(stderr, "usage: bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--beam N] [--new-tokens N] "
+      fprintf(stderr, "usage: bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--bf16] [--beam N] [--new-tokens N] "
                       "[--threads N] [--batch N] [--latency-n N] [--skip-latency] [--skip-throughput] [--no-verify] "
                       "[--vmap FILE] [--opt basic|extended|all]\n");
       return 2;
@@ -231,6 +232,7 @@ int main(int argc, char **argv) {
   tp.threads = threads;
   tp.int8 = int8;
   tp.int8_lm_head = int8_lm_head;
+  tp.bf16 = bf16;
   tp.verify = verify;
   tp.opt_level = opt;
   tp.vmap = vmap;
@@ -296,7 +298,7 @@ int main(int argc, char **argv) {
          "\"load_ms\": %.1f, \"sent_per_s\": %.4f, \"throughput_ms\": %.1f, \"p50_ms\": %.3f, "
          "\"p95_ms\": %.3f, \"mean_ms\": %.3f, \"new_tokens_min\": %zu, \"new_tokens_max\": %zu, "
          "\"rss_anon_mb_end\": %.1f, \"rss_file_mb_end\": %.1f, \"throughput_cpu_ms\": %.1f}\n",
-         engine, int8 ? "int8" : "fp32", mode, beam, threads, do_throughput ? n : 0, do_latency ? n_lat : 0, batch,
+         engine, int8 ? "int8" : bf16 ? "bf16" : "fp32", mode, beam, threads, do_throughput ? n : 0, do_latency ? n_lat : 0, batch,
          new_tokens, load_ms, do_throughput && total > 0 ? (double)n / (total / 1e3) : 0.0, total, p50, p95, mean,
          min_new == SIZE_MAX ? 0 : min_new, max_new, anon, file, do_throughput ? cpu_total : 0.0);
   tolk_translator_free(tr);

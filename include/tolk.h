@@ -593,11 +593,20 @@ typedef struct tolk_session_params {
   int int8_lm_head;
   /* 1: make a signature's plan at its second run, not its first (the run
    * before is served from the heap, as any run without a plan). Laying out a
-   * plan costs about as much as a small step, so a decoder whose shapes
+   * plan costs a few percent of a small step, so a decoder whose shapes
    * rarely recur (a new source length or past length at each step; the
    * translator sets this) would otherwise pay for plans it never uses. The
    * last 256 signatures run without a plan are remembered. 0 by default. */
   int plan_on_repeat;
+  /* 1: MatMul and Gemm by a constant float matrix hold it as bfloat16
+   * (rounded to nearest even) and widen it as the product reads it: half
+   * the weight memory, and half the bytes a step that streams its weights
+   * (a decoder at batch 1) reads. Activations, products and sums stay fp32,
+   * so each result is bit for bit the fp32 product by the rounded matrix,
+   * on every CPU; it differs from the fp32 model's by the weights' rounding
+   * (relative 2^-9 each; README, "bfloat16 weights"). Int8 weights and the
+   * codes of a DequantizeLinear'd matrix stay as they are. 0 by default. */
+  int bf16_weights;
 } tolk_session_params;
 
 tolk_session_params tolk_session_default_params(void);
@@ -1008,6 +1017,11 @@ typedef struct tolk_translator_params {
    * the sessions' default, BASIC. EXTENDED and ALL apply the fusions of
    * `tolk optimize` as the sessions are created. */
   int opt_level;
+  /* 1: the graphs' float weight matrices held as bfloat16
+   * (tolk_session_params.bf16_weights): for fp32 models, half the weight
+   * memory and about twice the speed where a step streams its weights (one
+   * sentence at a time), at the accuracy the README measures. 0 by default. */
+  int bf16;
   /* A vocabulary shortlist (NULL: none, the default), read at creation: the
    * path of a file in CTranslate2's vocabulary map format (README,
    * "Vocabulary shortlist"; `tolk vmap build` makes one from parallel

@@ -92,6 +92,12 @@ def test_int8_lm_head_matches_cli():
     assert t.translate_batch([SENTENCES[2]])[0].ids[0] == want["ids"]
 
 
+def test_bf16_matches_cli():
+    t = tolk.Translator(DEMO, threads=1, bf16=True)
+    want = cli_json("translate", "-m", str(DEMO), "--bf16", "--json", SENTENCES[2])[0]
+    assert t.translate_batch([SENTENCES[2]])[0].ids[0] == want["ids"]
+
+
 def test_translator_errors():
     with pytest.raises(tolk.NotFound) as e:
         tolk.Translator("/no/such/model")

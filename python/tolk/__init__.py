@@ -164,13 +164,15 @@ class Translator:
     threads (0: every core); ``to`` the target language as for ``tolk
     translate --to`` (zh, zh-Hant, yue, or a tag like ">>cmn_Hans<<"), for
     models whose texts need a tag; ``verify`` checks tolk-manifest.json;
-    ``int8_lm_head`` multiplies the LM head in int8 (``--int8-lm-head``).
+    ``int8_lm_head`` multiplies the LM head in int8 (``--int8-lm-head``);
+    ``bf16`` holds the float weights as bfloat16 (``--bf16``).
     Translations may run from several threads at once; each releases the GIL.
     """
 
     def __init__(self, model_dir: Union[str, "os.PathLike[str]"], int8: bool = False, threads: int = 0,
-                 to: Optional[str] = None, verify: bool = True, int8_lm_head: bool = False):
-        self._t = _tolk._Translator(str(model_dir), bool(int8), int(threads), bool(verify), bool(int8_lm_head))
+                 to: Optional[str] = None, verify: bool = True, int8_lm_head: bool = False, bf16: bool = False):
+        self._t = _tolk._Translator(str(model_dir), bool(int8), int(threads), bool(verify), bool(int8_lm_head),
+                                    bool(bf16))
         self.tag = _resolve_tag(to, self._t.language_tags())
 
     def _tagged(self, text: str) -> str:

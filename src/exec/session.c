@@ -505,6 +505,7 @@ static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
 
   if (s->params.quant_rows) exec_quant_rows_rewrite(xg);
   if (s->params.int8_lm_head) exec_int8_head_rewrite(xg);
+  if (s->params.bf16_weights) exec_bf16_rewrite(xg);
   if (!parent && s->params.kv_cache) {
     if ((st = exec_kv_rewrite(s, xg, cp->err))) return st;
     if (s->n_kv) last_reads(xg, b.last);

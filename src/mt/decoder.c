@@ -95,6 +95,7 @@ static tolk_status open_session(const char *path, const tolk_translator_params *
   sp.plan_on_repeat = 1;
   /* Only the decoders have an LM head; the encoder has nothing it fits. */
   sp.int8_lm_head = tp->int8_lm_head;
+  sp.bf16_weights = tp->bf16;
   /* int8 graphs: each row (token) quantized on its own, so that a sentence
    * translates the same in any batch (tolk.h, quant_rows). */
   sp.quant_rows = 1;

@@ -20,7 +20,7 @@ struct tolk_translator {
 };
 
 tolk_translator_params tolk_translator_default_params(void) {
-  tolk_translator_params p = {0, 0, 1, 0, 0, NULL};
+  tolk_translator_params p = {0, 0, 1, 0, 0, 0, NULL};
   return p;
 }
 

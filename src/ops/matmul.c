@@ -174,7 +174,12 @@ void mm_split(struct op_ctx *c, int64_t batch, double flops, op_range_fn fn, voi
 
 static tolk_status matmul_prepare(const struct ir_node *node, int64_t opset, void **state,
                                   tolk_error *err) {
-  return mm_pack_b(node, false, false, state, err);
+  return mm_pack_b(node, false, MM_F32, state, err);
+}
+
+static tolk_status matmul_bf16_prepare(const struct ir_node *node, int64_t opset, void **state,
+                                       tolk_error *err) {
+  return mm_pack_b(node, false, MM_BF16, state, err);
 }
 
 static tolk_status check_pair(struct op_ctx *c, const struct tensor *a, const struct tensor *b) {
@@ -251,7 +256,12 @@ static tolk_status matmul_run(struct op_ctx *c) {
 
 static tolk_status gemm_prepare(const struct ir_node *node, int64_t opset, void **state,
                                 tolk_error *err) {
-  return mm_pack_b(node, ir_attr_int(node, "transB", 0) != 0, false, state, err);
+  return mm_pack_b(node, ir_attr_int(node, "transB", 0) != 0, MM_F32, state, err);
+}
+
+static tolk_status gemm_bf16_prepare(const struct ir_node *node, int64_t opset, void **state,
+                                     tolk_error *err) {
+  return mm_pack_b(node, ir_attr_int(node, "transB", 0) != 0, MM_BF16, state, err);
 }
 
 /* C's broadcast to the m×n result: its rows *c0 (1 or m) and columns *c1
@@ -374,7 +384,7 @@ static tolk_status gemm_run(struct op_ctx *c) {
  * (kern_igemm_f32, chained). */
 static tolk_status matmul_int8_prepare(const struct ir_node *node, int64_t opset, void **state,
                                        tolk_error *err) {
-  return mm_pack_b(node, false, true, state, err);
+  return mm_pack_b(node, false, MM_INT8, state, err);
 }
 
 /* y = A · op(B) for a B quantized to int8 per column (qb, col_scale): each
@@ -430,6 +440,16 @@ static tolk_status matmul_int8_run(struct op_ctx *c) {
 
 const struct op_def tolk_matmul_int8_def = {
     "tolk.internal", "MatMulInt8", 1, 0, matmul_int8_prepare, matmul_int8_run, mm_release,
+    .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
+
+/* tolk_session_params.bf16_weights (src/exec/bf16.c): MatMul and Gemm with
+ * a constant float B held as bfloat16; run() is theirs, the packed product
+ * widening B as it goes (kern_sgemm_pack_b_bf16). */
+const struct op_def tolk_matmul_bf16_def = {
+    "tolk.internal", "MatMulBf16", 1, 0, matmul_bf16_prepare, matmul_run, mm_release,
+    .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
+const struct op_def tolk_gemm_bf16_def = {
+    "tolk.internal", "GemmBf16", 1, 0, gemm_bf16_prepare, gemm_run, mm_release,
     .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
 
 const struct op_def tolk_ops_matmul[] = {

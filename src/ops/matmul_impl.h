@@ -68,6 +68,9 @@ struct packed_entry {
   /* tolk_matmul_int8_def: op(B) quantized to int8 with a scale per column,
    * packed for kern_igemm_packed; no fp32 copy is kept. */
   bool int8;
+  /* tolk_matmul_bf16_def / tolk_gemm_bf16_def: pb holds op(B) rounded to
+   * bfloat16 (kern_sgemm_pack_b_bf16). */
+  bool bf16;
   /* mm_pack_b_codes: qb holds the initializer's own 8-bit codes as they are
    * (the MatMulInteger family's B); no col_scale. */
   bool igemm_codes;
@@ -85,11 +88,19 @@ struct mm_state {
   int64_t d0, d1;
 };
 
-/* Packs node input 1 for kern_sgemm_packed (int8: kern_igemm_packed) when
- * it is a constant matrix, as op(B) with trans_b (Gemm's transB), sharing
- * an equal packed copy when there is one; leaves *state NULL otherwise.
- * Fails only for lack of memory. The state is the node's: mm_release. */
-tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, bool int8, void **state,
+/* How a float B is held. */
+enum mm_form {
+  MM_F32,  /* floats (a DequantizeLinear'd B: its codes) */
+  MM_INT8, /* int8 with a scale per column, for kern_igemm_packed */
+  MM_BF16  /* bfloat16 (a DequantizeLinear'd B: its codes, which are smaller) */
+};
+
+/* Packs node input 1 for kern_sgemm_packed (MM_INT8: kern_igemm_packed)
+ * when it is a constant matrix, as op(B) with trans_b (Gemm's transB),
+ * sharing an equal packed copy when there is one; leaves *state NULL
+ * otherwise. Fails only for lack of memory. The state is the node's:
+ * mm_release. */
+tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, enum mm_form form, void **state,
                       tolk_error *err);
 
 /* The node's packed fp32 B when `b` is the tensor it was made from, else NULL. */

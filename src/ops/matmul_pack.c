@@ -300,8 +300,9 @@ static void entry_key(struct packed_entry *e, const struct ir_tensor *t, bool tr
  * per column instead (mm_quantize_cols), reading codes as their floats
  * rather than through a float copy. */
 static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa,
-                             const struct dq *dq, bool int8, struct packed_entry **out,
+                             const struct dq *dq, enum mm_form form, struct packed_entry **out,
                              tolk_error *err) {
+  const bool int8 = form == MM_INT8, bf16 = form == MM_BF16 && !dq;
   const int64_t k = trans ? t->dims[1] : t->dims[0], n = trans ? t->dims[0] : t->dims[1];
   /* The pack reads bytewise, so a float initializer left misaligned in the
    * mapping (ir_tensor.misaligned) packs in place; the widening below reads
@@ -336,6 +337,8 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
   if (keep_codes)
     st = kern_sgemm_pack_b_q8(trans, k, n, t->data, t->dims[1], t->dtype == TOLK_INT8, dq->scale, dq->zp,
                               &e->pb, err);
+  else if (bf16)
+    st = kern_sgemm_pack_b_bf16(trans, k, n, f, t->dims[1], &e->pb, err);
   else if (!int8)
     st = kern_sgemm_pack_b(trans, k, n, f, t->dims[1], &e->pb, err);
   else if (!mm_quantize_cols(f, dq, t->dtype == TOLK_INT8, trans, k, n, t->dims[1], e))
@@ -353,6 +356,7 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
     return st;
   }
   e->int8 = int8;
+  e->bf16 = bf16;
   entry_key(e, t, trans, isa, dq);
   *out = e;
   return TOLK_OK;
@@ -378,17 +382,18 @@ static tolk_status new_codes_entry(const struct ir_tensor *t, enum kern_isa isa,
 }
 
 /* Under packed_mu: an entry holding t packed the same way (trans, isa,
- * int8, igemm_codes, dq), given one more holder of t->data, or NULL. The same
+ * int8, bf16, igemm_codes, dq), given one more holder of t->data, or NULL. The same
  * initializer first (no bytes read), then equal bytes from another model:
  * hashed only if some entry has the same key. */
 static struct packed_entry *shared_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa, bool int8,
-                                         bool igemm_codes, const struct dq *dq) {
+                                         bool bf16, bool igemm_codes, const struct dq *dq) {
   for (int by_content = 0; by_content < 2; by_content++) {
     bool hashed = false;
     uint64_t h = 0;
     for (struct packed_entry *e = packed_list; e; e = e->next) {
       if (e->dtype != t->dtype || e->d0 != t->dims[0] || e->d1 != t->dims[1] || e->trans != trans ||
-          e->isa != isa || e->int8 != int8 || e->igemm_codes != igemm_codes || e->nbytes != t->nbytes ||
+          e->isa != isa || e->int8 != int8 || e->bf16 != bf16 || e->igemm_codes != igemm_codes ||
+          e->nbytes != t->nbytes ||
           e->n_srcs < 1 || (dq && (e->dq.scale != dq->scale || e->dq.zp != dq->zp)))
         continue;
       bool same = false;
@@ -420,7 +425,7 @@ static struct packed_entry *shared_entry(const struct ir_tensor *t, bool trans, 
  * the session leave a misaligned constant B unaligned and constant folding
  * drop a folded B such as Transpose(embedding) — the tied LM head — instead
  * of keeping it beside the packed copy. */
-tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, bool int8, void **state,
+tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, enum mm_form form, void **state,
                       tolk_error *err) {
   *state = NULL;
   if (node->n_inputs < 2 || !node->inputs[1]) return TOLK_OK;
@@ -441,9 +446,9 @@ tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, bool int8, void 
   /* Holding the lock while packing keeps two nodes from packing one weight
    * twice; sessions are created rarely, so the wait costs nothing. */
   pthread_mutex_lock(&packed_mu);
-  s->e = shared_entry(t, trans, isa, int8, false, has_dq ? &dq : NULL);
+  s->e = shared_entry(t, trans, isa, form == MM_INT8, form == MM_BF16 && !has_dq, false, has_dq ? &dq : NULL);
   tolk_status st = TOLK_OK;
-  if (!s->e && (st = new_entry(t, trans, isa, has_dq ? &dq : NULL, int8, &s->e, err)) == TOLK_OK) {
+  if (!s->e && (st = new_entry(t, trans, isa, has_dq ? &dq : NULL, form, &s->e, err)) == TOLK_OK) {
     s->e->next = packed_list;
     packed_list = s->e;
   }
@@ -473,7 +478,7 @@ tolk_status mm_pack_b_codes(const struct ir_node *node, size_t b_idx, void **sta
   s->d1 = t->dims[1];
   s->src = t->data;
   pthread_mutex_lock(&packed_mu);
-  s->e = shared_entry(t, false, isa, false, true, NULL);
+  s->e = shared_entry(t, false, isa, false, false, true, NULL);
   tolk_status st = TOLK_OK;
   if (!s->e && (st = new_codes_entry(t, isa, &s->e, err)) == TOLK_OK) {
     s->e->next = packed_list;

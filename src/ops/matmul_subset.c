@@ -17,7 +17,7 @@
 struct op_head_cols {
   const void *state; /* the node state it was gathered for */
   int64_t k, n;
-  struct kern_packed_b *pb; /* fp32 heads */
+  struct kern_packed_b *pb; /* fp32 and bf16 heads */
   struct kern_igemm_b qb;   /* int8 heads, with col_scale */
   float *col_scale;
 };
@@ -83,7 +83,9 @@ tolk_status op_head_cols_new(const void *state, const int32_t *cols, size_t n,
   hc->state = state;
   hc->k = k;
   hc->n = (int64_t)n;
-  if (!st && !e->int8) {
+  if (!st && e->bf16) {
+    st = kern_sgemm_pack_b_bf16(true, k, (int64_t)n, g, k, &hc->pb, err);
+  } else if (!st && !e->int8) {
     st = kern_sgemm_pack_b(true, k, (int64_t)n, g, k, &hc->pb, err);
   } else if (!st) {
     struct packed_entry q = {0};

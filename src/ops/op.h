@@ -203,6 +203,11 @@ extern const struct op_def tolk_mmi_scaled_def;
  * node src/exec/lm_head.c picks. */
 extern const struct op_def tolk_matmul_int8_def;
 
+/* MatMul and Gemm by a constant float B held as bfloat16 (src/ops/matmul.c):
+ * what a session made with bf16_weights runs for them (src/exec/bf16.c). */
+extern const struct op_def tolk_matmul_bf16_def;
+extern const struct op_def tolk_gemm_bf16_def;
+
 /* ---------------------------------------------------------- LM head column subset */
 
 /* A vocabulary shortlist's columns of an LM head (a MatMul by a constant B,

@@ -149,6 +149,7 @@ int engine_open(const char *dir, size_t slot, const struct models_config *c, str
   tp.threads = c->threads;
   tp.int8 = c->int8;
   tp.int8_lm_head = c->int8_lm_head;
+  tp.bf16 = c->bf16;
   tp.vmap = c->vmap;
   tp.verify = 1;
   tolk_error err;

@@ -80,7 +80,7 @@ int tolk_serve_validate(const struct tolk_serve_config *c, char *msg, size_t msg
 
 static struct models_config models_config(const struct tolk_serve_config *c) {
   struct models_config mc = {c->models, c->n_models, c->threads, c->int8, sched_default_params(),
-                            c->int8_lm_head, c->vmap};
+                            c->int8_lm_head, c->vmap, c->bf16};
   mc.sched.max_batch_tokens = c->max_batch_tokens;
   mc.sched.max_wait_ms = c->max_wait_ms;
   mc.sched.max_queue = c->max_queue;
@@ -109,8 +109,8 @@ int tolk_serve_check(const struct tolk_serve_config *c) {
     }
     printf("ok  %s: %s ->", e->dir, e->source);
     for (size_t k = 0; k < e->n_targets; k++) printf(" %s", e->targets[k].code);
-    printf("  (%s%s, checksums %s, version %s)\n", e->int8 ? "int8" : "fp32",
-           c->int8_lm_head ? ", int8 LM head" : "", e->verified ? "match tolk-manifest.json" : "not checked: no manifest", e->version);
+    printf("  (%s%s%s, checksums %s, version %s)\n", e->int8 ? "int8" : "fp32",
+           c->int8_lm_head ? ", int8 LM head" : "", c->bf16 ? ", bfloat16 weights" : "", e->verified ? "match tolk-manifest.json" : "not checked: no manifest", e->version);
     engine_close(e);
   }
   metrics_free(m);

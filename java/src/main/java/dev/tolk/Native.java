@@ -38,13 +38,13 @@ final class Native {
           JAVA_INT.withName("quant_rows"),
           JAVA_INT.withName("int8_lm_head"),
           JAVA_INT.withName("plan_on_repeat"),
-          MemoryLayout.paddingLayout(4));
+          JAVA_INT.withName("bf16_weights"));
 
   static final StructLayout TRANSLATOR_PARAMS =
       MemoryLayout.structLayout(
           JAVA_INT.withName("threads"), JAVA_INT.withName("int8"), JAVA_INT.withName("verify"),
           JAVA_INT.withName("int8_lm_head"), JAVA_INT.withName("opt_level"),
-          MemoryLayout.paddingLayout(4), ADDRESS.withName("vmap"));
+          JAVA_INT.withName("bf16"), ADDRESS.withName("vmap"));
 
   static final StructLayout TOKENIZER_PARAMS =
       MemoryLayout.structLayout(JAVA_INT.withName("max_length"));
