@@ -197,19 +197,24 @@ static void qtile_portable(int mr, int64_t kq, const uint32_t *pa, int64_t pa_ld
 
 /* ----------------------------------------------------------------- dispatch */
 
-/* One tier: a pair tile (A widened to int16) or a quad tile (VNNI). */
+/* One tier: a pair tile (A widened to int16) or a quad tile (VNNI), and
+ * the one-row kernel over several panels where the tier has one. */
 struct isa_impl {
   const char *name;
   kern_igemm_tile_fn tile;
   kern_igemm_qtile_fn qtile;
+  kern_igemm_row_fn row;
+  kern_igemm_qrow_fn qrow;
 };
 
-static const struct isa_impl impl_portable = {"scalar", tile_portable, NULL};
-static const struct isa_impl impl_vnni_ref = {"vnni-ref", NULL, qtile_portable};
+static const struct isa_impl impl_portable = {"scalar", tile_portable, NULL, NULL, NULL};
+static const struct isa_impl impl_vnni_ref = {"vnni-ref", NULL, qtile_portable, NULL, NULL};
 #if defined(__x86_64__) || defined(__i386__)
-static const struct isa_impl impl_avx2 = {"avx2", kern_igemm_tile_avx2, NULL};
-static const struct isa_impl impl_avxvnni = {"avxvnni", NULL, kern_igemm_qtile_avxvnni};
-static const struct isa_impl impl_avx512vnni = {"avx512vnni", NULL, kern_igemm_qtile_avx512vnni};
+static const struct isa_impl impl_avx2 = {"avx2", kern_igemm_tile_avx2, NULL, kern_igemm_row_avx2, NULL};
+static const struct isa_impl impl_avxvnni = {"avxvnni", NULL, kern_igemm_qtile_avxvnni, NULL,
+                                             kern_igemm_qrow_avxvnni};
+static const struct isa_impl impl_avx512vnni = {"avx512vnni", NULL, kern_igemm_qtile_avx512vnni, NULL,
+                                                kern_igemm_qrow_avx512vnni};
 
 /* CPUID leaf 7: sub-leaf 0 ECX bit 11 is AVX512_VNNI, sub-leaf 1 EAX bit 4
  * AVX-VNNI. GCC 12's __builtin_cpu_supports knows the first, not the second. */
@@ -323,27 +328,64 @@ static void scale_row(const struct kern_igemm_f32 *f, int64_t i, int64_t col0, i
     for (int j = 0; j < ncols; j++) out[j] = out[j] + bias[j];
 }
 
-/* One row block × panel: the tile's raw sums, then the zero-point terms. */
+/* What a panel's columns bring to the sums' corrections and scaling. */
+struct panel_terms {
+  int64_t col0;
+  int ncols;
+  /* The pair tiers' sums are final when B has no zero point (symmetric
+   * weights, as ORT quantizes them): no correction pass then. */
+  bool exact;
+  uint32_t zb[KERN_IGEMM_NR], cs[KERN_IGEMM_NR];
+  float fcs[KERN_IGEMM_NR];
+};
+
+static void panel_terms(const struct igemm_job *job, int64_t pn, struct panel_terms *pt) {
+  const struct kern_igemm *p = job->p;
+  const bool vnni = job->impl->qtile != NULL, flip = vnni && !job->b->is_signed;
+  pt->col0 = pn * KERN_IGEMM_NR;
+  pt->ncols = p->n - pt->col0 < KERN_IGEMM_NR ? (int)(p->n - pt->col0) : KERN_IGEMM_NR;
+  pt->exact = !vnni;
+  /* zb' = zb - 128 where an unsigned B was flipped to int8. */
+  for (int j = 0; j < pt->ncols; j++) {
+    int64_t col = pt->col0 + j;
+    pt->zb[j] = (uint32_t)(p->b_zp ? p->b_zp[col * p->b_zp_stride] : 0) - (flip ? 128u : 0u);
+    pt->cs[j] = vnni ? (uint32_t)job->b->colsum[col] : 0;
+    pt->exact &= pt->zb[j] == 0;
+    if (p->f32) pt->fcs[j] = p->f32->col_scale[col * p->f32->col_scale_stride];
+  }
+}
+
+/* Rows i0 .. i0 + mr of a panel from the tile's raw sums: the zero-point
+ * terms, then C or its float form. */
+static void finish_tile(const struct igemm_job *job, const struct panel_terms *pt, int64_t i0, int mr,
+                        int32_t *tile) {
+  const struct kern_igemm *p = job->p;
+  const bool vnni = job->impl->qtile != NULL;
+  for (int i = 0; i < mr; i++) {
+    uint32_t rs = (uint32_t)job->rowsum[i0 + i], za = vnni ? (uint32_t)job->za[i0 + i] : 0;
+    int32_t *trow = tile + i * KERN_IGEMM_NR;
+    if (p->f32) {
+      if (!pt->exact)
+        for (int j = 0; j < pt->ncols; j++)
+          trow[j] = (int32_t)((uint32_t)trow[j] - za * pt->cs[j] - pt->zb[j] * rs);
+      scale_row(p->f32, i0 + i, pt->col0, pt->ncols, pt->fcs, trow);
+    } else {
+      int32_t *crow = p->c + (i0 + i) * p->ldc + pt->col0;
+      for (int j = 0; j < pt->ncols; j++)
+        crow[j] = (int32_t)((uint32_t)trow[j] - za * pt->cs[j] - pt->zb[j] * rs);
+    }
+  }
+}
+
+/* One row block × panel: the tiles' raw sums, then the zero-point terms. */
 static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
   const struct kern_igemm *p = job->p;
   int32_t tile[KERN_IGEMM_MR * KERN_IGEMM_NR];
   const bool vnni = job->impl->qtile != NULL, flip = vnni && !job->b->is_signed;
   int64_t row_end = (mb + 1) * ROW_BLOCK < p->m ? (mb + 1) * ROW_BLOCK : p->m;
-  int64_t col0 = pn * KERN_IGEMM_NR;
-  int ncols = p->n - col0 < KERN_IGEMM_NR ? (int)(p->n - col0) : KERN_IGEMM_NR;
   const uint8_t *panel = job->b->data + pn * job->kp * 2 * KERN_IGEMM_NR;
-  /* zb' = zb - 128 where an unsigned B was flipped to int8. */
-  uint32_t zb[KERN_IGEMM_NR], cs[KERN_IGEMM_NR];
-  float fcs[KERN_IGEMM_NR];
-  /* The pair tiers' sums are final when B has no zero point (symmetric
-   * weights, as ORT quantizes them): no correction pass then. */
-  bool exact = !vnni;
-  for (int j = 0; j < ncols; j++) {
-    zb[j] = (uint32_t)(p->b_zp ? p->b_zp[(col0 + j) * p->b_zp_stride] : 0) - (flip ? 128u : 0u);
-    cs[j] = vnni ? (uint32_t)job->b->colsum[col0 + j] : 0;
-    exact &= zb[j] == 0;
-    if (p->f32) fcs[j] = p->f32->col_scale[(col0 + j) * p->f32->col_scale_stride];
-  }
+  struct panel_terms pt;
+  panel_terms(job, pn, &pt);
   for (int64_t i0 = mb * ROW_BLOCK; i0 < row_end; i0 += KERN_IGEMM_MR) {
     int mr = row_end - i0 < KERN_IGEMM_MR ? (int)(row_end - i0) : KERN_IGEMM_MR;
     if (vnni)
@@ -352,24 +394,35 @@ static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
     else
       job->impl->tile(mr, job->kp, job->pa + i0 * job->kp, job->kp, panel, job->b->is_signed,
                       tile);
-    for (int i = 0; i < mr; i++) {
-      uint32_t rs = (uint32_t)job->rowsum[i0 + i], za = vnni ? (uint32_t)job->za[i0 + i] : 0;
-      int32_t *trow = tile + i * KERN_IGEMM_NR;
-      if (p->f32) {
-        if (!exact)
-          for (int j = 0; j < ncols; j++) trow[j] = (int32_t)((uint32_t)trow[j] - za * cs[j] - zb[j] * rs);
-        scale_row(p->f32, i0 + i, col0, ncols, fcs, trow);
-      } else {
-        int32_t *crow = p->c + (i0 + i) * p->ldc + col0;
-        for (int j = 0; j < ncols; j++) crow[j] = (int32_t)((uint32_t)trow[j] - za * cs[j] - zb[j] * rs);
-      }
-    }
+    finish_tile(job, &pt, i0, mr, tile);
   }
 }
 
+/* The one row of A against panels pn .. pn + KERN_IGEMM_ROW_PANELS. */
+static void igemm_row_task(const struct igemm_job *job, int64_t pn) {
+  int32_t tiles[KERN_IGEMM_ROW_PANELS * KERN_IGEMM_NR];
+  const bool vnni = job->impl->qtile != NULL, flip = vnni && !job->b->is_signed;
+  const int64_t stride = job->kp * 2 * KERN_IGEMM_NR;
+  const uint8_t *panel = job->b->data + pn * stride;
+  if (vnni)
+    job->impl->qrow(job->kp / 2, (const uint32_t *)job->pa, panel, stride, flip, tiles);
+  else
+    job->impl->row(job->kp, job->pa, panel, stride, job->b->is_signed, tiles);
+  for (int q = 0; q < KERN_IGEMM_ROW_PANELS; q++) {
+    struct panel_terms pt;
+    panel_terms(job, pn + q, &pt);
+    finish_tile(job, &pt, 0, 1, tiles + q * KERN_IGEMM_NR);
+  }
+}
+
+/* Tasks [begin, end): (row block, panel) pairs. One row (a decoder step at
+ * batch 1, where the tasks are the panels) goes several panels at a time. */
 static void igemm_range(void *arg, int64_t begin, int64_t end) {
   const struct igemm_job *job = arg;
-  for (int64_t t = begin; t < end; t++) igemm_task(job, t / job->panels, t % job->panels);
+  int64_t t = begin;
+  if (job->p->m == 1 && (job->impl->row || job->impl->qrow))
+    for (; t + KERN_IGEMM_ROW_PANELS <= end; t += KERN_IGEMM_ROW_PANELS) igemm_row_task(job, t);
+  for (; t < end; t++) igemm_task(job, t / job->panels, t % job->panels);
 }
 
 void kern_igemm_packed(const struct kern_igemm *p, const struct kern_igemm_b *b, void *work,

@@ -63,6 +63,7 @@ static inline void igt_store(int32_t *row, __m512i c0, __m512i c1) {
 #endif
 
 #define IGT_NAME kern_igemm_qtile_avx512vnni
+#define IGT_ROW_NAME kern_igemm_qrow_avx512vnni
 #define IGT_A uint32_t
 #define IGT_BUILT_FN kern_igemm_avx512vnni_built
 #include "igemm_tmpl.h"

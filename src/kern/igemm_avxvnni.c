@@ -53,6 +53,7 @@ static inline void igt_store(int32_t *row, __m256i c0, __m256i c1) {
 #endif
 
 #define IGT_NAME kern_igemm_qtile_avxvnni
+#define IGT_ROW_NAME kern_igemm_qrow_avxvnni
 #define IGT_A uint32_t
 #define IGT_BUILT_FN kern_igemm_avxvnni_built
 #include "igemm_tmpl.h"

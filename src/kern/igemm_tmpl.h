@@ -14,8 +14,14 @@
  * instantiation, so the `MR > r` tests fold away, and so does `flag`
  * (igt_tile_mr is instantiated for true and false).
  *
+ * One row against KERN_IGEMM_ROW_PANELS panels (IGT_ROW_NAME) keeps the
+ * same two accumulators per panel and reads the panels side by side: a
+ * decoder step at batch 1 streams its weights, and four streams keep more
+ * lines in flight than one (integer sums: any order is exact).
+ *
  * The includer defines before including:
  *   IGT_NAME     the tile function to define, of igemm.h's tile signature
+ *   IGT_ROW_NAME the one-row function to define, of igemm.h's row signature
  *   IGT_A        the element type of packed A (int32_t pairs, uint32_t quads)
  *   IGT_BUILT    1 when the compiler knows the tier's instructions, else 0:
  *                then IGT_NAME is an empty stand-in that igemm.c never
@@ -47,6 +53,10 @@ bool IGT_BUILT_FN(void) { return IGT_BUILT; }
 void IGT_NAME(int mr, int64_t n, const IGT_A *pa, int64_t pa_ld, const uint8_t *panel, bool flag,
               int32_t *tile) {
   (void)mr, (void)n, (void)pa, (void)pa_ld, (void)panel, (void)flag, (void)tile;
+}
+void IGT_ROW_NAME(int64_t n, const IGT_A *pa, const uint8_t *panel, int64_t panel_stride, bool flag,
+                  int32_t *tiles) {
+  (void)n, (void)pa, (void)panel, (void)panel_stride, (void)flag, (void)tiles;
 }
 #else
 
@@ -106,6 +116,48 @@ void IGT_NAME(int mr, int64_t n, const IGT_A *pa, int64_t pa_ld, const uint8_t *
   }
 }
 
+#define IGT_PANELS(X) X(0) X(1) X(2) X(3)
+#define IGT_PANEL_MADD(q)                                               \
+  {                                                                     \
+    IGT_V b0, b1;                                                       \
+    igt_load(panel + q * panel_stride, t, flag, &b0, &b1);              \
+    igt_madd(&c##q##0, &c##q##1, pa + t, b0, b1);                       \
+  }
+#define IGT_PANEL_MADD_LAST(q) \
+  c##q##0 = igt_madd_last(c##q##0, pa + t, igt_load_last(panel + q * panel_stride, t, flag));
+#define IGT_PANEL_STORE(q) igt_store(tiles + q * KERN_IGEMM_NR, c##q##0, c##q##1);
+
+#if KERN_IGEMM_ROW_PANELS != 4
+#error "igemm_tmpl.h: the panels above assume KERN_IGEMM_ROW_PANELS == 4"
+#endif
+
+IGT_AI void igt_row_panels(int64_t n, const IGT_A *pa, const uint8_t *panel, int64_t panel_stride,
+                           const bool flag, int32_t *tiles) {
+  IGT_V c00 = igt_zero(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+  int64_t t = 0;
+  for (; t + IGT_STEP <= n; t += IGT_STEP) {
+    IGT_PANELS(IGT_PANEL_MADD)
+  }
+#if IGT_STEP == 2
+  if (t < n) {
+    IGT_PANELS(IGT_PANEL_MADD_LAST)
+  }
+#endif
+  IGT_PANELS(IGT_PANEL_STORE)
+}
+
+void IGT_ROW_NAME(int64_t n, const IGT_A *pa, const uint8_t *panel, int64_t panel_stride, bool flag,
+                  int32_t *tiles) {
+  if (flag)
+    igt_row_panels(n, pa, panel, panel_stride, true, tiles);
+  else
+    igt_row_panels(n, pa, panel, panel_stride, false, tiles);
+}
+
+#undef IGT_PANEL_STORE
+#undef IGT_PANEL_MADD_LAST
+#undef IGT_PANEL_MADD
+#undef IGT_PANELS
 #undef IGT_CASE
 #undef IGT_ROW_STORE
 #undef IGT_ROW_MADD_LAST
