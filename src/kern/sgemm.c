@@ -434,6 +434,19 @@ void kern_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, flo
 #define HUGE_PAGE ((size_t)2 << 20)
 #define HUGE_MIN ((size_t)4 << 20)
 
+void *kern_alloc_weights(size_t bytes) {
+  if (bytes < HUGE_MIN) return aligned_alloc(64, (bytes + 63) / 64 * 64);
+  /* Large weights stream from DRAM on every use: on 2 MiB pages the
+   * hardware prefetchers are not stopped at every 4 KiB boundary and the
+   * TLB covers the whole matrix. A hint only; it may be refused. */
+  size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+  void *p = aligned_alloc(HUGE_PAGE, rounded);
+#ifdef MADV_HUGEPAGE
+  if (p) madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
 struct kern_packed_b {
   const struct sgemm_ukr *u;
   int64_t k, n;
@@ -469,18 +482,7 @@ static tolk_status packed_new(int64_t k, int64_t n, size_t elem_size, struct ker
   pb->k = k;
   pb->n = n;
   pb->bytes = bytes;
-  if (bytes >= HUGE_MIN) {
-    /* Large weights stream from DRAM on every use: on 2 MiB pages the
-     * hardware prefetchers are not stopped at every 4 KiB boundary and the
-     * TLB covers the whole matrix. A hint only; it may be refused. */
-    size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-    *mem = aligned_alloc(HUGE_PAGE, rounded);
-#ifdef MADV_HUGEPAGE
-    if (*mem) madvise(*mem, rounded, MADV_HUGEPAGE);
-#endif
-  } else if (bytes > 0) {
-    *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
-  }
+  if (bytes > 0) *mem = kern_alloc_weights(bytes);
   if (bytes > 0 && !*mem) {
     free(pb);
     return tolk_fail(err, TOLK_ERR_NO_MEMORY,

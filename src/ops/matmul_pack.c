@@ -248,7 +248,7 @@ bool mm_quantize_cols(const void *src, const struct dq *dq, bool is_signed, bool
   size_t qbytes, pbytes = kern_igemm_pack_b_size(n, k);
   int8_t *q = NULL;
   if (pbytes && tolk_mul_size((size_t)n, (size_t)k, &qbytes) && (q = malloc(qbytes ? qbytes : 1)))
-    e->qb.data = malloc(pbytes);
+    e->qb.data = kern_alloc_weights(pbytes);
   e->col_scale = malloc((size_t)n * sizeof(float));
   if (!q || !e->qb.data || !e->col_scale) {
     free(q);
@@ -369,7 +369,7 @@ static tolk_status new_codes_entry(const struct ir_tensor *t, enum kern_isa isa,
   size_t bytes = kern_igemm_pack_b_size(t->dims[1], t->dims[0]);
   if (!bytes) return tolk_fail(err, TOLK_ERR_LIMIT, "weight %s is too large", t->name);
   struct packed_entry *e = calloc(1, sizeof *e);
-  if (!e || !(e->qb.data = malloc(bytes)) || !entry_add_src(e, t->data)) {
+  if (!e || !(e->qb.data = kern_alloc_weights(bytes)) || !entry_add_src(e, t->data)) {
     if (e) free(e->qb.data);
     free(e);
     return tolk_fail(err, TOLK_ERR_NO_MEMORY, "packing weight %s: out of memory", t->name);
