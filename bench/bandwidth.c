@@ -9,8 +9,8 @@
  * self-attention q, k, v, o (4 d²), cross-attention q and o (2 d²; its k and
  * v are computed once per sentence) and FFN (2 d·ffn), then the LM head
  * (vocab·d) — 4 bytes a weight in fp32 (2 with --bf16), 1 in the int8 graphs
- * (tolk packs them as int8), and the LM head 4 bytes (--bf16: 2) unless
- * --int8-lm-head. Biases,
+ * (tolk packs them as int8; their LM head, DequantizeLinear of 8-bit codes,
+ * stays codes, and --int8-lm-head requantizes it to int8). Biases,
  * layer norms, the one embedding row and the cache are left out (< 1 %).
  *
  * The measured step: tolk_translator_generate on one sentence with exactly
@@ -110,7 +110,7 @@ static double step_bytes(const char *dir, int int8, int int8_head, int bf16, dou
   cJSON_Delete(cfg);
   if (d <= 0 || ffn <= 0 || layers <= 0 || vocab <= 0) return -1.0;
   const double fbytes = bf16 ? 2.0 : 4.0;
-  *head_bytes = vocab * d * (int8_head ? 1.0 : fbytes);
+  *head_bytes = vocab * d * (int8 || int8_head ? 1.0 : fbytes);
   return layers * (6.0 * d * d + 2.0 * d * ffn) * (int8 ? 1.0 : fbytes) + *head_bytes;
 }
 

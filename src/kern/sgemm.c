@@ -252,12 +252,11 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
    * in sgemm_tmpl.h). */
   if (packed && i1 - i0 <= mr) {
     /* A decoder step: one tile height, each panel run down all of k block
-     * by block, B read once from front to back. One row of float or
-     * bfloat16 panels goes SGEMM_ROW_PANELS panels at a time (the same sums,
-     * with the FMA latency hidden); the panels left over, and codes, one by
-     * one. */
+     * by block, B read once from front to back. One row goes
+     * SGEMM_ROW_PANELS panels at a time (the same sums, with the FMA latency
+     * hidden); the panels left over one by one. */
     int64_t jp = jp0;
-    if (i1 - i0 == 1 && !j->codes) {
+    if (i1 - i0 == 1) {
       const int64_t stride = j->k * nr;
       for (; jp + SGEMM_ROW_PANELS <= jp1; jp += SGEMM_ROW_PANELS) {
         const int64_t last = jp + SGEMM_ROW_PANELS - 1;
@@ -269,6 +268,9 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
           const float beta = pc == 0 ? j->beta : 1.0f;
           if (j->bf16)
             u->row_panels_bf16(kc, ap, j->cs_a, j->bf16 + at, stride, cp, nr_last, j->alpha, beta);
+          else if (j->codes)
+            u->row_panels_q8(kc, ap, j->cs_a, j->codes + at, stride, j->codes_signed, j->zp, j->scale, cp,
+                             nr_last, j->alpha, beta);
           else
             u->row_panels(kc, ap, j->cs_a, j->packed + at, stride, cp, nr_last, j->alpha, beta);
         }

@@ -50,7 +50,7 @@ typedef void (*sgemm_dq_fn)(const uint8_t *q, int64_t n, bool is_signed, int32_t
 typedef void (*sgemm_bf16_fn)(const uint16_t *q, int64_t n, float *out);
 
 /* One row of C against SGEMM_ROW_PANELS consecutive packed panels, kc rows
- * each (floats, or bfloat16 widened as read), the last panel's first
+ * each (floats, or bfloat16 or 8-bit codes widened as read), the last panel's first
  * nr_last columns stored: C = alpha * sums + beta * C, bit for bit what the
  * tile with one row gives panel by panel (sgemm_tmpl.h). */
 #define SGEMM_ROW_PANELS 4
@@ -59,6 +59,9 @@ typedef void (*sgemm_row_panels_fn)(int64_t kc, const float *a, int64_t cs_a, co
 typedef void (*sgemm_row_panels_bf16_fn)(int64_t kc, const float *a, int64_t cs_a, const uint16_t *b,
                                          int64_t panel_stride, float *c, int64_t nr_last, float alpha,
                                          float beta);
+typedef void (*sgemm_row_panels_q8_fn)(int64_t kc, const float *a, int64_t cs_a, const uint8_t *b,
+                                       int64_t panel_stride, bool is_signed, int32_t zp, float scale, float *c,
+                                       int64_t nr_last, float alpha, float beta);
 
 struct sgemm_ukr {
   enum kern_isa isa;
@@ -71,6 +74,7 @@ struct sgemm_ukr {
   sgemm_bf16_fn bf16;
   sgemm_row_panels_fn row_panels;
   sgemm_row_panels_bf16_fn row_panels_bf16;
+  sgemm_row_panels_q8_fn row_panels_q8;
 };
 
 extern const struct sgemm_ukr kern_sgemm_ukr_scalar;

@@ -124,18 +124,23 @@ static void tmpl_tile(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_
 }
 
 /* One row of C against SGEMM_ROW_PANELS consecutive packed panels, each of
- * kc rows (row p of panel q at b + q * panel_stride + p * NR), as floats or
- * (half) bfloat16 widened in registers. Every element is the same FMA chain
+ * kc rows (row p of panel q at b + q * panel_stride + p * NR), as floats,
+ * bfloat16 or 8-bit codes, widened (dequantized as tmpl_dq does, the same
+ * floats) in registers. Every element is the same FMA chain
  * over k as tmpl_tile with R = 1 gives it, and stored the same way, so the
  * results are bit for bit the same; the four panels' chains interleave,
  * which hides the FMA latency one panel's two chains leave exposed: with
  * B in bfloat16 a batch-1 step reads half the bytes, and one row and one
  * panel at a time would be bound by that latency instead (nr_last: the
  * columns of the last panel). */
-TMPL_AI void tmpl_row_panels_body(bool half, int64_t kc, const float *a, int64_t cs_a, const void *b,
-                                  int64_t panel_stride, float *c, int64_t nr_last, float alpha, float beta) {
+enum { TMPL_F32, TMPL_BF16, TMPL_S8, TMPL_U8 };
+
+TMPL_AI void tmpl_row_panels_body(const int kind, int64_t kc, const float *a, int64_t cs_a, const void *b,
+                                  int64_t panel_stride, int32_t zp, float scale, float *c, int64_t nr_last,
+                                  float alpha, float beta) {
   enum { Q = SGEMM_ROW_PANELS };
   V acc[Q][2];
+  const V z = v_set1((float)zp), s = v_set1(scale);
 #pragma GCC unroll 8
   for (int q = 0; q < Q; q++) acc[q][0] = acc[q][1] = v_zero();
   for (int64_t p = 0; p < kc; p++) {
@@ -143,10 +148,14 @@ TMPL_AI void tmpl_row_panels_body(bool half, int64_t kc, const float *a, int64_t
 #pragma GCC unroll 8
     for (int q = 0; q < Q; q++) {
       V b0, b1;
-      if (half) {
+      if (kind == TMPL_BF16) {
         const uint16_t *bq = (const uint16_t *)b + q * panel_stride + p * TMPL_NR;
         b0 = v_from_bf16(bq);
         b1 = v_from_bf16(bq + VL);
+      } else if (kind == TMPL_S8 || kind == TMPL_U8) {
+        const uint8_t *bq = (const uint8_t *)b + q * panel_stride + p * TMPL_NR;
+        b0 = v_mul(v_sub(kind == TMPL_S8 ? v_from_s8(bq) : v_from_u8(bq), z), s);
+        b1 = v_mul(v_sub(kind == TMPL_S8 ? v_from_s8(bq + VL) : v_from_u8(bq + VL), z), s);
       } else {
         const float *bq = (const float *)b + q * panel_stride + p * TMPL_NR;
         b0 = v_loadu(bq);
@@ -168,12 +177,21 @@ TMPL_AI void tmpl_row_panels_body(bool half, int64_t kc, const float *a, int64_t
 
 static void tmpl_row_panels(int64_t kc, const float *a, int64_t cs_a, const float *b, int64_t panel_stride,
                             float *c, int64_t nr_last, float alpha, float beta) {
-  tmpl_row_panels_body(false, kc, a, cs_a, b, panel_stride, c, nr_last, alpha, beta);
+  tmpl_row_panels_body(TMPL_F32, kc, a, cs_a, b, panel_stride, 0, 1.0f, c, nr_last, alpha, beta);
 }
 
 static void tmpl_row_panels_bf16(int64_t kc, const float *a, int64_t cs_a, const uint16_t *b,
                                  int64_t panel_stride, float *c, int64_t nr_last, float alpha, float beta) {
-  tmpl_row_panels_body(true, kc, a, cs_a, b, panel_stride, c, nr_last, alpha, beta);
+  tmpl_row_panels_body(TMPL_BF16, kc, a, cs_a, b, panel_stride, 0, 1.0f, c, nr_last, alpha, beta);
+}
+
+static void tmpl_row_panels_q8(int64_t kc, const float *a, int64_t cs_a, const uint8_t *b, int64_t panel_stride,
+                               bool is_signed, int32_t zp, float scale, float *c, int64_t nr_last, float alpha,
+                               float beta) {
+  if (is_signed)
+    tmpl_row_panels_body(TMPL_S8, kc, a, cs_a, b, panel_stride, zp, scale, c, nr_last, alpha, beta);
+  else
+    tmpl_row_panels_body(TMPL_U8, kc, a, cs_a, b, panel_stride, zp, scale, c, nr_last, alpha, beta);
 }
 
 /* C[0:mr, 0:nc] = alpha * A · B + beta * C for a B read in place, row-major
@@ -277,6 +295,7 @@ const struct sgemm_ukr TMPL_NAME = {
     .bf16 = tmpl_bf16,
     .row_panels = tmpl_row_panels,
     .row_panels_bf16 = tmpl_row_panels_bf16,
+    .row_panels_q8 = tmpl_row_panels_q8,
 };
 
 #undef TMPL_NR
