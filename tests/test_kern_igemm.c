@@ -160,7 +160,8 @@ int main(void) {
     static const int64_t dims[][3] = {{1, 1, 1},   {1, 16, 2},  {1, 17, 3},   {2, 5, 7},
                                       {6, 16, 16}, {7, 33, 9},  {13, 31, 64}, {30, 48, 65},
                                       {97, 20, 5}, {200, 3, 33}, {5, 4, 0},   {0, 4, 3},
-                                      {1, 512, 128}, {3, 100, 1}, {1, 70, 9}, {1, 100, 70}};
+                                      {1, 512, 128}, {3, 100, 1}, {1, 70, 9}, {1, 100, 70},
+                                      {2, 100, 70}, {2, 49, 5},   {3, 70, 33}};
     for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
       for (int combo = 0; combo < 4; combo++)
         for (int zp = 0; zp < 9; zp++) {
@@ -176,11 +177,13 @@ int main(void) {
       run_case(&pr, isas[s], pool);
       pr.zpb = 0;
       run_case(&pr, isas[s], NULL);
-      /* One row: several panels at a time (a decoder step at batch 1). */
-      struct prob one = {1, 70, 70001, combo & 1, (combo >> 1) & 1, 1, combo & 1, false, true};
-      run_case(&one, isas[s], pool);
+      /* One to three rows: several panels at a time (a decoder step of a few sentences). */
+      for (int64_t m = 1; m <= 3; m++) {
+        struct prob few = {m, 70, 70001, combo & 1, (combo >> 1) & 1, 1, combo & 1, false, true};
+        run_case(&few, isas[s], pool);
+      }
     }
-    static const int64_t fdims[][3] = {{1, 1, 1}, {7, 33, 9}, {64, 100, 512}, {97, 20, 5}, {1, 100, 70}};
+    static const int64_t fdims[][3] = {{1, 1, 1}, {7, 33, 9}, {64, 100, 512}, {97, 20, 5}, {1, 100, 70}, {2, 100, 70}, {3, 100, 70}};
     for (size_t d = 0; d < sizeof fdims / sizeof fdims[0]; d++)
       for (int form = 0; form < 16; form++)
         run_f32_case(fdims[d][0], fdims[d][1], fdims[d][2], form, isas[s], d % 2 ? pool : NULL);

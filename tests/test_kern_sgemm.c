@@ -220,35 +220,41 @@ static void bf16_case(int64_t m, int64_t n, int64_t k, bool ta, bool tb, float a
   free(a), free(f), free(fr), free(c1), free(c2);
 }
 
-/* A row alone (m = 1: several panels at a time) gives the bytes it gives
- * among others (m > 1: the tiles, panel by panel), for a packed B of floats
- * or bfloat16: the translator's promise that a sentence translates the same
- * alone and in a batch rests on it. */
+/* A row gives the same bytes alone (m = 1: four panels at a time), among
+ * two or three (several panels at a time) and among seven (the tiles, panel
+ * by panel), for a packed B of floats or bfloat16: the translator's promise
+ * that a sentence translates the same alone and in a batch rests on it. */
 static void rows_alone_case(int64_t n, int64_t k, bool bf16, float beta, struct tolk_pool *pool) {
   enum { M = 7 };
   const int64_t ldc = n + 3;
   float *a = malloc((size_t)(M * k) * sizeof *a), *b = malloc((size_t)(k * n) * sizeof *b);
-  float *c_all = malloc((size_t)(M * ldc) * sizeof *c_all), *c_one = malloc((size_t)ldc * sizeof *c_one);
+  float *c0 = malloc((size_t)(M * ldc) * sizeof *c0), *c_one = malloc((size_t)(M * ldc) * sizeof *c_one);
+  float *c_many = malloc((size_t)(M * ldc) * sizeof *c_many);
   for (int64_t i = 0; i < M * k; i++) a[i] = frand();
   for (int64_t i = 0; i < k * n; i++) b[i] = frand();
-  for (int64_t i = 0; i < M * ldc; i++) c_all[i] = frand();
+  for (int64_t i = 0; i < M * ldc; i++) c0[i] = frand();
   struct kern_packed_b *pb = NULL;
   tolk_error err = {0};
   CHECK((bf16 ? kern_sgemm_pack_b_bf16 : kern_sgemm_pack_b)(false, k, n, b, n, &pb, &err) == TOLK_OK);
-  float *c0 = malloc((size_t)(M * ldc) * sizeof *c0);
-  memcpy(c0, c_all, (size_t)(M * ldc) * sizeof *c0);
-  kern_sgemm_packed(false, M, n, k, 1.0f, a, k, pb, beta, c_all, ldc, pool);
-  int differ = 0;
-  for (int r = 0; r < M; r++) {
-    memcpy(c_one, c0 + r * ldc, (size_t)ldc * sizeof *c_one);
-    kern_sgemm_packed(false, 1, n, k, 1.0f, a + r * k, k, pb, beta, c_one, ldc, pool);
-    differ += memcmp(c_one, c_all + r * ldc, (size_t)ldc * sizeof *c_one) != 0;
+  memcpy(c_one, c0, (size_t)(M * ldc) * sizeof *c_one);
+  for (int r = 0; r < M; r++)
+    kern_sgemm_packed(false, 1, n, k, 1.0f, a + r * k, k, pb, beta, c_one + r * ldc, ldc, pool);
+  static const int groups[] = {2, 3, M};
+  for (size_t g = 0; g < sizeof groups / sizeof *groups; g++) {
+    memcpy(c_many, c0, (size_t)(M * ldc) * sizeof *c_many);
+    for (int r = 0; r < M; r += groups[g]) {
+      int m = M - r < groups[g] ? M - r : groups[g];
+      kern_sgemm_packed(false, m, n, k, 1.0f, a + r * k, k, pb, beta, c_many + r * ldc, ldc, pool);
+    }
+    int differ = 0;
+    for (int r = 0; r < M; r++) differ += memcmp(c_one + r * ldc, c_many + r * ldc, (size_t)ldc * sizeof *c_one) != 0;
+    CHECK_MSG(differ == 0, "isa %s %s n=%lld k=%lld beta=%g: %d of %d rows differ alone and %d at a time",
+              kern_isa_name(kern_isa_active()), bf16 ? "bf16" : "fp32", (long long)n, (long long)k, beta, differ,
+              M, groups[g]);
   }
-  CHECK_MSG(differ == 0, "isa %s %s n=%lld k=%lld beta=%g: %d of %d rows differ alone", kern_isa_name(kern_isa_active()),
-            bf16 ? "bf16" : "fp32", (long long)n, (long long)k, beta, differ, M);
   n_cases++;
   kern_packed_b_free(pb);
-  free(a), free(b), free(c_all), free(c_one), free(c0);
+  free(a), free(b), free(c0), free(c_one), free(c_many);
 }
 
 static void test_rows_alone(void) {

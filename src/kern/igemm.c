@@ -398,30 +398,35 @@ static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
   }
 }
 
-/* The one row of A against panels pn .. pn + KERN_IGEMM_ROW_PANELS. */
-static void igemm_row_task(const struct igemm_job *job, int64_t pn) {
-  int32_t tiles[KERN_IGEMM_ROW_PANELS * KERN_IGEMM_NR];
+/* The m ≤ KERN_IGEMM_FEW_ROWS rows of A against panels pn .. pn +
+ * kern_igemm_few_panels(m). */
+static void igemm_few_task(const struct igemm_job *job, int64_t pn) {
+  int32_t tiles[KERN_IGEMM_FEW_ROWS * 4 * KERN_IGEMM_NR];
+  const int rows = (int)job->p->m, panels = kern_igemm_few_panels(rows);
   const bool vnni = job->impl->qtile != NULL, flip = vnni && !job->b->is_signed;
   const int64_t stride = job->kp * 2 * KERN_IGEMM_NR;
   const uint8_t *panel = job->b->data + pn * stride;
   if (vnni)
-    job->impl->qrow(job->kp / 2, (const uint32_t *)job->pa, panel, stride, flip, tiles);
+    job->impl->qrow(rows, job->kp / 2, (const uint32_t *)job->pa, job->kp / 2, panel, stride, flip, tiles);
   else
-    job->impl->row(job->kp, job->pa, panel, stride, job->b->is_signed, tiles);
-  for (int q = 0; q < KERN_IGEMM_ROW_PANELS; q++) {
+    job->impl->row(rows, job->kp, job->pa, job->kp, panel, stride, job->b->is_signed, tiles);
+  for (int q = 0; q < panels; q++) {
     struct panel_terms pt;
     panel_terms(job, pn + q, &pt);
-    finish_tile(job, &pt, 0, 1, tiles + q * KERN_IGEMM_NR);
+    for (int r = 0; r < rows; r++) finish_tile(job, &pt, r, 1, tiles + (r * panels + q) * KERN_IGEMM_NR);
   }
 }
 
-/* Tasks [begin, end): (row block, panel) pairs. One row (a decoder step at
- * batch 1, where the tasks are the panels) goes several panels at a time. */
+/* Tasks [begin, end): (row block, panel) pairs. A few rows (a decoder step
+ * of one to three sentences, where the tasks are the panels) go several
+ * panels at a time. */
 static void igemm_range(void *arg, int64_t begin, int64_t end) {
   const struct igemm_job *job = arg;
   int64_t t = begin;
-  if (job->p->m == 1 && (job->impl->row || job->impl->qrow))
-    for (; t + KERN_IGEMM_ROW_PANELS <= end; t += KERN_IGEMM_ROW_PANELS) igemm_row_task(job, t);
+  if (job->p->m <= KERN_IGEMM_FEW_ROWS && (job->impl->row || job->impl->qrow)) {
+    const int64_t group = kern_igemm_few_panels((int)job->p->m);
+    for (; t + group <= end; t += group) igemm_few_task(job, t);
+  }
   for (; t < end; t++) igemm_task(job, t / job->panels, t % job->panels);
 }
 

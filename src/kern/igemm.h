@@ -162,20 +162,22 @@ void kern_igemm_qtile_avx512vnni(int mr, int64_t kq, const uint32_t *pa, int64_t
                                  const uint8_t *panel, bool b_flip, int32_t *tile);
 void kern_igemm_qtile_avxvnni(int mr, int64_t kq, const uint32_t *pa, int64_t pa_ld,
                               const uint8_t *panel, bool b_flip, int32_t *tile);
-/* One row of A against KERN_IGEMM_ROW_PANELS consecutive panels (panel q at
- * panel + q * panel_stride): tiles[q*16 + j] the row's sums for panel q, as
- * the tiles give them (kern_igemm_row_fn: pairs; _qrow_: the VNNI quads). */
-#define KERN_IGEMM_ROW_PANELS 4
-typedef void (*kern_igemm_row_fn)(int64_t kp, const int32_t *pa, const uint8_t *panel, int64_t panel_stride,
-                                  bool b_signed, int32_t *tiles);
-typedef void (*kern_igemm_qrow_fn)(int64_t kq, const uint32_t *pa, const uint8_t *panel, int64_t panel_stride,
-                                   bool b_flip, int32_t *tiles);
-void kern_igemm_row_avx2(int64_t kp, const int32_t *pa, const uint8_t *panel, int64_t panel_stride,
-                         bool b_signed, int32_t *tiles);
-void kern_igemm_qrow_avx512vnni(int64_t kq, const uint32_t *pa, const uint8_t *panel, int64_t panel_stride,
-                                bool b_flip, int32_t *tiles);
-void kern_igemm_qrow_avxvnni(int64_t kq, const uint32_t *pa, const uint8_t *panel, int64_t panel_stride,
-                             bool b_flip, int32_t *tiles);
+/* Rows 1 ≤ rows ≤ KERN_IGEMM_FEW_ROWS of A (rows pa_ld apart) against
+ * kern_igemm_few_panels(rows) consecutive panels (panel q at panel + q *
+ * panel_stride): tiles[(r * panels + q) * 16 + j] row r's sums for panel q,
+ * as the tiles give them (kern_igemm_row_fn: pairs; _qrow_: VNNI quads). */
+#define KERN_IGEMM_FEW_ROWS 3
+static inline int kern_igemm_few_panels(int rows) { return rows == 1 ? 4 : rows == 2 ? 3 : 2; }
+typedef void (*kern_igemm_row_fn)(int rows, int64_t kp, const int32_t *pa, int64_t pa_ld, const uint8_t *panel,
+                                  int64_t panel_stride, bool b_signed, int32_t *tiles);
+typedef void (*kern_igemm_qrow_fn)(int rows, int64_t kq, const uint32_t *pa, int64_t pa_ld, const uint8_t *panel,
+                                   int64_t panel_stride, bool b_flip, int32_t *tiles);
+void kern_igemm_row_avx2(int rows, int64_t kp, const int32_t *pa, int64_t pa_ld, const uint8_t *panel,
+                         int64_t panel_stride, bool b_signed, int32_t *tiles);
+void kern_igemm_qrow_avx512vnni(int rows, int64_t kq, const uint32_t *pa, int64_t pa_ld, const uint8_t *panel,
+                                int64_t panel_stride, bool b_flip, int32_t *tiles);
+void kern_igemm_qrow_avxvnni(int rows, int64_t kq, const uint32_t *pa, int64_t pa_ld, const uint8_t *panel,
+                             int64_t panel_stride, bool b_flip, int32_t *tiles);
 /* Whether the compiler built those two (it knew the flags). */
 bool kern_igemm_avx512vnni_built(void);
 bool kern_igemm_avxvnni_built(void);

@@ -14,14 +14,15 @@
  * instantiation, so the `MR > r` tests fold away, and so does `flag`
  * (igt_tile_mr is instantiated for true and false).
  *
- * One row against KERN_IGEMM_ROW_PANELS panels (IGT_ROW_NAME) keeps the
- * same two accumulators per panel and reads the panels side by side: a
- * decoder step at batch 1 streams its weights, and four streams keep more
- * lines in flight than one (integer sums: any order is exact).
+ * One to three rows against several panels (IGT_ROW_NAME: 4, 3 or 2) keep
+ * the same two accumulators per row and panel and read the panels side by
+ * side: a decoder step of a few rows streams its weights, and several
+ * streams keep more lines in flight than one (integer sums: any order is
+ * exact).
  *
  * The includer defines before including:
  *   IGT_NAME     the tile function to define, of igemm.h's tile signature
- *   IGT_ROW_NAME the one-row function to define, of igemm.h's row signature
+ *   IGT_ROW_NAME the few-rows function to define, of igemm.h's row signature
  *   IGT_A        the element type of packed A (int32_t pairs, uint32_t quads)
  *   IGT_BUILT    1 when the compiler knows the tier's instructions, else 0:
  *                then IGT_NAME is an empty stand-in that igemm.c never
@@ -54,9 +55,9 @@ void IGT_NAME(int mr, int64_t n, const IGT_A *pa, int64_t pa_ld, const uint8_t *
               int32_t *tile) {
   (void)mr, (void)n, (void)pa, (void)pa_ld, (void)panel, (void)flag, (void)tile;
 }
-void IGT_ROW_NAME(int64_t n, const IGT_A *pa, const uint8_t *panel, int64_t panel_stride, bool flag,
-                  int32_t *tiles) {
-  (void)n, (void)pa, (void)panel, (void)panel_stride, (void)flag, (void)tiles;
+void IGT_ROW_NAME(int rows, int64_t n, const IGT_A *pa, int64_t pa_ld, const uint8_t *panel, int64_t panel_stride,
+                  bool flag, int32_t *tiles) {
+  (void)rows, (void)n, (void)pa, (void)pa_ld, (void)panel, (void)panel_stride, (void)flag, (void)tiles;
 }
 #else
 
@@ -116,48 +117,72 @@ void IGT_NAME(int mr, int64_t n, const IGT_A *pa, int64_t pa_ld, const uint8_t *
   }
 }
 
-#define IGT_PANELS(X) X(0) X(1) X(2) X(3)
-#define IGT_PANEL_MADD(q)                                               \
-  {                                                                     \
-    IGT_V b0, b1;                                                       \
-    igt_load(panel + q * panel_stride, t, flag, &b0, &b1);              \
-    igt_madd(&c##q##0, &c##q##1, pa + t, b0, b1);                       \
-  }
-#define IGT_PANEL_MADD_LAST(q) \
-  c##q##0 = igt_madd_last(c##q##0, pa + t, igt_load_last(panel + q * panel_stride, t, flag));
-#define IGT_PANEL_STORE(q) igt_store(tiles + q * KERN_IGEMM_NR, c##q##0, c##q##1);
+/* (row, panel) pairs of the few-rows function: rows × panels of
+ * kern_igemm_few_panels(rows), 1 × 4, 2 × 3 or 3 × 2. */
+#define IGT_RQ(X) X(0, 0) X(0, 1) X(0, 2) X(0, 3) X(1, 0) X(1, 1) X(1, 2) X(2, 0) X(2, 1)
+#define IGT_RQ_DECL(r, q) IGT_V c##r##q##0 = igt_zero(), c##r##q##1 = c##r##q##0;
+#define IGT_RQ_MADD(r, q) \
+  if (R > r && Q > q) igt_madd(&c##r##q##0, &c##r##q##1, pa + r * pa_ld + t, b##q##0, b##q##1);
+#define IGT_RQ_MADD_LAST(r, q) \
+  if (R > r && Q > q) c##r##q##0 = igt_madd_last(c##r##q##0, pa + r * pa_ld + t, b##q##0);
+#define IGT_RQ_STORE(r, q) \
+  if (R > r && Q > q) igt_store(tiles + (r * Q + q) * KERN_IGEMM_NR, c##r##q##0, c##r##q##1);
+#define IGT_Q(X) X(0) X(1) X(2) X(3)
+#define IGT_Q_LOAD(q) \
+  IGT_V b##q##0, b##q##1;                                                 \
+  if (Q > q) igt_load(panel + q * panel_stride, t, flag, &b##q##0, &b##q##1);
+#define IGT_Q_LOAD_LAST(q) \
+  IGT_V b##q##0;                                                          \
+  if (Q > q) b##q##0 = igt_load_last(panel + q * panel_stride, t, flag);
 
-#if KERN_IGEMM_ROW_PANELS != 4
-#error "igemm_tmpl.h: the panels above assume KERN_IGEMM_ROW_PANELS == 4"
+#if KERN_IGEMM_FEW_ROWS != 3
+#error "igemm_tmpl.h: the pairs above assume KERN_IGEMM_FEW_ROWS == 3"
 #endif
 
-IGT_AI void igt_row_panels(int64_t n, const IGT_A *pa, const uint8_t *panel, int64_t panel_stride,
-                           const bool flag, int32_t *tiles) {
-  IGT_V c00 = igt_zero(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+IGT_AI void igt_few(const int R, const int Q, int64_t n, const IGT_A *pa, int64_t pa_ld, const uint8_t *panel,
+                    int64_t panel_stride, const bool flag, int32_t *tiles) {
+  IGT_RQ(IGT_RQ_DECL)
   int64_t t = 0;
   for (; t + IGT_STEP <= n; t += IGT_STEP) {
-    IGT_PANELS(IGT_PANEL_MADD)
+    IGT_Q(IGT_Q_LOAD)
+    IGT_RQ(IGT_RQ_MADD)
   }
 #if IGT_STEP == 2
   if (t < n) {
-    IGT_PANELS(IGT_PANEL_MADD_LAST)
+    IGT_Q(IGT_Q_LOAD_LAST)
+    IGT_RQ(IGT_RQ_MADD_LAST)
   }
 #endif
-  IGT_PANELS(IGT_PANEL_STORE)
+  IGT_RQ(IGT_RQ_STORE)
 }
 
-void IGT_ROW_NAME(int64_t n, const IGT_A *pa, const uint8_t *panel, int64_t panel_stride, bool flag,
-                  int32_t *tiles) {
-  if (flag)
-    igt_row_panels(n, pa, panel, panel_stride, true, tiles);
-  else
-    igt_row_panels(n, pa, panel, panel_stride, false, tiles);
+#define IGT_FEW_CASE(R)                                                                  \
+  case R:                                                                                \
+    if (flag)                                                                            \
+      igt_few(R, R == 1 ? 4 : R == 2 ? 3 : 2, n, pa, pa_ld, panel, panel_stride, true, tiles);  \
+    else                                                                                 \
+      igt_few(R, R == 1 ? 4 : R == 2 ? 3 : 2, n, pa, pa_ld, panel, panel_stride, false, tiles); \
+    break;
+
+void IGT_ROW_NAME(int rows, int64_t n, const IGT_A *pa, int64_t pa_ld, const uint8_t *panel, int64_t panel_stride,
+                  bool flag, int32_t *tiles) {
+  switch (rows) {
+    IGT_FEW_CASE(1)
+    IGT_FEW_CASE(2)
+    IGT_FEW_CASE(3)
+  default: break;
+  }
 }
 
-#undef IGT_PANEL_STORE
-#undef IGT_PANEL_MADD_LAST
-#undef IGT_PANEL_MADD
-#undef IGT_PANELS
+#undef IGT_FEW_CASE
+#undef IGT_Q_LOAD_LAST
+#undef IGT_Q_LOAD
+#undef IGT_Q
+#undef IGT_RQ_STORE
+#undef IGT_RQ_MADD_LAST
+#undef IGT_RQ_MADD
+#undef IGT_RQ_DECL
+#undef IGT_RQ
 #undef IGT_CASE
 #undef IGT_ROW_STORE
 #undef IGT_ROW_MADD_LAST

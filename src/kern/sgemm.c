@@ -252,27 +252,25 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
    * in sgemm_tmpl.h). */
   if (packed && i1 - i0 <= mr) {
     /* A decoder step: one tile height, each panel run down all of k block
-     * by block, B read once from front to back. One row goes
-     * SGEMM_ROW_PANELS panels at a time (the same sums, with the FMA latency
-     * hidden); the panels left over one by one. */
+     * by block, B read once from front to back. One to three rows go
+     * several panels at a time (the same sums, with the FMA latency hidden);
+     * the panels left over one by one. */
     int64_t jp = jp0;
-    if (i1 - i0 == 1) {
-      const int64_t stride = j->k * nr;
-      for (; jp + SGEMM_ROW_PANELS <= jp1; jp += SGEMM_ROW_PANELS) {
-        const int64_t last = jp + SGEMM_ROW_PANELS - 1;
+    const int rows = (int)(i1 - i0);
+    if (rows <= SGEMM_FEW_ROWS) {
+      const int64_t stride = j->k * nr, group = sgemm_few_panels(rows);
+      struct sgemm_panels pp = {NULL, stride, SGEMM_F32, j->zp, j->scale};
+      if (j->bf16) pp.kind = SGEMM_BF16;
+      else if (j->codes) pp.kind = j->codes_signed ? SGEMM_S8 : SGEMM_U8;
+      for (; jp + group <= jp1; jp += group) {
+        const int64_t last = jp + group - 1;
         const int64_t nr_last = j->n - last * nr < nr ? j->n - last * nr : nr;
         for (int64_t pc = 0; pc < j->k; pc += KC) {
           const int64_t kc = j->k - pc < KC ? j->k - pc : KC, at = jp * stride + pc * nr;
-          const float *ap = j->a + i0 * j->rs_a + pc * j->cs_a;
-          float *cp = j->c + i0 * j->ldc + jp * nr;
-          const float beta = pc == 0 ? j->beta : 1.0f;
-          if (j->bf16)
-            u->row_panels_bf16(kc, ap, j->cs_a, j->bf16 + at, stride, cp, nr_last, j->alpha, beta);
-          else if (j->codes)
-            u->row_panels_q8(kc, ap, j->cs_a, j->codes + at, stride, j->codes_signed, j->zp, j->scale, cp,
-                             nr_last, j->alpha, beta);
-          else
-            u->row_panels(kc, ap, j->cs_a, j->packed + at, stride, cp, nr_last, j->alpha, beta);
+          pp.b = j->bf16 ? (const void *)(j->bf16 + at) : j->codes ? (const void *)(j->codes + at)
+                                                                   : (const void *)(j->packed + at);
+          u->few_rows(rows, kc, j->a + i0 * j->rs_a + pc * j->cs_a, j->rs_a, j->cs_a, &pp,
+                      j->c + i0 * j->ldc + jp * nr, j->ldc, nr_last, j->alpha, pc == 0 ? j->beta : 1.0f);
         }
       }
     }

@@ -49,19 +49,27 @@ typedef void (*sgemm_dq_fn)(const uint8_t *q, int64_t n, bool is_signed, int32_t
  * multiple of the vector width: exact. */
 typedef void (*sgemm_bf16_fn)(const uint16_t *q, int64_t n, float *out);
 
-/* One row of C against SGEMM_ROW_PANELS consecutive packed panels, kc rows
- * each (floats, or bfloat16 or 8-bit codes widened as read), the last panel's first
- * nr_last columns stored: C = alpha * sums + beta * C, bit for bit what the
- * tile with one row gives panel by panel (sgemm_tmpl.h). */
-#define SGEMM_ROW_PANELS 4
-typedef void (*sgemm_row_panels_fn)(int64_t kc, const float *a, int64_t cs_a, const float *b,
-                                    int64_t panel_stride, float *c, int64_t nr_last, float alpha, float beta);
-typedef void (*sgemm_row_panels_bf16_fn)(int64_t kc, const float *a, int64_t cs_a, const uint16_t *b,
-                                         int64_t panel_stride, float *c, int64_t nr_last, float alpha,
-                                         float beta);
-typedef void (*sgemm_row_panels_q8_fn)(int64_t kc, const float *a, int64_t cs_a, const uint8_t *b,
-                                       int64_t panel_stride, bool is_signed, int32_t zp, float scale, float *c,
-                                       int64_t nr_last, float alpha, float beta);
+/* Packed panels as sgemm_few_rows_fn reads them: from b (row pc of the
+ * first), one panel every `stride` elements, of floats, bfloat16 or 8-bit
+ * codes standing for (q - zp) * scale. */
+enum { SGEMM_F32, SGEMM_BF16, SGEMM_S8, SGEMM_U8 };
+struct sgemm_panels {
+  const void *b;
+  int64_t stride;
+  int kind;
+  int32_t zp;
+  float scale;
+};
+
+/* Rows 1 ≤ rows ≤ SGEMM_FEW_ROWS of C against sgemm_few_panels(rows)
+ * consecutive panels, kc rows each, the last panel's first nr_last columns
+ * stored: C = alpha * sums + beta * C, bit for bit what the tile gives panel
+ * by panel (sgemm_tmpl.h). */
+#define SGEMM_FEW_ROWS 3
+static inline int sgemm_few_panels(int rows) { return rows == 1 ? 4 : rows == 2 ? 3 : 2; }
+typedef void (*sgemm_few_rows_fn)(int rows, int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+                                  const struct sgemm_panels *pp, float *c, int64_t ldc, int64_t nr_last,
+                                  float alpha, float beta);
 
 struct sgemm_ukr {
   enum kern_isa isa;
@@ -72,9 +80,7 @@ struct sgemm_ukr {
   sgemm_rows_fn rows;
   sgemm_dq_fn dq;
   sgemm_bf16_fn bf16;
-  sgemm_row_panels_fn row_panels;
-  sgemm_row_panels_bf16_fn row_panels_bf16;
-  sgemm_row_panels_q8_fn row_panels_q8;
+  sgemm_few_rows_fn few_rows;
 };
 
 extern const struct sgemm_ukr kern_sgemm_ukr_scalar;

@@ -123,76 +123,82 @@ static void tmpl_tile(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_
   }
 }
 
-/* One row of C against SGEMM_ROW_PANELS consecutive packed panels, each of
- * kc rows (row p of panel q at b + q * panel_stride + p * NR), as floats,
- * bfloat16 or 8-bit codes, widened (dequantized as tmpl_dq does, the same
- * floats) in registers. Every element is the same FMA chain
- * over k as tmpl_tile with R = 1 gives it, and stored the same way, so the
- * results are bit for bit the same; the four panels' chains interleave,
- * which hides the FMA latency one panel's two chains leave exposed: with
- * B in bfloat16 a batch-1 step reads half the bytes, and one row and one
- * panel at a time would be bound by that latency instead (nr_last: the
- * columns of the last panel). */
-enum { TMPL_F32, TMPL_BF16, TMPL_S8, TMPL_U8 };
-
-TMPL_AI void tmpl_row_panels_body(const int kind, int64_t kc, const float *a, int64_t cs_a, const void *b,
-                                  int64_t panel_stride, int32_t zp, float scale, float *c, int64_t nr_last,
-                                  float alpha, float beta) {
-  enum { Q = SGEMM_ROW_PANELS };
-  V acc[Q][2];
-  const V z = v_set1((float)zp), s = v_set1(scale);
+/* A few rows of C (R ≤ SGEMM_FEW_ROWS) against Q consecutive packed panels
+ * (sgemm_few_panels(R)), each of kc rows (row p of panel q at b + q * stride
+ * + p * NR), as floats, bfloat16 or 8-bit codes, widened (dequantized as
+ * tmpl_dq does: the same floats) in registers. Every element is the same FMA
+ * chain over k as tmpl_tile gives it, and stored the same way, so the results
+ * are bit for bit the same; the Q panels' chains interleave, which hides the
+ * FMA latency that R rows' 2R chains leave exposed (and reads Q weight
+ * streams side by side): a decoder step of one to three rows, where the
+ * weights' bytes, not the arithmetic, should be the limit. */
+TMPL_AI void tmpl_few_body(const int kind, const int R, const int Q, int64_t kc, const float *a, int64_t rs_a,
+                           int64_t cs_a, const struct sgemm_panels *pp, float *c, int64_t ldc, int64_t nr_last,
+                           float alpha, float beta) {
+  V acc[SGEMM_FEW_ROWS][4][2];
+  const V z = v_set1((float)pp->zp), s = v_set1(pp->scale);
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
-  for (int q = 0; q < Q; q++) acc[q][0] = acc[q][1] = v_zero();
+    for (int q = 0; q < Q; q++) acc[r][q][0] = acc[r][q][1] = v_zero();
   for (int64_t p = 0; p < kc; p++) {
-    V av = v_bcast(a + p * cs_a);
 #pragma GCC unroll 8
     for (int q = 0; q < Q; q++) {
       V b0, b1;
-      if (kind == TMPL_BF16) {
-        const uint16_t *bq = (const uint16_t *)b + q * panel_stride + p * TMPL_NR;
+      const int64_t at = q * pp->stride + p * TMPL_NR;
+      if (kind == SGEMM_BF16) {
+        const uint16_t *bq = (const uint16_t *)pp->b + at;
         b0 = v_from_bf16(bq);
         b1 = v_from_bf16(bq + VL);
-      } else if (kind == TMPL_S8 || kind == TMPL_U8) {
-        const uint8_t *bq = (const uint8_t *)b + q * panel_stride + p * TMPL_NR;
-        b0 = v_mul(v_sub(kind == TMPL_S8 ? v_from_s8(bq) : v_from_u8(bq), z), s);
-        b1 = v_mul(v_sub(kind == TMPL_S8 ? v_from_s8(bq + VL) : v_from_u8(bq + VL), z), s);
+      } else if (kind == SGEMM_S8 || kind == SGEMM_U8) {
+        const uint8_t *bq = (const uint8_t *)pp->b + at;
+        b0 = v_mul(v_sub(kind == SGEMM_S8 ? v_from_s8(bq) : v_from_u8(bq), z), s);
+        b1 = v_mul(v_sub(kind == SGEMM_S8 ? v_from_s8(bq + VL) : v_from_u8(bq + VL), z), s);
       } else {
-        const float *bq = (const float *)b + q * panel_stride + p * TMPL_NR;
+        const float *bq = (const float *)pp->b + at;
         b0 = v_loadu(bq);
         b1 = v_loadu(bq + VL);
       }
-      acc[q][0] = v_fma(av, b0, acc[q][0]);
-      acc[q][1] = v_fma(av, b1, acc[q][1]);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; r++) {
+        V av = v_bcast(a + r * rs_a + p * cs_a);
+        acc[r][q][0] = v_fma(av, b0, acc[r][q][0]);
+        acc[r][q][1] = v_fma(av, b1, acc[r][q][1]);
+      }
     }
   }
-  V out[Q][2];
+  V out[SGEMM_FEW_ROWS][4][2];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++)
 #pragma GCC unroll 8
-  for (int q = 0; q < Q; q++) {
-    out[q][0] = acc[q][0];
-    out[q][1] = acc[q][1];
+    for (int q = 0; q < Q; q++) {
+      out[r][q][0] = acc[r][q][0];
+      out[r][q][1] = acc[r][q][1];
+    }
+  for (int r = 0; r < R; r++)
+    for (int q = 0; q < Q; q++)
+      tmpl_row_store(c + r * ldc + q * TMPL_NR, out[r][q][0], out[r][q][1], q == Q - 1 ? nr_last : TMPL_NR,
+                     alpha, beta);
+}
+
+#define TMPL_FEW(kind, R)                                                                                \
+  tmpl_few_body(kind, R, R == 1 ? 4 : R == 2 ? 3 : 2, kc, a, rs_a, cs_a, pp, c, ldc, nr_last, alpha, beta)
+#define TMPL_FEW_KIND(kind) \
+  (rows == 1 ? TMPL_FEW(kind, 1) : rows == 2 ? TMPL_FEW(kind, 2) : TMPL_FEW(kind, 3))
+
+static void tmpl_few_rows(int rows, int64_t kc, const float *a, int64_t rs_a, int64_t cs_a,
+                          const struct sgemm_panels *pp, float *c, int64_t ldc, int64_t nr_last, float alpha,
+                          float beta) {
+  switch (pp->kind) {
+  case SGEMM_BF16: TMPL_FEW_KIND(SGEMM_BF16); break;
+  case SGEMM_S8: TMPL_FEW_KIND(SGEMM_S8); break;
+  case SGEMM_U8: TMPL_FEW_KIND(SGEMM_U8); break;
+  default: TMPL_FEW_KIND(SGEMM_F32); break;
   }
-  for (int q = 0; q < Q; q++)
-    tmpl_row_store(c + q * TMPL_NR, out[q][0], out[q][1], q == Q - 1 ? nr_last : TMPL_NR, alpha, beta);
 }
 
-static void tmpl_row_panels(int64_t kc, const float *a, int64_t cs_a, const float *b, int64_t panel_stride,
-                            float *c, int64_t nr_last, float alpha, float beta) {
-  tmpl_row_panels_body(TMPL_F32, kc, a, cs_a, b, panel_stride, 0, 1.0f, c, nr_last, alpha, beta);
-}
-
-static void tmpl_row_panels_bf16(int64_t kc, const float *a, int64_t cs_a, const uint16_t *b,
-                                 int64_t panel_stride, float *c, int64_t nr_last, float alpha, float beta) {
-  tmpl_row_panels_body(TMPL_BF16, kc, a, cs_a, b, panel_stride, 0, 1.0f, c, nr_last, alpha, beta);
-}
-
-static void tmpl_row_panels_q8(int64_t kc, const float *a, int64_t cs_a, const uint8_t *b, int64_t panel_stride,
-                               bool is_signed, int32_t zp, float scale, float *c, int64_t nr_last, float alpha,
-                               float beta) {
-  if (is_signed)
-    tmpl_row_panels_body(TMPL_S8, kc, a, cs_a, b, panel_stride, zp, scale, c, nr_last, alpha, beta);
-  else
-    tmpl_row_panels_body(TMPL_U8, kc, a, cs_a, b, panel_stride, zp, scale, c, nr_last, alpha, beta);
-}
+#undef TMPL_FEW_KIND
+#undef TMPL_FEW
 
 /* C[0:mr, 0:nc] = alpha * A · B + beta * C for a B read in place, row-major
  * with row stride rs_b, nc ≤ SGEMM_ROWS_NC, mr ≤ MR. Row p of B is used as a
@@ -293,9 +299,7 @@ const struct sgemm_ukr TMPL_NAME = {
     .rows = tmpl_rows,
     .dq = tmpl_dq,
     .bf16 = tmpl_bf16,
-    .row_panels = tmpl_row_panels,
-    .row_panels_bf16 = tmpl_row_panels_bf16,
-    .row_panels_q8 = tmpl_row_panels_q8,
+    .few_rows = tmpl_few_rows,
 };
 
 #undef TMPL_NR
