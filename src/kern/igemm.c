@@ -198,7 +198,7 @@ static void qtile_portable(int mr, int64_t kq, const uint32_t *pa, int64_t pa_ld
 /* ----------------------------------------------------------------- dispatch */
 
 /* One tier: a pair tile (A widened to int16) or a quad tile (VNNI), and
- * the one-row kernel over several panels where the tier has one. */
+ * the few-rows kernel over several panels where the tier has one. */
 struct isa_impl {
   const char *name;
   kern_igemm_tile_fn tile;

@@ -156,12 +156,12 @@ IGT_AI void igt_few(const int R, const int Q, int64_t n, const IGT_A *pa, int64_
   IGT_RQ(IGT_RQ_STORE)
 }
 
-#define IGT_FEW_CASE(R)                                                                  \
-  case R:                                                                                \
-    if (flag)                                                                            \
-      igt_few(R, R == 1 ? 4 : R == 2 ? 3 : 2, n, pa, pa_ld, panel, panel_stride, true, tiles);  \
-    else                                                                                 \
-      igt_few(R, R == 1 ? 4 : R == 2 ? 3 : 2, n, pa, pa_ld, panel, panel_stride, false, tiles); \
+#define IGT_FEW_CASE(R)                                                                            \
+  case R:                                                                                          \
+    if (flag)                                                                                      \
+      igt_few(R, kern_igemm_few_panels(R), n, pa, pa_ld, panel, panel_stride, true, tiles);       \
+    else                                                                                           \
+      igt_few(R, kern_igemm_few_panels(R), n, pa, pa_ld, panel, panel_stride, false, tiles);      \
     break;
 
 void IGT_ROW_NAME(int rows, int64_t n, const IGT_A *pa, int64_t pa_ld, const uint8_t *panel, int64_t panel_stride,

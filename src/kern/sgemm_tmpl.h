@@ -60,9 +60,9 @@ static __attribute__((noinline)) void tmpl_store(int R, V (*out)[2], float *c, i
  * one FMA chain over k, whatever R is: a row's result must not depend on how
  * many rows share its tile, or a sentence would translate differently alone
  * and in a batch (the translator and the service promise the same ids).
- * Splitting the chain over several accumulator sets for small R (as this
- * kernel did for a decoder step, m = 1) hides FMA latency, but m = 1 streams
- * B from DRAM or L3, which bounds it before the FMAs do. */
+ * Splitting the chain over several accumulator sets for small R would hide
+ * the FMA latency by changing the sums; a decoder step of one to three rows
+ * takes tmpl_few_body instead, which hides it across panels. */
 TMPL_AI void tmpl_tile_body(const int R, int64_t nr, int64_t kc, const float *a, int64_t rs_a,
                             int64_t cs_a, const float *b, int64_t rs_b, float *c, int64_t ldc,
                             float alpha, float beta) {
@@ -181,8 +181,8 @@ TMPL_AI void tmpl_few_body(const int kind, const int R, const int Q, int64_t kc,
                      alpha, beta);
 }
 
-#define TMPL_FEW(kind, R)                                                                                \
-  tmpl_few_body(kind, R, R == 1 ? 4 : R == 2 ? 3 : 2, kc, a, rs_a, cs_a, pp, c, ldc, nr_last, alpha, beta)
+#define TMPL_FEW(kind, R) \
+  tmpl_few_body(kind, R, sgemm_few_panels(R), kc, a, rs_a, cs_a, pp, c, ldc, nr_last, alpha, beta)
 #define TMPL_FEW_KIND(kind) \
   (rows == 1 ? TMPL_FEW(kind, 1) : rows == 2 ? TMPL_FEW(kind, 2) : TMPL_FEW(kind, 3))
 
