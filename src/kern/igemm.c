@@ -311,6 +311,8 @@ struct igemm_job {
   const int32_t *za; /* VNNI: za' per row */
   int64_t kp, panels;
   const struct isa_impl *impl;
+  /* A VNNI tier (quads of uint8 A), and with it an unsigned B flipped to int8. */
+  bool vnni, flip;
 };
 
 /* Row i, columns col0 .. col0 + ncols of the float output, from their sums
@@ -341,15 +343,14 @@ struct panel_terms {
 
 static void panel_terms(const struct igemm_job *job, int64_t pn, struct panel_terms *pt) {
   const struct kern_igemm *p = job->p;
-  const bool vnni = job->impl->qtile != NULL, flip = vnni && !job->b->is_signed;
   pt->col0 = pn * KERN_IGEMM_NR;
   pt->ncols = p->n - pt->col0 < KERN_IGEMM_NR ? (int)(p->n - pt->col0) : KERN_IGEMM_NR;
-  pt->exact = !vnni;
+  pt->exact = !job->vnni;
   /* zb' = zb - 128 where an unsigned B was flipped to int8. */
   for (int j = 0; j < pt->ncols; j++) {
     int64_t col = pt->col0 + j;
-    pt->zb[j] = (uint32_t)(p->b_zp ? p->b_zp[col * p->b_zp_stride] : 0) - (flip ? 128u : 0u);
-    pt->cs[j] = vnni ? (uint32_t)job->b->colsum[col] : 0;
+    pt->zb[j] = (uint32_t)(p->b_zp ? p->b_zp[col * p->b_zp_stride] : 0) - (job->flip ? 128u : 0u);
+    pt->cs[j] = job->vnni ? (uint32_t)job->b->colsum[col] : 0;
     pt->exact &= pt->zb[j] == 0;
     if (p->f32) pt->fcs[j] = p->f32->col_scale[col * p->f32->col_scale_stride];
   }
@@ -360,9 +361,8 @@ static void panel_terms(const struct igemm_job *job, int64_t pn, struct panel_te
 static void finish_tile(const struct igemm_job *job, const struct panel_terms *pt, int64_t i0, int mr,
                         int32_t *tile) {
   const struct kern_igemm *p = job->p;
-  const bool vnni = job->impl->qtile != NULL;
   for (int i = 0; i < mr; i++) {
-    uint32_t rs = (uint32_t)job->rowsum[i0 + i], za = vnni ? (uint32_t)job->za[i0 + i] : 0;
+    uint32_t rs = (uint32_t)job->rowsum[i0 + i], za = job->vnni ? (uint32_t)job->za[i0 + i] : 0;
     int32_t *trow = tile + i * KERN_IGEMM_NR;
     if (p->f32) {
       if (!pt->exact)
@@ -381,16 +381,15 @@ static void finish_tile(const struct igemm_job *job, const struct panel_terms *p
 static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
   const struct kern_igemm *p = job->p;
   int32_t tile[KERN_IGEMM_MR * KERN_IGEMM_NR];
-  const bool vnni = job->impl->qtile != NULL, flip = vnni && !job->b->is_signed;
   int64_t row_end = (mb + 1) * ROW_BLOCK < p->m ? (mb + 1) * ROW_BLOCK : p->m;
   const uint8_t *panel = job->b->data + pn * job->kp * 2 * KERN_IGEMM_NR;
   struct panel_terms pt;
   panel_terms(job, pn, &pt);
   for (int64_t i0 = mb * ROW_BLOCK; i0 < row_end; i0 += KERN_IGEMM_MR) {
     int mr = row_end - i0 < KERN_IGEMM_MR ? (int)(row_end - i0) : KERN_IGEMM_MR;
-    if (vnni)
+    if (job->vnni)
       job->impl->qtile(mr, job->kp / 2, (const uint32_t *)job->pa + i0 * (job->kp / 2),
-                       job->kp / 2, panel, flip, tile);
+                       job->kp / 2, panel, job->flip, tile);
     else
       job->impl->tile(mr, job->kp, job->pa + i0 * job->kp, job->kp, panel, job->b->is_signed,
                       tile);
@@ -403,11 +402,10 @@ static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
 static void igemm_few_task(const struct igemm_job *job, int64_t pn) {
   int32_t tiles[KERN_IGEMM_FEW_ROWS * 4 * KERN_IGEMM_NR];
   const int rows = (int)job->p->m, panels = kern_igemm_few_panels(rows);
-  const bool vnni = job->impl->qtile != NULL, flip = vnni && !job->b->is_signed;
   const int64_t stride = job->kp * 2 * KERN_IGEMM_NR;
   const uint8_t *panel = job->b->data + pn * stride;
-  if (vnni)
-    job->impl->qrow(rows, job->kp / 2, (const uint32_t *)job->pa, job->kp / 2, panel, stride, flip, tiles);
+  if (job->vnni)
+    job->impl->qrow(rows, job->kp / 2, (const uint32_t *)job->pa, job->kp / 2, panel, stride, job->flip, tiles);
   else
     job->impl->row(rows, job->kp, job->pa, job->kp, panel, stride, job->b->is_signed, tiles);
   for (int q = 0; q < panels; q++) {
@@ -437,11 +435,13 @@ void kern_igemm_packed(const struct kern_igemm *p, const struct kern_igemm_b *b,
   int64_t kp = kern_igemm_pairs(p->k);
   int32_t *pa = work;
   int32_t *rowsum = pa + p->m * kp, *za = rowsum + p->m;
-  if (im->qtile)
+  const bool vnni = im->qtile != NULL;
+  if (vnni)
     pack_a_u8(p, (uint32_t *)(void *)pa, rowsum, za);
   else
     pack_a(p, pa, rowsum);
-  struct igemm_job job = {p, b, pa, rowsum, za, kp, (p->n + KERN_IGEMM_NR - 1) / KERN_IGEMM_NR, im};
+  struct igemm_job job = {p, b, pa, rowsum, za, kp, (p->n + KERN_IGEMM_NR - 1) / KERN_IGEMM_NR, im,
+                          vnni, vnni && !b->is_signed};
   int64_t mblocks = (p->m + ROW_BLOCK - 1) / ROW_BLOCK;
   /* Aim for chunks of at least ~64K multiply-adds so that handing a chunk to
    * a thread costs little against its work. */
