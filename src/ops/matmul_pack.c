@@ -302,7 +302,7 @@ static void entry_key(struct packed_entry *e, const struct ir_tensor *t, bool tr
 static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa,
                              const struct dq *dq, enum mm_form form, struct packed_entry **out,
                              tolk_error *err) {
-  const bool int8 = form == MM_INT8, bf16 = form == MM_BF16 && !dq;
+  const bool int8 = form == MM_INT8, bf16 = form == MM_BF16;
   const int64_t k = trans ? t->dims[1] : t->dims[0], n = trans ? t->dims[0] : t->dims[1];
   /* The pack reads bytewise, so a float initializer left misaligned in the
    * mapping (ir_tensor.misaligned) packs in place; the widening below reads
@@ -436,6 +436,8 @@ tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, enum mm_form for
   if (!t || t->dims[0] == 0 || t->dims[1] == 0) return TOLK_OK;
   const bool trans = trans_b != transposed;
   const enum kern_isa isa = kern_isa_active();
+  /* A DequantizeLinear'd B keeps its 8-bit codes: smaller than bfloat16. */
+  if (form == MM_BF16 && has_dq) form = MM_F32;
   struct mm_state *s = calloc(1, sizeof *s);
   if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
   s->input = 1;
@@ -446,7 +448,7 @@ tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, enum mm_form for
   /* Holding the lock while packing keeps two nodes from packing one weight
    * twice; sessions are created rarely, so the wait costs nothing. */
   pthread_mutex_lock(&packed_mu);
-  s->e = shared_entry(t, trans, isa, form == MM_INT8, form == MM_BF16 && !has_dq, false, has_dq ? &dq : NULL);
+  s->e = shared_entry(t, trans, isa, form == MM_INT8, form == MM_BF16, false, has_dq ? &dq : NULL);
   tolk_status st = TOLK_OK;
   if (!s->e && (st = new_entry(t, trans, isa, has_dq ? &dq : NULL, form, &s->e, err)) == TOLK_OK) {
     s->e->next = packed_list;
