@@ -290,31 +290,24 @@ bool exec_plan_place(const struct rec_alloc *recs, uint32_t n, uint64_t *off, ui
     free(stamp);
     return false;
   }
-  /* Big buffers from the front of ord, granules from the back. */
+  /* The big buffers, then the granules, each in recording order. */
   uint32_t n_big = 0, n_small = 0;
   uint64_t end = 0;
-  bool born_order = true;
   for (uint32_t i = 0; i < n; i++) {
     uint64_t t = recs[i].died > recs[i].born ? recs[i].died : recs[i].born + 1;
     if (t > end) end = t;
     stamp[i] = UINT32_MAX;
-    if (recs[i].bytes > ALIGN) {
-      ord[n_big++] = i;
-    } else {
-      uint32_t at = n - ++n_small;
-      ord[at] = i;
-      born_order &= n_small == 1 || recs[ord[at + 1]].born <= recs[i].born;
-    }
+    if (recs[i].bytes > ALIGN) ord[n_big++] = i;
   }
-  /* Recorded traces list granules by birth already; the back is reversed. */
   uint32_t *small = ord + n_big;
-  if (born_order) {
-    for (uint32_t a = 0, b = n_small; a + 1 < b; a++, b--) {
-      uint32_t t = small[a];
-      small[a] = small[b - 1];
-      small[b - 1] = t;
+  bool born_order = true;
+  for (uint32_t i = 0; i < n; i++)
+    if (recs[i].bytes <= ALIGN) {
+      born_order &= n_small == 0 || recs[small[n_small - 1]].born <= recs[i].born;
+      small[n_small++] = i;
     }
-  } else {
+  /* Recorded traces list granules by birth already. */
+  if (!born_order) {
     pthread_mutex_lock(&sort_mu);
     sort_recs = recs;
     qsort(small, n_small, sizeof *small, by_birth);
