@@ -16,7 +16,9 @@
  * its planned offset. At the first event that differs (a data-dependent
  * shape, another If branch), the run "diverges": buffers already placed stay
  * valid (they were placed for an identical prefix), and everything after
- * comes from the heap.
+ * comes from the heap. A run without a plan (a batch of one makes a new
+ * signature at nearly every decoder step) keeps the small buffers its nodes
+ * free and hands them to its next allocations of the same size.
  */
 #ifndef TOLK_EXEC_H
 #define TOLK_EXEC_H
@@ -89,6 +91,8 @@ struct xgraph {
    * misaligned initializer bound in place of its data (align.c). */
   void **aligned;
 };
+
+enum { EXEC_SMALL_MAX = 4096, EXEC_SMALL_KEEP = 1 << 20 };
 
 /* A buffer obtained from exec_alloc. */
 struct xbuf {
@@ -207,6 +211,12 @@ struct exec_run {
   /* the largest arena the runs of the current window needed (plan.c) */
   uint64_t window_need;
   uint32_t window_runs;
+  /* Heap-mode buffers of up to EXEC_SMALL_MAX bytes freed by this run's
+   * nodes, kept on lists by size (linked through their first bytes) for
+   * the next allocation of that size (plan.c), at most EXEC_SMALL_KEEP
+   * bytes in all. */
+  void *small_free[EXEC_SMALL_MAX / 64];
+  uint64_t small_bytes;
 };
 
 struct tolk_session {
@@ -404,6 +414,8 @@ const void *exec_init_data(const struct xgraph *xg, const struct ir_value *v);
 /* plan.c: the allocator and the plan cache. */
 bool exec_alloc(struct exec_run *r, size_t bytes, struct xbuf *b);
 void exec_free(struct exec_run *r, struct xbuf *b);
+/* Frees the small heap buffers r keeps for reuse (exec_run_free). */
+void exec_small_release(struct exec_run *r);
 void exec_event_node(struct exec_run *r, uint32_t uid);
 /* Called at the start of a run: picks the plan for r->sig or starts a
  * recording; makes sure the arena is large enough. */

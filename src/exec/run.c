@@ -56,6 +56,7 @@ void exec_run_free(struct exec_run *r) {
       free(fr->pend_new);
     }
   free(r->frames);
+  exec_small_release(r);
   free(r->arena);
   free(r->events);
   free(r->recs);

@@ -93,6 +93,14 @@ struct zpv {
   int per;
 };
 
+/* An 8-bit tensor all of whose codes are 0. */
+static bool all_zero(const struct tensor *t) {
+  const uint8_t *p = t->data;
+  uint8_t any = 0;
+  for (int64_t i = 0; i < t->numel; i++) any |= p[i];
+  return any == 0;
+}
+
 static tolk_status read_zp(struct op_ctx *c, const struct tensor *zp, const struct tensor *of,
                            bool rows, const struct mm_geom *g, const char *what,
                            struct zpv *out) {
@@ -116,6 +124,10 @@ static tolk_status read_zp(struct op_ctx *c, const struct tensor *zp, const stru
                    shape_str(zp, b1, sizeof b1), rows ? "row" : "column",
                    shape_str(of, b2, sizeof b2));
   }
+  /* Zero points of zeros are none: the kernels then skip the correction
+   * terms. ORT quantizes weights symmetrically, so B's are zeros, up to the
+   * LM head's 65,001 of them every step. */
+  if (!rows && all_zero(zp)) return TOLK_OK;
   size_t bytes = (size_t)zp->numel * sizeof(int32_t);
   out->v = op_scratch(c, bytes);
   if (!out->v) return quant_err(c);
