@@ -330,51 +330,70 @@ static void scale_row(const struct kern_igemm_f32 *f, int64_t i, int64_t col0, i
     for (int j = 0; j < ncols; j++) out[j] = out[j] + bias[j];
 }
 
-/* What a panel's columns bring to the sums' corrections and scaling. */
-struct panel_terms {
+/* Columns one task finishes: a panel, or a few-rows group's panels. */
+#define SPAN_COLS (4 * KERN_IGEMM_NR)
+
+/* What a span of columns brings to the sums' corrections and scaling. */
+struct col_terms {
   int64_t col0;
   int ncols;
   /* The pair tiers' sums are final when B has no zero point (symmetric
    * weights, as ORT quantizes them): no correction pass then. */
   bool exact;
-  uint32_t zb[KERN_IGEMM_NR], cs[KERN_IGEMM_NR];
-  float fcs[KERN_IGEMM_NR];
+  const float *fcs; /* the columns' scales: the job's own when contiguous, else fcs_copy */
+  uint32_t zb[SPAN_COLS], cs[SPAN_COLS];
+  float fcs_copy[SPAN_COLS];
 };
 
-static void panel_terms(const struct igemm_job *job, int64_t pn, struct panel_terms *pt) {
+/* Columns col0 .. col0 + ncols (ncols ≤ SPAN_COLS, within n). */
+static void col_terms(const struct igemm_job *job, int64_t col0, int ncols, struct col_terms *ct) {
   const struct kern_igemm *p = job->p;
-  pt->col0 = pn * KERN_IGEMM_NR;
-  pt->ncols = p->n - pt->col0 < KERN_IGEMM_NR ? (int)(p->n - pt->col0) : KERN_IGEMM_NR;
-  pt->exact = !job->vnni;
+  ct->col0 = col0;
+  ct->ncols = ncols;
+  ct->exact = !job->vnni;
   /* zb' = zb - 128 where an unsigned B was flipped to int8. */
-  for (int j = 0; j < pt->ncols; j++) {
-    int64_t col = pt->col0 + j;
-    pt->zb[j] = (uint32_t)(p->b_zp ? p->b_zp[col * p->b_zp_stride] : 0) - (job->flip ? 128u : 0u);
-    pt->cs[j] = job->vnni ? (uint32_t)job->b->colsum[col] : 0;
-    pt->exact &= pt->zb[j] == 0;
-    if (p->f32) pt->fcs[j] = p->f32->col_scale[col * p->f32->col_scale_stride];
+  if (!ct->exact || p->b_zp)
+    for (int j = 0; j < ncols; j++) {
+      int64_t col = col0 + j;
+      ct->zb[j] = (uint32_t)(p->b_zp ? p->b_zp[col * p->b_zp_stride] : 0) - (job->flip ? 128u : 0u);
+      ct->cs[j] = job->vnni ? (uint32_t)job->b->colsum[col] : 0;
+      ct->exact &= ct->zb[j] == 0;
+    }
+  ct->fcs = NULL;
+  if (p->f32 && p->f32->col_scale_stride == 1) {
+    ct->fcs = p->f32->col_scale + col0;
+  } else if (p->f32) {
+    for (int j = 0; j < ncols; j++) ct->fcs_copy[j] = p->f32->col_scale[(col0 + j) * p->f32->col_scale_stride];
+    ct->fcs = ct->fcs_copy;
   }
 }
 
-/* Rows i0 .. i0 + mr of a panel from the tile's raw sums: the zero-point
- * terms, then C or its float form. */
-static void finish_tile(const struct igemm_job *job, const struct panel_terms *pt, int64_t i0, int mr,
-                        int32_t *tile) {
+/* Rows i0 .. i0 + mr of the span from their raw sums (row i at tile + i *
+ * ld): the zero-point terms, then C or its float form. */
+static void finish_rows(const struct igemm_job *job, const struct col_terms *ct, int64_t i0, int mr,
+                        int32_t *tile, int ld) {
   const struct kern_igemm *p = job->p;
   for (int i = 0; i < mr; i++) {
     uint32_t rs = (uint32_t)job->rowsum[i0 + i], za = job->vnni ? (uint32_t)job->za[i0 + i] : 0;
-    int32_t *trow = tile + i * KERN_IGEMM_NR;
+    int32_t *trow = tile + i * ld;
     if (p->f32) {
-      if (!pt->exact)
-        for (int j = 0; j < pt->ncols; j++)
-          trow[j] = (int32_t)((uint32_t)trow[j] - za * pt->cs[j] - pt->zb[j] * rs);
-      scale_row(p->f32, i0 + i, pt->col0, pt->ncols, pt->fcs, trow);
+      if (!ct->exact)
+        for (int j = 0; j < ct->ncols; j++)
+          trow[j] = (int32_t)((uint32_t)trow[j] - za * ct->cs[j] - ct->zb[j] * rs);
+      scale_row(p->f32, i0 + i, ct->col0, ct->ncols, ct->fcs, trow);
     } else {
-      int32_t *crow = p->c + (i0 + i) * p->ldc + pt->col0;
-      for (int j = 0; j < pt->ncols; j++)
-        crow[j] = (int32_t)((uint32_t)trow[j] - za * pt->cs[j] - pt->zb[j] * rs);
+      int32_t *crow = p->c + (i0 + i) * p->ldc + ct->col0;
+      if (ct->exact)
+        memcpy(crow, trow, (size_t)ct->ncols * sizeof *crow);
+      else
+        for (int j = 0; j < ct->ncols; j++)
+          crow[j] = (int32_t)((uint32_t)trow[j] - za * ct->cs[j] - ct->zb[j] * rs);
     }
   }
+}
+
+static int span_cols(const struct kern_igemm *p, int64_t col0, int want) {
+  return p->n - col0 < want ? (int)(p->n - col0) : want;
 }
 
 /* One row block × panel: the tiles' raw sums, then the zero-point terms. */
@@ -383,8 +402,8 @@ static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
   int32_t tile[KERN_IGEMM_MR * KERN_IGEMM_NR];
   int64_t row_end = (mb + 1) * ROW_BLOCK < p->m ? (mb + 1) * ROW_BLOCK : p->m;
   const uint8_t *panel = job->b->data + pn * job->kp * 2 * KERN_IGEMM_NR;
-  struct panel_terms pt;
-  panel_terms(job, pn, &pt);
+  struct col_terms ct;
+  col_terms(job, pn * KERN_IGEMM_NR, span_cols(p, pn * KERN_IGEMM_NR, KERN_IGEMM_NR), &ct);
   for (int64_t i0 = mb * ROW_BLOCK; i0 < row_end; i0 += KERN_IGEMM_MR) {
     int mr = row_end - i0 < KERN_IGEMM_MR ? (int)(row_end - i0) : KERN_IGEMM_MR;
     if (job->vnni)
@@ -393,12 +412,14 @@ static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
     else
       job->impl->tile(mr, job->kp, job->pa + i0 * job->kp, job->kp, panel, job->b->is_signed,
                       tile);
-    finish_tile(job, &pt, i0, mr, tile);
+    finish_rows(job, &ct, i0, mr, tile, KERN_IGEMM_NR);
   }
 }
 
 /* The m ≤ KERN_IGEMM_FEW_ROWS rows of A against panels pn .. pn +
- * kern_igemm_few_panels(m). */
+ * kern_igemm_few_panels(m). A row's sums for the group's panels lie side
+ * by side, so its columns are finished in one pass rather than a panel
+ * at a time (at one row that pass was a tenth of the LM head's time). */
 static void igemm_few_task(const struct igemm_job *job, int64_t pn) {
   int32_t tiles[KERN_IGEMM_FEW_ROWS * 4 * KERN_IGEMM_NR];
   const int rows = (int)job->p->m, panels = kern_igemm_few_panels(rows);
@@ -408,11 +429,10 @@ static void igemm_few_task(const struct igemm_job *job, int64_t pn) {
     job->impl->qrow(rows, job->kp / 2, (const uint32_t *)job->pa, job->kp / 2, panel, stride, job->flip, tiles);
   else
     job->impl->row(rows, job->kp, job->pa, job->kp, panel, stride, job->b->is_signed, tiles);
-  for (int q = 0; q < panels; q++) {
-    struct panel_terms pt;
-    panel_terms(job, pn + q, &pt);
-    for (int r = 0; r < rows; r++) finish_tile(job, &pt, r, 1, tiles + (r * panels + q) * KERN_IGEMM_NR);
-  }
+  struct col_terms ct;
+  int64_t col0 = pn * KERN_IGEMM_NR;
+  col_terms(job, col0, span_cols(job->p, col0, panels * KERN_IGEMM_NR), &ct);
+  finish_rows(job, &ct, 0, rows, tiles, panels * KERN_IGEMM_NR);
 }
 
 /* Tasks [begin, end): (row block, panel) pairs. A few rows (a decoder step
