@@ -257,7 +257,7 @@ def cmd_all(a):
             f.write(json.dumps(d) + "\n")
     # Rounds interleave the servers, so a slow spell of the shared machine lands on one round of
     # several servers, not on every round of one; each round's 1x/3x/10x follow that round's tolk.
-    for rnd in range(1, a.rounds + 1):
+    for rnd in range(a.first_round, a.first_round + a.rounds):
         one_round(a, rnd, emit_to, {})
     cmd_table(a)
 
@@ -434,6 +434,8 @@ def main():
     ap.add_argument("--locust-seconds", type=int, default=15)
     ap.add_argument("--rounds", type=int, default=1, help="of the open-loop runs (Locust runs in the first)")
     ap.add_argument("--append", action="store_true", help="add to results.jsonl instead of starting it again")
+    ap.add_argument("--first-round", type=int, default=1,
+                    help="with --append: the number of the first round run here (a stopped run's rounds resumed)")
     ap.add_argument("--ref-capacity", type=float, default=0,
                     help="with --append: the tolk capacity whose 1x/3x/10x the load runs offer (default: the server's own)")
     a = ap.parse_args()
