@@ -14,6 +14,24 @@
 
 #include "exec.h"
 
+/* A kept buffer is poisoned while it waits on its list, so that under
+ * AddressSanitizer a use after its exec_free is still reported. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KEPT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KEPT_ASAN 1
+#endif
+#endif
+#ifdef KEPT_ASAN
+#include <sanitizer/asan_interface.h>
+#define KEPT_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define KEPT_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define KEPT_POISON(p, n) ((void)(p), (void)(n))
+#define KEPT_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 #define EV_NODE (UINT64_C(1) << 62)
 #define EV_ALLOC (UINT64_C(2) << 62)
 #define EV_FREE (UINT64_C(3) << 62)
@@ -84,6 +102,7 @@ static void *small_take(struct exec_run *r, size_t rounded) {
   void **head = &r->small_free[rounded / ALIGN - 1];
   void *p = *head;
   if (p) {
+    KEPT_UNPOISON(p, rounded);
     *head = *(void **)p;
     r->small_bytes -= rounded;
   }
@@ -98,6 +117,7 @@ static bool small_keep(struct exec_run *r, void *p, size_t rounded) {
   *(void **)p = *head;
   *head = p;
   r->small_bytes += rounded;
+  KEPT_POISON(p, rounded);
   return true;
 }
 
@@ -105,6 +125,7 @@ void exec_small_release(struct exec_run *r) {
   for (size_t c = 0; c < sizeof r->small_free / sizeof *r->small_free; c++)
     while (r->small_free[c]) {
       void *p = r->small_free[c];
+      KEPT_UNPOISON(p, (c + 1) * ALIGN);
       r->small_free[c] = *(void **)p;
       free(p);
     }
