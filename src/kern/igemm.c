@@ -113,13 +113,30 @@ size_t kern_igemm_work_size(int64_t m, int64_t k) {
   return bytes ? bytes : 4;
 }
 
+/* Row i's pairs from k even elements of type T (int8_t or uint8_t): the
+ * common case, in a loop the compiler vectorizes (the encoder's A is
+ * hundreds of rows a GEMM, packed on one thread). */
+#define PACK_PAIRS(T)                                                              \
+  do {                                                                             \
+    const T *src = (const T *)p->a + i * p->lda;                                   \
+    for (int64_t q = 0; q < half; q++) {                                           \
+      int32_t lo = (int32_t)src[2 * q] - za, hi = (int32_t)src[2 * q + 1] - za;     \
+      sum += (uint32_t)lo + (uint32_t)hi;                                          \
+      dst[q] = (int32_t)(((uint32_t)hi << 16) | ((uint32_t)lo & 0xffffu));         \
+    }                                                                              \
+  } while (0)
+
 static void pack_a(const struct kern_igemm *p, int32_t *pa, int32_t *rowsum) {
-  int64_t kp = kern_igemm_pairs(p->k);
+  int64_t kp = kern_igemm_pairs(p->k), half = p->k / 2;
   for (int64_t i = 0; i < p->m; i++) {
     int32_t za = p->a_zp ? p->a_zp[i * p->a_zp_stride] : 0;
     uint32_t sum = 0;
     int32_t *dst = pa + i * kp;
-    for (int64_t q = 0; q < kp; q++) {
+    if (p->a_signed)
+      PACK_PAIRS(int8_t);
+    else
+      PACK_PAIRS(uint8_t);
+    for (int64_t q = half; q < kp; q++) {
       int32_t lo = 2 * q < p->k ? load_q(p->a, i * p->lda + 2 * q, p->a_signed) - za : 0;
       int32_t hi = 2 * q + 1 < p->k ? load_q(p->a, i * p->lda + 2 * q + 1, p->a_signed) - za : 0;
       sum += (uint32_t)lo + (uint32_t)hi;
@@ -322,12 +339,17 @@ static void scale_row(const struct kern_igemm_f32 *f, int64_t i, int64_t col0, i
   float *out = f->c + i * f->ldc + col0;
   const float rs = f->row_scale[i * f->row_scale_stride];
   const float *bias = f->bias ? f->bias + col0 : NULL;
-  if (f->chained)
+  /* One pass, the bias added after the product is rounded (as the graph's
+   * Add does): a second pass over the output cost more than the scaling at
+   * 16 rows of the LM head, its lines no longer in the cache. */
+  if (f->chained && bias)
+    for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * rs * cs[j] + bias[j];
+  else if (f->chained)
     for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * rs * cs[j];
+  else if (bias)
+    for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * (rs * cs[j]) + bias[j];
   else
     for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * (rs * cs[j]);
-  if (bias)
-    for (int j = 0; j < ncols; j++) out[j] = out[j] + bias[j];
 }
 
 /* Columns one task finishes: a panel, or a few-rows group's panels. */
