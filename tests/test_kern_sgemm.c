@@ -281,6 +281,53 @@ static void test_bf16(void) {
   bf16_case(16, 1001, 512, false, true, 1.0f, 0.0f, pool2);
 }
 
+/* kern_sgemm_packed_bias against kern_sgemm_packed then a separate Add, bit
+ * for bit, on every path (few rows, one tile, packed A, the general blocks;
+ * k over several blocks and k = 0), for B as floats, codes and bfloat16,
+ * serial and pooled; C's row padding untouched. */
+static void bias_case(int64_t m, int64_t n, int64_t k, int kind, struct tolk_pool *pool) {
+  const int64_t ldc = n + 3;
+  float *a = malloc((size_t)(m * k + 1) * sizeof *a), *b = malloc((size_t)(k * n + 1) * sizeof *b);
+  float *bias = malloc((size_t)n * sizeof *bias);
+  float *want = malloc((size_t)(m * ldc) * sizeof *want), *got = malloc((size_t)(m * ldc) * sizeof *got);
+  uint8_t *q = malloc((size_t)(k * n + 1));
+  for (int64_t i = 0; i < m * k; i++) a[i] = frand();
+  for (int64_t i = 0; i < k * n; i++) b[i] = frand(), q[i] = (uint8_t)(frand() * 127.0f);
+  for (int64_t x = 0; x < n; x++) bias[x] = frand() * 3.0f;
+  for (int64_t i = 0; i < m * ldc; i++) want[i] = got[i] = SENTINEL;
+  struct kern_packed_b *pb = NULL;
+  tolk_error err = {0};
+  tolk_status st = kind == 0   ? kern_sgemm_pack_b(false, k, n, b, n, &pb, &err)
+                   : kind == 1 ? kern_sgemm_pack_b_q8(false, k, n, q, n, true, 0.03f, 2, &pb, &err)
+                               : kern_sgemm_pack_b_bf16(false, k, n, b, n, &pb, &err);
+  CHECK(st == TOLK_OK);
+  if (st == TOLK_OK) {
+    kern_sgemm_packed(false, m, n, k, 1.0f, a, k, pb, 0.0f, want, ldc, pool);
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t x = 0; x < n; x++) want[i * ldc + x] = want[i * ldc + x] + bias[x];
+    kern_sgemm_packed_bias(m, n, k, a, k, pb, bias, got, ldc, pool);
+    CHECK_MSG(memcmp(want, got, (size_t)(m * ldc) * sizeof *got) == 0,
+              "packed_bias %lld x %lld x %lld, B kind %d, %s: differs from MatMul then Add", (long long)m,
+              (long long)n, (long long)k, kind, pool ? "pooled" : "serial");
+    n_cases++;
+  }
+  kern_packed_b_free(pb);
+  free(a), free(b), free(bias), free(want), free(got), free(q);
+}
+
+static void test_bias(void) {
+  static const int64_t ms[] = {1, 2, 3, 4, 6, 7, 13, 64, 100};
+  static const int64_t ns[] = {1, 17, 33, 1001};
+  static const int64_t ks[] = {0, 1, 257, 600};
+  for (size_t mi = 0; mi < sizeof ms / sizeof *ms; mi++)
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+      for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+        for (int kind = 0; kind < 3; kind++) {
+          bias_case(ms[mi], ns[ni], ks[ki], kind, NULL);
+          bias_case(ms[mi], ns[ni], ks[ki], kind, pool2);
+        }
+}
+
 static const float alphas[] = {1.0f, 0.5f, 1.0f, -1.5f};
 static const float betas[] = {0.0f, 0.0f, 1.0f, 0.25f};
 
@@ -319,6 +366,7 @@ static void test_isa(enum kern_isa isa) {
   test_q8();
   test_bf16();
   test_rows_alone();
+  test_bias();
   printf("isa %s: %d cases\n", kern_isa_name(isa), n_cases - start);
 }
 

@@ -290,6 +290,12 @@ int64_t exec_producer(const struct xgraph *xg, int32_t slot);
 /* The rank of a constant value (initializer or Constant node), -1 if v is
  * not one. */
 int exec_const_rank(const struct ir_value *v);
+/* The one reader of `slot` (value v) when it has exactly one and v is no
+ * graph output: its node, with *input the input it reads; else -1. */
+int64_t exec_sole_reader(const struct xgraph *xg, int32_t slot, const struct ir_value *v, uint32_t *input);
+/* The constant tensor a value holds — an initializer a run cannot
+ * override, or a Constant's value, through Identity nodes — or NULL. */
+const struct ir_tensor *exec_const_tensor(const struct ir_value *v);
 
 /* kv.c: with params.kv_cache, rewires the main graph's cache pattern (see
  * tolk.h) in xg before its value lifetimes are computed: fills s->kv, or
@@ -311,6 +317,11 @@ void exec_quant_rows_rewrite(struct xgraph *xg);
  * quantize_dynamic as one node (tolk_mmi_scaled_def), dropping the others;
  * the chains fused, or -1 when memory runs out. */
 int exec_fuse_mmi(tolk_session *s, struct xgraph *xg);
+/* fuse_bias.c: runs each MatMul by a constant B (float, bfloat16 or the
+ * int8 head) whose one reader is the Add of a constant bias vector as one
+ * node (tolk_matmul_bias_def and its kin); the pairs fused, or -1 when
+ * memory runs out. */
+int exec_fuse_bias(tolk_session *s, struct xgraph *xg);
 /* lm_head.c: gives the MatMul whose result is a graph output (directly or
  * through an Add: the LM head) the int8 kernel
  * (tolk_session_params.int8_lm_head). */

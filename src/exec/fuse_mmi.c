@@ -23,37 +23,6 @@
 
 #include "exec.h"
 
-enum { MAX_READERS = 2 };
-
-/* The one reader of `slot` when it has exactly one and is no graph output
- * (v is the value), else -1. */
-static int64_t sole_reader(const struct xgraph *xg, int32_t slot, const struct ir_value *v,
-                           uint32_t *input) {
-  struct exec_reader r[MAX_READERS];
-  if (slot < 0 || exec_is_graph_output(v) || exec_readers(xg, slot, r, MAX_READERS) != 1) return -1;
-  *input = r[0].input;
-  return r[0].node;
-}
-
-/* The constant tensor a value holds (an initializer a run cannot override,
- * or a Constant's value, through Identity nodes), or NULL. Exporters share
- * equal initializers through Identity: every bias of a model whose biases
- * are all zeros (random-weight fixtures, the benchmark model) is one. */
-static const struct ir_tensor *const_tensor(const struct ir_value *v) {
-  for (int depth = 0; v && depth < 8; depth++) {
-    if (v->init) return (v->flags & IR_VALUE_GRAPH_INPUT) ? NULL : v->init;
-    const struct ir_node *p = v->producer;
-    if (!p || (p->domain && p->domain[0])) return NULL;
-    if (!strcmp(p->op_type, "Constant")) {
-      const struct ir_attr *a = ir_node_attr(p, "value");
-      return a && a->type == IR_ATTR_TENSOR ? a->t : NULL;
-    }
-    if (strcmp(p->op_type, "Identity") || p->n_inputs != 1) return NULL;
-    v = p->inputs[0];
-  }
-  return NULL;
-}
-
 /* Whether input `i` of node k is output 1 (the scale) of a
  * DynamicQuantizeLinear. */
 static bool dql_scale(const struct xgraph *xg, const struct xnode *x, uint32_t i) {
@@ -88,12 +57,12 @@ static bool scale_of(const struct xgraph *xg, const struct xnode *mul, uint32_t 
   const struct xnode *s = &xg->nodes[sm];
   if (!exec_is_op(s, "Mul") || s->n_in != 2 || s->n_out != 1) return false;
   for (uint32_t w = 0; w < 2; w++) {
-    const struct ir_tensor *t = const_tensor(s->node->inputs[w]);
+    const struct ir_tensor *t = exec_const_tensor(s->node->inputs[w]);
     if (!t || t->dtype != TOLK_FLOAT || t->rank > 1 || !dql_scale(xg, s, 1 - w)) continue;
     ch->a_scale = s->in[1 - w];
     ch->b_scale = s->in[w];
     uint32_t in;
-    ch->scale_mul = sole_reader(xg, s->out[0], s->node->outputs[0], &in) >= 0 ? (uint32_t)sm : UINT32_MAX;
+    ch->scale_mul = exec_sole_reader(xg, s->out[0], s->node->outputs[0], &in) >= 0 ? (uint32_t)sm : UINT32_MAX;
     return true;
   }
   return false;
@@ -104,11 +73,11 @@ static bool scale_of(const struct xgraph *xg, const struct xnode *mul, uint32_t 
 static void bias_of(const struct xgraph *xg, int32_t slot, const struct ir_value *v, int64_t n,
                     struct chain *ch) {
   uint32_t in;
-  int64_t k = sole_reader(xg, slot, v, &in);
+  int64_t k = exec_sole_reader(xg, slot, v, &in);
   if (k < 0) return;
   const struct xnode *add = &xg->nodes[k];
   if (!exec_is_op(add, "Add") || add->n_in != 2 || add->n_out != 1 || add->out[0] < 0) return;
-  const struct ir_tensor *t = const_tensor(add->node->inputs[1 - in]);
+  const struct ir_tensor *t = exec_const_tensor(add->node->inputs[1 - in]);
   if (!t || t->dtype != TOLK_FLOAT || t->rank != 1 || t->dims[0] != n) return;
   ch->add = (uint32_t)k;
   ch->bias = add->in[1 - in];
@@ -121,16 +90,16 @@ static bool chain_at(const struct xgraph *xg, uint32_t k, struct chain *ch) {
   if (!exec_is_op(q, "MatMulInteger") || q->n_in < 2 || q->n_out != 1 || q->def == &tolk_mmi_scaled_def)
     return false;
   /* W constant and 2-D: its columns are the bias's length. */
-  const struct ir_tensor *w = const_tensor(q->node->inputs[1]);
+  const struct ir_tensor *w = exec_const_tensor(q->node->inputs[1]);
   if (!w || w->rank != 2) return false;
   *ch = (struct chain){.mmi = k, .scale_mul = UINT32_MAX, .add = UINT32_MAX, .bias = absent};
   uint32_t in;
-  int64_t c = sole_reader(xg, q->out[0], q->node->outputs[0], &in);
+  int64_t c = exec_sole_reader(xg, q->out[0], q->node->outputs[0], &in);
   if (c < 0) return false;
   const struct xnode *cast = &xg->nodes[c];
   if (!exec_is_op(cast, "Cast") || cast->n_out != 1 || ir_attr_int(cast->node, "to", 0) != TOLK_FLOAT)
     return false;
-  int64_t m = sole_reader(xg, cast->out[0], cast->node->outputs[0], &in);
+  int64_t m = exec_sole_reader(xg, cast->out[0], cast->node->outputs[0], &in);
   if (m < 0) return false;
   const struct xnode *mul = &xg->nodes[m];
   if (!exec_is_op(mul, "Mul") || mul->n_in != 2 || mul->n_out != 1 || mul->out[0] < 0 ||

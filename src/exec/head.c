@@ -26,14 +26,11 @@ static const struct tensor *folded(const struct xgraph *xg, int32_t slot) {
   return NULL;
 }
 
-/* Copies bias entries cols[0..n) of `add`'s constant input (the one that is
- * not the head's output) into h->bias. */
-static tolk_status gather_bias(const struct xgraph *xg, const struct xnode *add, int32_t head_slot,
-                               int64_t width, const int32_t *cols, size_t n, struct exec_head_subset *h,
-                               tolk_error *err) {
-  int xi = add->in[0].slot == head_slot && add->in[0].frame == (int32_t)xg->id ? 0 : 1;
-  const struct ir_value *v = add->node->inputs[1 - xi];
-  const struct tensor *t = folded(xg, add->in[1 - xi].slot);
+/* Copies bias entries cols[0..n) of the constant at input `in` (value v)
+ * into h->bias. */
+static tolk_status gather_bias(const struct xgraph *xg, struct xref in, const struct ir_value *v, int64_t width,
+                               const int32_t *cols, size_t n, struct exec_head_subset *h, tolk_error *err) {
+  const struct tensor *t = folded(xg, in.slot);
   const void *data = t ? t->data : v && v->init ? v->init->data : NULL;
   int32_t dtype = t ? t->dtype : v && v->init ? v->init->dtype : -1;
   int64_t numel = t ? t->numel : v && v->init ? v->init->numel : -1;
@@ -42,10 +39,22 @@ static tolk_status gather_bias(const struct xgraph *xg, const struct xnode *add,
                      (long long)width);
   if (!(h->bias = malloc(n * sizeof *h->bias))) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "LM head bias");
   for (size_t j = 0; j < n; j++) memcpy(&h->bias[j], (const float *)data + cols[j], sizeof(float));
-  h->hs.add = add->node;
-  h->hs.x_input = xi;
   h->hs.bias = h->bias;
   return TOLK_OK;
+}
+
+/* The head's bias: input 2 of the head itself when fuse_bias.c joined the
+ * Add to it, else the Add's input that is not the head's output. */
+static tolk_status head_bias(const struct xgraph *xg, const struct xnode *head, const struct xnode *add,
+                             int64_t width, const int32_t *cols, size_t n, struct exec_head_subset *h,
+                             tolk_error *err) {
+  if (head->n_in == 3)
+    return gather_bias(xg, head->in[2], xg->g->values[head->in[2].slot], width, cols, n, h, err);
+  if (!add) return TOLK_OK;
+  int xi = add->in[0].slot == head->out[0] && add->in[0].frame == (int32_t)xg->id ? 0 : 1;
+  h->hs.add = add->node;
+  h->hs.x_input = xi;
+  return gather_bias(xg, add->in[1 - xi], add->node->inputs[1 - xi], width, cols, n, h, err);
 }
 
 tolk_status exec_head_subset_create(const tolk_session *s, const int32_t *cols, size_t n,
@@ -55,8 +64,9 @@ tolk_status exec_head_subset_create(const tolk_session *s, const int32_t *cols, 
   const struct xnode *head = NULL, *add = NULL;
   for (uint32_t k = 0; k < xg->n_nodes && !head; k++) {
     const struct xnode *x = &xg->nodes[k];
+    /* The value in the node's output slot: a fused head writes its Add's. */
     if (exec_is_op(x, "MatMul") && x->n_out == 1 && x->out[0] >= 0 &&
-        exec_head_output(xg, x->out[0], x->node->outputs[0], &add))
+        exec_head_output(xg, x->out[0], xg->g->values[x->out[0]], &add))
       head = x;
   }
   int64_t k_dim, width;
@@ -67,7 +77,7 @@ tolk_status exec_head_subset_create(const tolk_session *s, const int32_t *cols, 
   if (!h) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "LM head subset");
   h->s = s;
   tolk_status st = op_head_cols_new(head->state, cols, n, &h->cols, err);
-  if (!st && add) st = gather_bias(xg, add, head->out[0], width, cols, n, h, err);
+  if (!st) st = head_bias(xg, head, add, width, cols, n, h, err);
   if (st) {
     exec_head_subset_free(h);
     return st;

@@ -2,7 +2,8 @@
  * match.c — what the session's graph rewrites (kv.c: the in-place cache,
  * quant_rows.c: per-row quantization) ask of a compiled graph to recognise
  * the patterns exporters write: who reads and who writes a value, what op a
- * node is, whether a value is a constant.
+ * node is, whether a value is a constant (and the fusions fuse_mmi.c and
+ * fuse_bias.c).
  */
 #include <string.h>
 
@@ -55,4 +56,29 @@ int exec_const_rank(const struct ir_value *v) {
     if (ir_node_attr(v->producer, "value_float")) return 0;
   }
   return -1;
+}
+
+int64_t exec_sole_reader(const struct xgraph *xg, int32_t slot, const struct ir_value *v, uint32_t *input) {
+  struct exec_reader r[2];
+  if (slot < 0 || exec_is_graph_output(v) || exec_readers(xg, slot, r, 2) != 1) return -1;
+  *input = r[0].input;
+  return r[0].node;
+}
+
+/* Exporters share equal initializers through Identity: every bias of a
+ * model whose biases are all zeros (random-weight fixtures, the benchmark
+ * model) is one. */
+const struct ir_tensor *exec_const_tensor(const struct ir_value *v) {
+  for (int depth = 0; v && depth < 8; depth++) {
+    if (v->init) return (v->flags & IR_VALUE_GRAPH_INPUT) ? NULL : v->init;
+    const struct ir_node *p = v->producer;
+    if (!p || (p->domain && p->domain[0])) return NULL;
+    if (!strcmp(p->op_type, "Constant")) {
+      const struct ir_attr *a = ir_node_attr(p, "value");
+      return a && a->type == IR_ATTR_TENSOR ? a->t : NULL;
+    }
+    if (strcmp(p->op_type, "Identity") || p->n_inputs != 1) return NULL;
+    v = p->inputs[0];
+  }
+  return NULL;
 }

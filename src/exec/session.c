@@ -515,6 +515,9 @@ static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
     if (fused < 0) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "fusing MatMulInteger chains");
     if (fused) last_reads(xg, b.last);
     s->n_fused += (uint32_t)fused;
+    int biased = exec_fuse_bias(s, xg);
+    if (biased < 0) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "fusing MatMul and bias Add pairs");
+    if (biased) last_reads(xg, b.last);
   }
   if ((st = build_release_lists(cp, &b))) return st;
   if ((st = check_initializers(cp, g))) return st;

@@ -110,6 +110,13 @@ size_t kern_packed_b_bytes(const struct kern_packed_b *pb);
 void kern_sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
                        const float *a, int64_t lda, const struct kern_packed_b *b,
                        float beta, float *c, int64_t ldc, struct tolk_pool *pool);
+/* C = A·B + bias (A m×k, bias n floats): each element's sum rounded as
+ * kern_sgemm_packed leaves it, then the bias added — bit for bit MatMul
+ * followed by Add, without the second pass over C (added per tile while it
+ * is in cache). */
+void kern_sgemm_packed_bias(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                            const struct kern_packed_b *b, const float *bias, float *c, int64_t ldc,
+                            struct tolk_pool *pool);
 
 /* ---------------------------------------------------------------- vmath
  * Fast float functions (vmath.h has the method and error bounds), used by

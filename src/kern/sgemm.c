@@ -135,6 +135,7 @@ struct gemm_job {
   float scale;
   float *c;
   int64_t ldc;
+  const float *bias;       /* n floats added to each row once its sums are final, or NULL */
   int64_t panels;          /* ceil(n / NR) */
   int64_t panels_per_task; /* the task grid: row tasks × panel tasks */
   int64_t rows_per_task;
@@ -237,6 +238,31 @@ static const float *packed_panel(const struct gemm_job *j, int64_t jp, int64_t p
   return scratch;
 }
 
+/* C rows [i0, i1) × columns [c0, c1) += bias, once their last k block is
+ * in: the product rounded, then the sum, as MatMul followed by Add. */
+static void add_bias(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t c0, int64_t c1) {
+  if (!j->bias) return;
+  for (int64_t i = i0; i < i1; i++) {
+    float *row = j->c + i * j->ldc;
+    for (int64_t x = c0; x < c1; x++) row[x] = row[x] + j->bias[x];
+  }
+}
+
+/* Panels a bias pass covers at once where panels finish one by one: a pass
+ * per 16-column panel cost as much as the separate Add it replaces (64
+ * rows, each a short loop on its own line); 16 panels of 64 rows stay in
+ * L2 until their pass. */
+enum { BIAS_PANELS = 16 };
+
+/* After panel jp of [jp0, jp1) is final: the bias over the panels since
+ * *from when a span is complete or jp is the last. */
+static void bias_span(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t jp, int64_t jp1, int64_t *from) {
+  if (!j->bias || (jp + 1 - *from < BIAS_PANELS && jp + 1 < jp1)) return;
+  const int64_t nr = j->u->nr, c1 = (jp + 1) * nr < j->n ? (jp + 1) * nr : j->n;
+  add_bias(j, i0, i1, *from * nr, c1);
+  *from = jp + 1;
+}
+
 /* C rows [i0, i1) × panels [jp0, jp1). */
 static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t jp0,
                        int64_t jp1) {
@@ -272,9 +298,10 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
           u->few_rows(rows, kc, j->a + i0 * j->rs_a + pc * j->cs_a, j->rs_a, j->cs_a, &pp,
                       j->c + i0 * j->ldc + jp * nr, j->ldc, nr_last, j->alpha, pc == 0 ? j->beta : 1.0f);
         }
+        add_bias(j, i0, i1, jp * nr, last * nr + nr_last);
       }
     }
-    for (; jp < jp1; jp++) {
+    for (int64_t from = jp; jp < jp1; jp++) {
       int64_t nv = j->n - jp * nr < nr ? j->n - jp * nr : nr;
       for (int64_t pc = 0; pc < j->k; pc += KC) {
         const int64_t kc = j->k - pc < KC ? j->k - pc : KC;
@@ -282,6 +309,7 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
                 packed_panel(j, jp, pc, kc, scratch), nr, j->c + i0 * j->ldc + jp * nr, j->ldc,
                 j->alpha, pc == 0 ? j->beta : 1.0f);
       }
+      bias_span(j, i0, i1, jp, jp1, &from);
     }
     return;
   }
@@ -290,12 +318,14 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
      * cost more than the few FMAs each element feeds, so it is streamed row
      * by row in place, a block of columns at a time. */
     const int64_t c0 = jp0 * nr, c1 = j->n < jp1 * nr ? j->n : jp1 * nr;
-    for (int64_t x = c0; x < c1; x += SGEMM_ROWS_NC)
+    for (int64_t x = c0; x < c1; x += SGEMM_ROWS_NC) {
+      const int64_t w = c1 - x < SGEMM_ROWS_NC ? c1 - x : SGEMM_ROWS_NC;
       for (int64_t pc = 0; pc < j->k; pc += KC)
-        u->rows(i1 - i0, c1 - x < SGEMM_ROWS_NC ? c1 - x : SGEMM_ROWS_NC,
-                j->k - pc < KC ? j->k - pc : KC, j->a + i0 * j->rs_a + pc * j->cs_a, j->rs_a,
+        u->rows(i1 - i0, w, j->k - pc < KC ? j->k - pc : KC, j->a + i0 * j->rs_a + pc * j->cs_a, j->rs_a,
                 j->cs_a, j->b + pc * j->ldb + x, j->ldb, j->c + i0 * j->ldc + x, j->ldc,
                 j->alpha, pc == 0 ? j->beta : 1.0f);
+      add_bias(j, i0, i1, x, x + w);
+    }
     return;
   }
   float *buf = thread_buf();
@@ -306,6 +336,7 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
                    j->trans_a ? j->a + i0 : j->a + i0 * j->lda, j->lda,
                    j->trans_b ? j->b + c0 * j->ldb : j->b + c0, j->ldb, j->beta,
                    j->c + i0 * j->ldc + c0, j->ldc);
+    add_bias(j, i0, i1, c0, c1);
     return;
   }
   const int64_t a_floats = ceil_div(i1 - i0, mr) * mr * j->k;
@@ -317,7 +348,7 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
     const int64_t tiles_floats = ceil_div(i1 - i0, mr) * mr;
     for (int64_t pc = 0; pc < j->k; pc += KC)
       pack_a_block(j, buf + tiles_floats * pc, i0, i1, pc, j->k - pc < KC ? j->k - pc : KC);
-    for (int64_t jp = jp0; jp < jp1; jp++) {
+    for (int64_t jp = jp0, from = jp0; jp < jp1; jp++) {
       const int64_t nv = j->n - jp * nr < nr ? j->n - jp * nr : nr;
       for (int64_t pc = 0; pc < j->k; pc += KC) {
         const int64_t kc = j->k - pc < KC ? j->k - pc : KC;
@@ -326,6 +357,7 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
           u->tile(i1 - ir < mr ? i1 - ir : mr, nv, kc, ap + (ir - i0) / mr * kc * mr, 1, mr, bp, nr,
                   j->c + ir * j->ldc + jp * nr, j->ldc, j->alpha, pc == 0 ? j->beta : 1.0f);
       }
+      bias_span(j, i0, i1, jp, jp1, &from);
     }
     return;
   }
@@ -355,6 +387,8 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
                       nr, ct, j->ldc, j->alpha, beta);
           }
         }
+        /* The row block's columns are final after the last k block. */
+        if (pc + kc == j->k) add_bias(j, ic, ie, jc * nr, je * nr < j->n ? je * nr : j->n);
       }
     }
   }
@@ -592,13 +626,15 @@ void kern_packed_b_free(struct kern_packed_b *pb) {
 
 size_t kern_packed_b_bytes(const struct kern_packed_b *pb) { return pb ? pb->bytes : 0; }
 
-void kern_sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
-                       const float *a, int64_t lda, const struct kern_packed_b *b,
-                       float beta, float *c, int64_t ldc, struct tolk_pool *pool) {
+static void packed_run(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                       int64_t lda, const struct kern_packed_b *b, float beta, const float *bias, float *c,
+                       int64_t ldc, struct tolk_pool *pool) {
   assert(b && b->n == n && b->k == k);
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     scale_c(m, n, beta, c, ldc);
+    struct gemm_job z = {.c = c, .ldc = ldc, .bias = bias};
+    add_bias(&z, 0, m, 0, n);
     return;
   }
   struct gemm_job j = {
@@ -608,7 +644,19 @@ void kern_sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alph
       .a = a, .lda = lda, .rs_a = trans_a ? 1 : lda, .cs_a = trans_a ? lda : 1,
       .packed = b->data,
       .codes = b->codes, .bf16 = b->bf16, .codes_signed = b->is_signed, .zp = b->zp, .scale = b->scale,
-      .c = c, .ldc = ldc,
+      .c = c, .ldc = ldc, .bias = bias,
   };
   gemm_run(&j, pool);
+}
+
+void kern_sgemm_packed(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float *a, int64_t lda, const struct kern_packed_b *b,
+                       float beta, float *c, int64_t ldc, struct tolk_pool *pool) {
+  packed_run(trans_a, m, n, k, alpha, a, lda, b, beta, NULL, c, ldc, pool);
+}
+
+void kern_sgemm_packed_bias(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                            const struct kern_packed_b *b, const float *bias, float *c, int64_t ldc,
+                            struct tolk_pool *pool) {
+  packed_run(false, m, n, k, 1.0f, a, lda, b, 0.0f, bias, c, ldc, pool);
 }

@@ -193,10 +193,47 @@ static tolk_status check_pair(struct op_ctx *c, const struct tensor *a, const st
   return TOLK_OK;
 }
 
-static tolk_status matmul_run(struct op_ctx *c) {
+int mm_widen_rank(int64_t *dims, int rank, int min_rank) {
+  if (min_rank <= rank || min_rank > IR_MAX_RANK) return rank;
+  memmove(dims + (min_rank - rank), dims, (size_t)rank * sizeof *dims);
+  for (int d = 0; d < min_rank - rank; d++) dims[d] = 1;
+  return min_rank;
+}
+
+/* y[.., j] += bias[j], the n floats of bias over the last dim, as Add. */
+static void add_bias_rows(float *y, int64_t numel, const float *bias, int64_t n) {
+  for (int64_t i = 0; i < numel; i += n)
+    for (int64_t j = 0; j < n; j++) y[i + j] = y[i + j] + bias[j];
+}
+
+/* The fused bias (input 2 of the MatMul + Add pairs src/exec/fuse_bias.c
+ * joins): n floats, as [n] or [1, .., 1, n] (a model's final_logits_bias
+ * is [1, n]). */
+static tolk_status bias_input(struct op_ctx *c, int64_t n, const struct tensor **out) {
+  const struct tensor *t = op_in(c, 2);
+  char s1[128];
+  if (!t || t->dtype != TOLK_FLOAT || t->rank < 1 || t->numel != n || t->dims[t->rank - 1] != n)
+    return op_fail(c, TOLK_ERR_SHAPE, "the bias %s does not broadcast to the product's %lld columns",
+                   t ? shape_str(t, s1, sizeof s1) : "(missing)", (long long)n);
+  *out = t;
+  return TOLK_OK;
+}
+
+/* The head of a run restricted to a shortlist, with its bias when fused
+ * (the gathered entries, src/exec/head.c). */
+static tolk_status head_cols_biased(struct op_ctx *c, const struct op_head_subset *hs, bool biased) {
+  if (biased && !hs->bias) return op_fail(c, TOLK_ERR_INTERNAL, "LM head subset: the fused bias was not gathered");
+  const struct tensor *t = biased ? op_in(c, 2) : NULL;
+  return mm_head_cols_run(c, hs, biased ? hs->bias : NULL, t ? t->rank : 0);
+}
+
+/* MatMul, and with `biased` MatMul + Add of a bias vector (input 2) as one
+ * node: the packed product adds it per tile (kern_sgemm_packed_bias), the
+ * other paths after the product — the same bits as the two nodes. */
+static tolk_status matmul_common(struct op_ctx *c, bool biased) {
   const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
   const struct op_head_subset *hs = op_head_subset(c);
-  if (c->state && hs && hs->head_state == c->state) return mm_head_cols_run(c, hs);
+  if (c->state && hs && hs->head_state == c->state) return head_cols_biased(c, hs, biased);
   tolk_status st = check_pair(c, a, b);
   if (st) return st;
   char s1[128], s2[128];
@@ -216,6 +253,10 @@ static tolk_status matmul_run(struct op_ctx *c) {
   if (!mm_broadcast(a, b, m, n, k, &bt, ydims, &yr))
     return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: batch dims do not broadcast",
                    shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2));
+  const struct tensor *bias = NULL;
+  if (biased && a->dtype != TOLK_FLOAT) return op_fail(c, TOLK_ERR_UNSUPPORTED, "a fused bias needs float operands");
+  if (biased && (st = bias_input(c, n, &bias))) return st;
+  if (bias) yr = mm_widen_rank(ydims, yr, bias->rank);
   struct tensor *y = op_output(c, 0, a->dtype, yr, ydims);
   if (!y) return nn_status(c);
   if (y->numel == 0) return TOLK_OK;
@@ -241,16 +282,24 @@ static tolk_status matmul_run(struct op_ctx *c) {
   if (b_shared && dt == TOLK_FLOAT) {
     /* A's batch is then dense (nothing to broadcast it against), so its rows
      * continue from one batch index into the next: one GEMM of batch·m rows. */
-    if (pb)
+    if (pb && bias) {
+      kern_sgemm_packed_bias(batch * m, n, k, ad, k, pb, bias->data, yd, n, c->pool);
+      bias = NULL;
+    } else if (pb) {
       kern_sgemm_packed(false, batch * m, n, k, 1.0f, ad, k, pb, 0.0f, yd, n, c->pool);
-    else
+    } else {
       kern_sgemm(false, false, batch * m, n, k, 1.0f, ad, k, bd, n, 0.0f, yd, n, c->pool);
+    }
   } else {
     mm_batched(c, dt, &bt, m, n, k, ad, bd, yd);
   }
+  if (bias) add_bias_rows(yd, y->numel, bias->data, n);
   if (yd != y->data) nn_out_f32_finish(y, yd);
   return TOLK_OK;
 }
+
+static tolk_status matmul_run(struct op_ctx *c) { return matmul_common(c, false); }
+static tolk_status matmul_bias_run(struct op_ctx *c) { return matmul_common(c, true); }
 
 /* -------------------------------------------------------------------- Gemm */
 
@@ -390,12 +439,13 @@ static tolk_status matmul_int8_prepare(const struct ir_node *node, int64_t opset
 /* y = A · op(B) for a B quantized to int8 per column (qb, col_scale): each
  * row of A quantized on its own, as the comment above says. */
 tolk_status mm_int8_product(struct op_ctx *c, const struct tensor *a, const struct kern_igemm_b *qb,
-                                const float *col_scale, int64_t n) {
+                                const float *col_scale, int64_t n, const float *bias, int min_rank) {
   const int64_t k = qb->k;
   int64_t ydims[IR_MAX_RANK];
   memcpy(ydims, a->dims, sizeof ydims);
   ydims[a->rank - 1] = n;
-  struct tensor *y = op_output(c, 0, TOLK_FLOAT, a->rank, ydims);
+  int yr = mm_widen_rank(ydims, a->rank, min_rank);
+  struct tensor *y = op_output(c, 0, TOLK_FLOAT, yr, ydims);
   if (!y) return nn_status(c);
   const int64_t m = k ? a->numel / k : 0;
   if (y->numel == 0) return TOLK_OK;
@@ -414,29 +464,36 @@ tolk_status mm_int8_product(struct op_ctx *c, const struct tensor *a, const stru
     quant_linear_u8(ad + i * k, qa + i * k, k, sa[i], za[i]);
   }
   struct kern_igemm_f32 f = {.c = y->data, .ldc = n, .row_scale = sa, .row_scale_stride = 1,
-                             .col_scale = col_scale, .col_scale_stride = 1, .chained = true};
+                             .col_scale = col_scale, .col_scale_stride = 1, .chained = true, .bias = bias};
   struct kern_igemm p = {.m = m, .n = n, .k = k, .a = qa, .lda = k, .a_signed = false,
                          .a_zp = za, .a_zp_stride = 1, .f32 = &f};
   kern_igemm_packed(&p, qb, work, c->pool);
   return TOLK_OK;
 }
 
-static tolk_status matmul_int8_run(struct op_ctx *c) {
+static tolk_status int8_common(struct op_ctx *c, bool biased) {
   const struct tensor *a = op_in(c, 0), *b = op_in(c, 1);
   const struct mm_state *s = c->state;
   const struct op_head_subset *hs = op_head_subset(c);
-  if (s && hs && hs->head_state == s) return mm_head_cols_run(c, hs);
+  if (s && hs && hs->head_state == s) return head_cols_biased(c, hs, biased);
   /* A B that was not constant (no state), or not the one packed: MatMul. */
   if (!s || !a || !b || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 ||
       b->dims[1] != s->d1 || a->dtype != TOLK_FLOAT || a->rank < 1)
-    return matmul_run(c);
+    return matmul_common(c, biased);
   char s1[128], s2[128];
   if (a->dims[a->rank - 1] != s->d0)
     return op_fail(c, TOLK_ERR_SHAPE, "A %s and B %s: inner dims %lld and %lld differ",
                    shape_str(a, s1, sizeof s1), shape_str(b, s2, sizeof s2),
                    (long long)a->dims[a->rank - 1], (long long)s->d0);
-  return mm_int8_product(c, a, &s->e->qb, s->e->col_scale, s->d1);
+  const struct tensor *bias = NULL;
+  tolk_status st = biased ? bias_input(c, s->d1, &bias) : TOLK_OK;
+  if (st) return st;
+  return mm_int8_product(c, a, &s->e->qb, s->e->col_scale, s->d1, bias ? bias->data : NULL,
+                         bias ? bias->rank : 0);
 }
+
+static tolk_status matmul_int8_run(struct op_ctx *c) { return int8_common(c, false); }
+static tolk_status matmul_int8_bias_run(struct op_ctx *c) { return int8_common(c, true); }
 
 const struct op_def tolk_matmul_int8_def = {
     "tolk.internal", "MatMulInt8", 1, 0, matmul_int8_prepare, matmul_int8_run, mm_release,
@@ -447,6 +504,18 @@ const struct op_def tolk_matmul_int8_def = {
  * widening B as it goes (kern_sgemm_pack_b_bf16). */
 const struct op_def tolk_matmul_bf16_def = {
     "tolk.internal", "MatMulBf16", 1, 0, matmul_bf16_prepare, matmul_run, mm_release,
+    .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
+
+/* src/exec/fuse_bias.c: MatMul (float, bfloat16 or int8 weights) and the
+ * Add of a constant bias vector after it, as one node. */
+const struct op_def tolk_matmul_bias_def = {
+    "tolk.internal", "MatMulBias", 1, 0, matmul_prepare, matmul_bias_run, mm_release,
+    .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
+const struct op_def tolk_matmul_bf16_bias_def = {
+    "tolk.internal", "MatMulBf16Bias", 1, 0, matmul_bf16_prepare, matmul_bias_run, mm_release,
+    .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
+const struct op_def tolk_matmul_int8_bias_def = {
+    "tolk.internal", "MatMulInt8Bias", 1, 0, matmul_int8_prepare, matmul_int8_bias_run, mm_release,
     .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
 const struct op_def tolk_gemm_bf16_def = {
     "tolk.internal", "GemmBf16", 1, 0, gemm_bf16_prepare, gemm_run, mm_release,

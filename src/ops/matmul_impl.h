@@ -114,15 +114,22 @@ bool mm_quantize_cols(const void *src, const struct dq *dq, bool is_signed, bool
 
 /* ---------------------------------------------------- products (matmul.c) */
 
-/* y = A · op(B) for a B quantized to int8 per column (qb, col_scale, n
- * columns), each row of A quantized on its own. */
+/* y = A · op(B) [+ bias] for a B quantized to int8 per column (qb,
+ * col_scale, n columns), each row of A quantized on its own; bias: n
+ * floats added to each scaled row in the GEMM's epilogue, or NULL; y has
+ * at least min_rank dims (leading ones: the rank a bias [1, n] gives Add). */
 tolk_status mm_int8_product(struct op_ctx *c, const struct tensor *a, const struct kern_igemm_b *qb,
-                            const float *col_scale, int64_t n);
+                            const float *col_scale, int64_t n, const float *bias, int min_rank);
+
+/* dims (rank of them) with leading ones up to min_rank, as Add broadcasts
+ * a product against a higher-rank [1, .., 1, n] bias; the new rank. */
+int mm_widen_rank(int64_t *dims, int rank, int min_rank);
 
 /* -------------------------------------------- shortlist (matmul_subset.c) */
 
 /* The run of the head node when the run is restricted to a shortlist
- * (op_head_subset): A · B's columns in hs, [.., hs's n]. */
-tolk_status mm_head_cols_run(struct op_ctx *c, const struct op_head_subset *hs);
+ * (op_head_subset): A · B's columns in hs, [.., hs's n], plus bias (hs's n
+ * floats) when not NULL, with at least min_rank dims (mm_widen_rank). */
+tolk_status mm_head_cols_run(struct op_ctx *c, const struct op_head_subset *hs, const float *bias, int min_rank);
 
 #endif /* TOLK_OPS_MATMUL_IMPL_H */

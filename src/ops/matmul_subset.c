@@ -116,22 +116,26 @@ void op_head_cols_free(struct op_head_cols *hc) {
 }
 
 /* The head node of a run restricted to a shortlist: A · (B's columns in
- * hs), [.., n] — the GEMM the whole head runs, on fewer columns. */
-tolk_status mm_head_cols_run(struct op_ctx *c, const struct op_head_subset *hs) {
+ * hs), [.., n] — the GEMM the whole head runs, on fewer columns — plus
+ * bias (n floats) when the head's bias Add is fused into it. */
+tolk_status mm_head_cols_run(struct op_ctx *c, const struct op_head_subset *hs, const float *bias, int min_rank) {
   const struct tensor *a = op_in(c, 0);
   const struct op_head_cols *hc = hs->cols;
   char s1[128];
   if (!a || a->dtype != TOLK_FLOAT || a->rank < 1 || a->dims[a->rank - 1] != hc->k)
     return op_fail(c, TOLK_ERR_SHAPE, "LM head subset: A %s must be float [.., %lld]",
                    a ? shape_str(a, s1, sizeof s1) : "(missing)", (long long)hc->k);
-  if (hc->col_scale) return mm_int8_product(c, a, &hc->qb, hc->col_scale, hc->n);
+  if (hc->col_scale) return mm_int8_product(c, a, &hc->qb, hc->col_scale, hc->n, bias, min_rank);
   int64_t ydims[IR_MAX_RANK];
   memcpy(ydims, a->dims, sizeof ydims);
   ydims[a->rank - 1] = hc->n;
-  struct tensor *y = op_output(c, 0, TOLK_FLOAT, a->rank, ydims);
+  struct tensor *y = op_output(c, 0, TOLK_FLOAT, mm_widen_rank(ydims, a->rank, min_rank), ydims);
   if (!y) return nn_status(c);
   if (y->numel == 0) return TOLK_OK;
-  kern_sgemm_packed(false, a->numel / hc->k, hc->n, hc->k, 1.0f, a->data, hc->k, hc->pb, 0.0f, y->data,
-                    hc->n, c->pool);
+  if (bias)
+    kern_sgemm_packed_bias(a->numel / hc->k, hc->n, hc->k, a->data, hc->k, hc->pb, bias, y->data, hc->n, c->pool);
+  else
+    kern_sgemm_packed(false, a->numel / hc->k, hc->n, hc->k, 1.0f, a->data, hc->k, hc->pb, 0.0f, y->data,
+                      hc->n, c->pool);
   return TOLK_OK;
 }

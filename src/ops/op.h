@@ -208,6 +208,14 @@ extern const struct op_def tolk_matmul_int8_def;
 extern const struct op_def tolk_matmul_bf16_def;
 extern const struct op_def tolk_gemm_bf16_def;
 
+/* MatMul by a constant B (float, bfloat16 or the int8 head) with the Add of a
+ * constant bias vector after it as one node, inputs (A, B, bias): what a
+ * session runs for the pairs src/exec/fuse_bias.c finds. Bit for bit the two
+ * nodes' result. */
+extern const struct op_def tolk_matmul_bias_def;
+extern const struct op_def tolk_matmul_bf16_bias_def;
+extern const struct op_def tolk_matmul_int8_bias_def;
+
 /* ---------------------------------------------------------- LM head column subset */
 
 /* A vocabulary shortlist's columns of an LM head (a MatMul by a constant B,
@@ -231,7 +239,9 @@ bool op_head_cols_dims(const void *state, int64_t *k, int64_t *n);
 
 /* What a run restricted to a shortlist carries: the head node multiplies
  * by `cols` only (output width n) and the Add of its bias, node `add`,
- * adds bias[0..n). Set per run by the executor (src/exec/head.c). */
+ * adds bias[0..n) — or the head node adds it itself when the Add is fused
+ * into it (add NULL, bias set). Set per run by the executor
+ * (src/exec/head.c). */
 struct op_head_subset {
   const struct op_head_cols *cols;
   const void *head_state; /* the head node's prepare state */
