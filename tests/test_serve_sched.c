@@ -286,8 +286,11 @@ static struct sched *with_long_sentence(const tolk_translator *tr, const struct 
   probe_init(p);
   struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 500, .min_new_tokens = 500};
   CHECK(sched_submit(s, "Open the file.", 14, &tp, &cbs, p, longj, &err) == TOLK_OK);
-  while (!sched_live_rows(s)) sched_yield();
-  struct timespec settle = {0, 20 * 1000000L}; /* the estimate is published after the turn */
+  /* The estimate is published after the sentence's first turn, however
+   * long a busy machine makes it (a fixed 20 ms was once too short beside
+   * another test); then 20 ms more, which standing_at_onset's timing counts. */
+  while (!sched_turns_estimated(s)) sched_yield();
+  struct timespec settle = {0, 20 * 1000000L};
   nanosleep(&settle, NULL);
   return s;
 }

@@ -137,6 +137,7 @@ struct sched {
    * quartered (wait_budget). */
   bool standing;
   _Atomic size_t live_rows, queued_now;
+  _Atomic uint64_t estimated; /* turns whose estimate admission can read */
   /* scheduler thread only */
   struct mt_batcher *batch;
   struct sched_job *live;    /* jobs with sentences queued or running */
@@ -472,6 +473,7 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
 
 size_t sched_queued(const struct sched *s) { return atomic_load(&s->queued_now); }
 size_t sched_live_rows(const struct sched *s) { return atomic_load(&s->live_rows); }
+uint64_t sched_turns_estimated(const struct sched *s) { return atomic_load(&s->estimated); }
 bool sched_full(const struct sched *s) { return sched_queued(s) >= (size_t)s->p.max_queue; }
 
 /* ------------------------------------------------------------ the step loop */
@@ -868,6 +870,7 @@ static void *loop(void *arg) {
     metrics_gauge(s->m, METRIC_G_QUEUE_DEPTH, (double)sched_queued(s));
     pthread_mutex_lock(&s->mu);
     estimate_drain(s, stepped ? turn_ns : 0);
+    if (stepped) atomic_fetch_add(&s->estimated, 1);
     metrics_gauge(s->m, METRIC_G_ROW_BOUND, (double)row_bound(s));
     judge_standing(s, now_ns());
   }

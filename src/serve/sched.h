@@ -228,6 +228,9 @@ void sched_job_release(struct sched_job *j);
 /* Sentences waiting for admission / rows decoding now. */
 size_t sched_queued(const struct sched *s);
 size_t sched_live_rows(const struct sched *s);
+/* Turns that ran a step and whose estimate (sched_view) admission now
+ * judges by: a test's "after the first turn", without guessing its length. */
+uint64_t sched_turns_estimated(const struct sched *s);
 /* Whether a one-sentence text would be refused now (for /ready). */
 bool sched_full(const struct sched *s);
 
