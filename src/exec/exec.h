@@ -290,6 +290,10 @@ int64_t exec_producer(const struct xgraph *xg, int32_t slot);
 /* The rank of a constant value (initializer or Constant node), -1 if v is
  * not one. */
 int exec_const_rank(const struct ir_value *v);
+/* For a fusion: a zeroed flag per node of xg (session arena; NULL when
+ * memory runs out), and xg without the nodes flagged, in order. */
+bool *exec_node_marks(tolk_session *s, const struct xgraph *xg);
+void exec_drop_nodes(struct xgraph *xg, const bool *drop);
 /* The one reader of `slot` (value v) when it has exactly one and v is no
  * graph output: its node, with *input the input it reads; else -1. */
 int64_t exec_sole_reader(const struct xgraph *xg, int32_t slot, const struct ir_value *v, uint32_t *input);

@@ -57,10 +57,7 @@ int exec_fuse_bias(tolk_session *s, struct xgraph *xg) {
     struct xref bias;
     int64_t a = bias_add(xg, k, &bias);
     if (a < 0) continue;
-    if (!drop) {
-      if (!(drop = tolk_arena_alloc(&s->arena, xg->n_nodes * sizeof *drop))) return -1;
-      memset(drop, 0, xg->n_nodes * sizeof *drop);
-    }
+    if (!drop && !(drop = exec_node_marks(s, xg))) return -1;
     struct xnode x = xg->nodes[k];
     struct xref *in = tolk_arena_alloc(&s->arena, 3 * sizeof *in);
     int32_t *out = tolk_arena_alloc(&s->arena, sizeof *out);
@@ -73,10 +70,6 @@ int exec_fuse_bias(tolk_session *s, struct xgraph *xg) {
     xg->nodes[a] = x;
     n++;
   }
-  if (!n) return 0;
-  uint32_t w = 0;
-  for (uint32_t k = 0; k < xg->n_nodes; k++)
-    if (!drop[k]) xg->nodes[w++] = xg->nodes[k];
-  xg->n_nodes = w;
+  if (n) exec_drop_nodes(xg, drop);
   return n;
 }

@@ -19,8 +19,6 @@
  * (its name in errors, its packed W) and runs where the chain's last node
  * did, after every value it reads.
  */
-#include <string.h>
-
 #include "exec.h"
 
 /* Whether input `i` of node k is output 1 (the scale) of a
@@ -139,17 +137,10 @@ int exec_fuse_mmi(tolk_session *s, struct xgraph *xg) {
   for (uint32_t k = 0; k < xg->n_nodes; k++) {
     struct chain ch;
     if (!chain_at(xg, k, &ch)) continue;
-    if (!drop) {
-      if (!(drop = tolk_arena_alloc(&s->arena, xg->n_nodes * sizeof *drop))) return -1;
-      memset(drop, 0, xg->n_nodes * sizeof *drop);
-    }
+    if (!drop && !(drop = exec_node_marks(s, xg))) return -1;
     if (!fuse(s, xg, &ch, drop)) return -1;
     n++;
   }
-  if (!n) return 0;
-  uint32_t w = 0;
-  for (uint32_t k = 0; k < xg->n_nodes; k++)
-    if (!drop[k]) xg->nodes[w++] = xg->nodes[k];
-  xg->n_nodes = w;
+  if (n) exec_drop_nodes(xg, drop);
   return n;
 }

@@ -58,6 +58,19 @@ int exec_const_rank(const struct ir_value *v) {
   return -1;
 }
 
+bool *exec_node_marks(tolk_session *s, const struct xgraph *xg) {
+  bool *m = tolk_arena_alloc(&s->arena, (xg->n_nodes ? xg->n_nodes : 1) * sizeof *m);
+  if (m) memset(m, 0, xg->n_nodes * sizeof *m);
+  return m;
+}
+
+void exec_drop_nodes(struct xgraph *xg, const bool *drop) {
+  uint32_t w = 0;
+  for (uint32_t k = 0; k < xg->n_nodes; k++)
+    if (!drop[k]) xg->nodes[w++] = xg->nodes[k];
+  xg->n_nodes = w;
+}
+
 int64_t exec_sole_reader(const struct xgraph *xg, int32_t slot, const struct ir_value *v, uint32_t *input) {
   struct exec_reader r[2];
   if (slot < 0 || exec_is_graph_output(v) || exec_readers(xg, slot, r, 2) != 1) return -1;
