@@ -340,22 +340,28 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
     return;
   }
   const int64_t a_floats = ceil_div(i1 - i0, mr) * mr * j->k;
-  if (packed && buf && a_floats <= BUF_FLOATS) {
+  const bool a_rows = j->cs_a == 1; /* A's rows lie in memory as the tile reads them */
+  if (packed && (a_rows || (buf && a_floats <= BUF_FLOATS))) {
     /* A few rows against a prepacked B (a decoder step of a batch, the LM
-     * head above all): A packed once for all of k, then each panel run down
-     * all of k, so that B is read once front to back and each C tile
-     * takes its k blocks while it is in L1. */
+     * head above all): each panel run down all of k, so that B is read
+     * once front to back and each C tile takes its k blocks while it is in
+     * L1. A's rows are read in place: each is one stream, and packing them
+     * (a strided store an element) cost 5 % of a 64-row beam step, each
+     * task packing its own copy. A transposed is packed once for all of k. */
     const int64_t tiles_floats = ceil_div(i1 - i0, mr) * mr;
-    for (int64_t pc = 0; pc < j->k; pc += KC)
-      pack_a_block(j, buf + tiles_floats * pc, i0, i1, pc, j->k - pc < KC ? j->k - pc : KC);
+    if (!a_rows)
+      for (int64_t pc = 0; pc < j->k; pc += KC)
+        pack_a_block(j, buf + tiles_floats * pc, i0, i1, pc, j->k - pc < KC ? j->k - pc : KC);
     for (int64_t jp = jp0, from = jp0; jp < jp1; jp++) {
       const int64_t nv = j->n - jp * nr < nr ? j->n - jp * nr : nr;
       for (int64_t pc = 0; pc < j->k; pc += KC) {
         const int64_t kc = j->k - pc < KC ? j->k - pc : KC;
-        const float *ap = buf + tiles_floats * pc, *bp = packed_panel(j, jp, pc, kc, scratch);
-        for (int64_t ir = i0; ir < i1; ir += mr)
-          u->tile(i1 - ir < mr ? i1 - ir : mr, nv, kc, ap + (ir - i0) / mr * kc * mr, 1, mr, bp, nr,
+        const float *bp = packed_panel(j, jp, pc, kc, scratch);
+        for (int64_t ir = i0; ir < i1; ir += mr) {
+          const float *ap = a_rows ? j->a + ir * j->rs_a + pc : buf + tiles_floats * pc + (ir - i0) / mr * kc * mr;
+          u->tile(i1 - ir < mr ? i1 - ir : mr, nv, kc, ap, a_rows ? j->rs_a : 1, a_rows ? 1 : mr, bp, nr,
                   j->c + ir * j->ldc + jp * nr, j->ldc, j->alpha, pc == 0 ? j->beta : 1.0f);
+        }
       }
       bias_span(j, i0, i1, jp, jp1, &from);
     }
