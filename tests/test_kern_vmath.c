@@ -43,7 +43,88 @@ static const struct fn fns[] = {
     {KERN_VM_GELU_TANH, "gelu_tanh", ref_gelu_tanh, 5e-7, 1.5e-7, 1e-30, 0},
 };
 
+/* The log-softmax as search.c wrote it before it moved here: the same
+ * bits are wanted from the kernel, on every ISA. */
+static void old_log_softmax(float *x, size_t n) {
+  enum { BLOCK = 256, LANES = 8 };
+  float mx = -INFINITY;
+  for (size_t i = 0; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+  if (mx == -INFINITY) return;
+  double lane[LANES] = {0};
+  float d[BLOCK], e[BLOCK];
+  for (size_t i = 0; i < n; i += BLOCK) {
+    size_t m = n - i < BLOCK ? n - i : BLOCK;
+    for (size_t j = 0; j < m; j++) d[j] = x[i + j] - mx;
+    kern_vm_f32(KERN_VM_EXP, (int64_t)m, e, d);
+    for (size_t j = m; j < BLOCK; j++) e[j] = 0.0f;
+    for (size_t j = 0; j < BLOCK; j += LANES)
+      for (size_t l = 0; l < LANES; l++) lane[l] += e[j + l];
+  }
+  double sum = 0;
+  for (size_t l = 0; l < LANES; l++) sum += lane[l];
+  float lse = (float)log(sum);
+  for (size_t i = 0; i < n; i++) x[i] = x[i] - mx - lse;
+}
+
+/* kern_log_softmax_f32 on rows of every length around its blocks, with
+ * -Inf (masked tokens), a NaN, a row of -Inf only and a row of one: bit
+ * for bit the old code and the portable build, in place and not, and
+ * within 1e-6 (relative to the row's log-sum-exp) of a double reference. */
+static void check_log_softmax(void) {
+  const int64_t lens[] = {1, 2, 7, 8, 9, 255, 256, 257, 263, 1000, 65001};
+  const size_t cap = 65001;
+  float *x = malloc(cap * sizeof *x), *y = malloc(cap * sizeof *y), *yp = malloc(cap * sizeof *yp),
+        *old = malloc(cap * sizeof *old), *in = malloc(cap * sizeof *in);
+  uint32_t r = 12345;
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+    for (int form = 0; form < 4; form++) {
+      int64_t n = lens[li];
+      for (int64_t i = 0; i < n; i++) {
+        r = r * 1664525u + 1013904223u;
+        x[i] = ((float)(r >> 8) / 16777216.0f - 0.5f) * (form == 1 ? 200.0f : 30.0f);
+      }
+      if (form == 1 && n > 3) x[n / 3] = -INFINITY, x[n - 1] = -INFINITY;
+      if (form == 2) x[n / 2] = NAN;
+      if (form == 3)
+        for (int64_t i = 0; i < n; i++) x[i] = -INFINITY;
+      memcpy(old, x, (size_t)n * sizeof *x);
+      memcpy(in, x, (size_t)n * sizeof *x);
+      old_log_softmax(old, (size_t)n);
+      kern_log_softmax_f32(n, y, x);
+      kern_log_softmax_f32_portable(n, yp, x);
+      CHECK_MSG(memcmp(y, old, (size_t)n * sizeof *y) == 0, "log_softmax n=%lld form %d: not the old bits",
+                (long long)n, form);
+      CHECK_MSG(memcmp(y, yp, (size_t)n * sizeof *y) == 0,
+                "log_softmax n=%lld form %d: dispatched and portable builds differ", (long long)n, form);
+      kern_log_softmax_f32(n, x, x);
+      CHECK_MSG(memcmp(x, y, (size_t)n * sizeof *y) == 0, "log_softmax n=%lld form %d: in place differs",
+                (long long)n, form);
+      if (form == 2 || form == 3) continue;
+      double mx = -INFINITY, z = 0;
+      for (int64_t i = 0; i < n; i++) mx = in[i] > mx ? in[i] : mx;
+      for (int64_t i = 0; i < n; i++) z += exp((double)in[i] - mx);
+      double worst = 0;
+      for (int64_t i = 0; i < n; i++) {
+        double want = (double)in[i] - mx - log(z);
+        if (isinf(want)) {
+          CHECK_MSG(y[i] == -INFINITY, "log_softmax n=%lld: -Inf in, %g out", (long long)n, y[i]);
+          continue;
+        }
+        double e = fabs((double)y[i] - want) / (fabs((double)in[i] - mx) + log(z) + 1.0);
+        worst = e > worst ? e : worst;
+      }
+      CHECK_MSG(worst <= 1e-6, "log_softmax n=%lld form %d: error %.3g", (long long)n, form, worst);
+    }
+  }
+  free(x);
+  free(y);
+  free(yp);
+  free(old);
+  free(in);
+}
+
 int main(void) {
+  check_log_softmax();
   /* The sweep. */
   size_t cap = 200000, n = 0;
   float *x = malloc(cap * sizeof *x);

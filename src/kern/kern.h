@@ -128,6 +128,14 @@ void kern_vm_f32(enum kern_vm_fn f, int64_t n, float *y, const float *x);
 /* The same at the baseline ISA: bit-identical results, for tests. */
 void kern_vm_f32_portable(enum kern_vm_fn f, int64_t n, float *y, const float *x);
 
+/* y = x - max(x) - log Σ exp(x - max(x)) over a row of n floats (y may be
+ * x), the log-softmax transformers' search takes of each row of logits:
+ * exps as kern_vm_f32's, summed in double in a fixed order, so every ISA
+ * gives the same bits. A row of -Inf only is copied unchanged. */
+void kern_log_softmax_f32(int64_t n, float *y, const float *x);
+/* The same at the baseline ISA, for tests. */
+void kern_log_softmax_f32_portable(int64_t n, float *y, const float *x);
+
 /* float16 ⇄ float for n elements (F16C when available), as half.h rounds. */
 void kern_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 void kern_f32_to_f16(const float *src, uint16_t *dst, int64_t n);

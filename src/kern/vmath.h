@@ -26,6 +26,9 @@
 
 #include <math.h>
 #include <stdint.h>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "kern.h"
 
@@ -172,8 +175,52 @@ static inline float vm_gelu_tanh(float x) {
     for (int64_t i = 0; i < n; i++) y[i] = fn(x[i]);                                     \
   }
 
+/* y = x - max - log Σ exp(x - max) over a row of n (y may be x), the
+ * log-softmax a beam search takes of every row of logits: 65,001 a row for
+ * opus-mt, so every pass is a vectorised loop. The sum goes to eight
+ * double lanes, element i to lane i mod 8 in index order, then lane 0 to 7:
+ * a fixed order, so every ISA's build gives the same bits. The exps are
+ * made a block at a time into a buffer, which keeps each loop simple enough
+ * to vectorise. A row whose max is -Inf (all -Inf) is copied unchanged. */
+static inline void vm_log_softmax(int64_t n, float *y, const float *x) {
+  enum { BLOCK = 256, LANES = 8 };
+  const int64_t whole = n / LANES * LANES;
+  float lmax[LANES];
+#if defined(__AVX2__)
+  /* GCC leaves this reduction scalar; vmaxps(v, m) is v > m ? v : m, NaN
+   * and signed zeros included. */
+  __m256 vm = _mm256_set1_ps(-INFINITY);
+  for (int64_t i = 0; i < whole; i += LANES) vm = _mm256_max_ps(_mm256_loadu_ps(x + i), vm);
+  _mm256_storeu_ps(lmax, vm);
+#else
+  for (int l = 0; l < LANES; l++) lmax[l] = -INFINITY;
+  for (int64_t i = 0; i < whole; i += LANES)
+    for (int l = 0; l < LANES; l++) lmax[l] = x[i + l] > lmax[l] ? x[i + l] : lmax[l];
+#endif
+  float mx = -INFINITY;
+  for (int l = 0; l < LANES; l++) mx = lmax[l] > mx ? lmax[l] : mx;
+  for (int64_t i = whole; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+  if (mx == -INFINITY) {
+    for (int64_t i = 0; i < n; i++) y[i] = x[i];
+    return;
+  }
+  double lane[LANES] = {0};
+  float e[BLOCK];
+  for (int64_t i = 0; i < whole; i += BLOCK) {
+    const int64_t m = whole - i < BLOCK ? whole - i : BLOCK;
+    for (int64_t j = 0; j < m; j++) e[j] = vm_exp(x[i + j] - mx);
+    for (int64_t j = 0; j < m; j += LANES)
+      for (int l = 0; l < LANES; l++) lane[l] += (double)e[j + l];
+  }
+  for (int64_t i = whole; i < n; i++) lane[i - whole] += (double)vm_exp(x[i] - mx);
+  double sum = 0;
+  for (int l = 0; l < LANES; l++) sum += lane[l];
+  const float lse = (float)log(sum);
+  for (int64_t i = 0; i < n; i++) y[i] = x[i] - mx - lse;
+}
+
 /* The loops and kern_vm_f32_<suffix> (kern.h), which picks one by f: the
- * same code in every ISA's build. */
+ * same code in every ISA's build; kern_log_softmax_f32_<suffix>. */
 #define VM_LOOPS(suffix)                                                                 \
   VM_LOOP(vm_exp, suffix)                                                                \
   VM_LOOP(vm_sigmoid, suffix)                                                            \
@@ -190,6 +237,9 @@ static inline float vm_gelu_tanh(float x) {
     case KERN_VM_GELU: vm_gelu_##suffix(n, y, x); break;                                 \
     case KERN_VM_GELU_TANH: vm_gelu_tanh_##suffix(n, y, x); break;                       \
     }                                                                                    \
+  }                                                                                      \
+  void kern_log_softmax_f32_##suffix(int64_t n, float *y, const float *x) {              \
+    vm_log_softmax(n, y, x);                                                             \
   }
 
 #endif /* TOLK_KERN_VMATH_H */

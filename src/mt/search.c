@@ -35,39 +35,6 @@ struct gen {
 
 /* ---------------------------------------------------------- processors */
 
-/* Per row of the vocabulary (65,001 for opus-mt) every step, so it is
- * vectorised: the max and the sum in eight independent lanes, the exps by
- * kern_vm_f32 (AVX2 when present; relative error < 3e-7) a block at a time,
- * the sum in double. libm's exp made this a sixth of a beam search. */
-static void log_softmax(float *x, size_t n) {
-  enum { BLOCK = 256, LANES = 8 };
-  float lmax[LANES];
-  for (size_t l = 0; l < LANES; l++) lmax[l] = NEG_INF;
-  size_t whole = n / LANES * LANES;
-  for (size_t i = 0; i < whole; i += LANES)
-    for (size_t l = 0; l < LANES; l++) lmax[l] = x[i + l] > lmax[l] ? x[i + l] : lmax[l];
-  float mx = NEG_INF;
-  for (size_t l = 0; l < LANES; l++) mx = lmax[l] > mx ? lmax[l] : mx;
-  for (size_t i = whole; i < n; i++) mx = x[i] > mx ? x[i] : mx;
-  if (mx == NEG_INF) return;
-  double lane[LANES] = {0};
-  /* Out of place: for e == d the compiler's overlap check would send the
-   * exp loop to its scalar version. */
-  float d[BLOCK], e[BLOCK];
-  for (size_t i = 0; i < n; i += BLOCK) {
-    size_t m = n - i < BLOCK ? n - i : BLOCK;
-    for (size_t j = 0; j < m; j++) d[j] = x[i + j] - mx;
-    kern_vm_f32(KERN_VM_EXP, (int64_t)m, e, d);
-    for (size_t j = m; j < BLOCK; j++) e[j] = 0.0f;
-    for (size_t j = 0; j < BLOCK; j += LANES)
-      for (size_t l = 0; l < LANES; l++) lane[l] += e[j + l];
-  }
-  double sum = 0;
-  for (size_t l = 0; l < LANES; l++) sum += lane[l];
-  float lse = (float)log(sum);
-  for (size_t i = 0; i < n; i++) x[i] = x[i] - mx - lse;
-}
-
 /* Applies the processors to one row whose history is seq[0..len). */
 static void process(const struct gen *g, const int32_t *seq, int len, float *x) {
   const tolk_generate_params *p = g->p;
@@ -241,24 +208,39 @@ static float length_norm(const struct gen *g, int gen_len) {
   return (float)pow((double)gen_len, (double)g->p->length_penalty);
 }
 
-/* Top 2K candidates over K × V accumulated scores, best first. */
-static void top_candidates(const struct gen *g, const float *acc, int K, struct cand *c, int want) {
-  size_t V = g->vocab;
-  int have = 0;
-  for (int b = 0; b < K; b++) {
-    for (size_t v = 0; v < V; v++) {
-      float s = acc[(size_t)b * V + v];
-      int idx = b * (int)V + (int)v;
-      if (have == want && !(s > c[want - 1].score)) continue;
-      /* Insertion into the sorted list; equal scores keep the lower index
-       * first, as the flattened order does. */
-      int pos = have < want ? have++ : want - 1;
-      while (pos > 0 && s > c[pos - 1].score) {
-        c[pos] = c[pos - 1];
-        pos--;
-      }
-      c[pos] = (struct cand){s, b, (int32_t)v, idx};
+/* Offers row b of the accumulated scores to the top-`want` list c[0, *have),
+ * best first; equal scores keep the lower index first, as transformers'
+ * flattened order does. The row is offered after rows 0..b-1, in index
+ * order. */
+static void offer(float s, int b, size_t v, size_t V, struct cand *c, int *have, int want) {
+  if (*have == want && !(s > c[want - 1].score)) return;
+  int pos = *have < want ? (*have)++ : want - 1;
+  while (pos > 0 && s > c[pos - 1].score) {
+    c[pos] = c[pos - 1];
+    pos--;
+  }
+  c[pos] = (struct cand){s, b, (int32_t)v, b * (int)V + (int)v};
+}
+
+/* Adds the beam's running score to its row of log-probs and offers the
+ * row to the candidates, eight at a time: once the list is full, a group
+ * whose best does not beat its last is passed over whole (65,001 a row,
+ * almost all of them passed over). */
+static void add_and_offer(float *x, size_t V, float add, int b, struct cand *c, int *have, int want) {
+  enum { G = 8 };
+  size_t v = 0;
+  for (; v + G <= V; v += G) {
+    float best = NEG_INF;
+    for (int l = 0; l < G; l++) {
+      x[v + l] += add;
+      best = x[v + l] > best ? x[v + l] : best;
     }
+    if (*have == want && !(best > c[want - 1].score)) continue;
+    for (int l = 0; l < G; l++) offer(x[v + l], b, v + (size_t)l, V, c, have, want);
+  }
+  for (; v < V; v++) {
+    x[v] += add;
+    offer(x[v], b, v, V, c, have, want);
   }
 }
 
@@ -267,16 +249,15 @@ static void beam_step(struct gen *g, struct beams *bm, const float *logits, int 
   struct cand *cand = w->cand;
   size_t V = g->vocab, L = (size_t)g->max_length;
   const tolk_generate_params *p = g->p;
+  const int want = 2 * K;
+  int have = 0;
   for (int b = 0; b < K; b++) {
     float *x = acc + (size_t)b * V;
-    memcpy(x, logits + (size_t)b * V, V * sizeof *x);
-    log_softmax(x, V);
+    kern_log_softmax_f32((int64_t)V, x, logits + (size_t)b * V);
     process(g, bm->run_seq + (size_t)b * L, len, x);
-    if (p->renormalize_logits) log_softmax(x, V);
-    for (size_t v = 0; v < V; v++) x[v] += bm->run_score[b];
+    if (p->renormalize_logits) kern_log_softmax_f32((int64_t)V, x, x);
+    add_and_offer(x, V, bm->run_score[b], b, cand, &have, want);
   }
-  int want = 2 * K;
-  top_candidates(g, acc, K, cand, want);
   bool *hits = w->hits;
   for (int j = 0; j < want; j++) hits[j] = cand[j].token == g->cfg->eos || len + 1 >= g->max_length;
   /* Finished candidates first: only the top K may finish. */
@@ -560,7 +541,7 @@ static void greedy_step(struct mt_search *s, struct slot *sc, const float *logit
   memcpy(x, logits, V * sizeof *x);
   process(g, s->seq, s->len, x);
   if (s->p.do_sample) warp(g, x);
-  if (s->p.renormalize_logits) log_softmax(x, V);
+  if (s->p.renormalize_logits) kern_log_softmax_f32((int64_t)V, x, x);
   int32_t t = s->p.do_sample ? sample(x, V, &s->rng) : argmax(x, V);
   s->seq[s->len] = t;
   s->scores[s->len - 1] = x[t];
