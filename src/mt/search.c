@@ -74,6 +74,13 @@ static void process(const struct gen *g, const int32_t *seq, int len, float *x) 
   }
 }
 
+/* Whether process() only sets tokens to -Inf (or every token to -Inf but
+ * the forced EOS, which log-softmax makes 0 either way): the repetition
+ * penalty is the one processor that scales what it touches. */
+static bool masks_only(const tolk_generate_params *p) {
+  return !(p->repetition_penalty != 1.0f && p->repetition_penalty > 0);
+}
+
 static int cmp_desc(const void *a, const void *b) {
   float x = *(const float *)a, y = *(const float *)b;
   return (x < y) - (x > y);
@@ -253,9 +260,20 @@ static void beam_step(struct gen *g, struct beams *bm, const float *logits, int 
   int have = 0;
   for (int b = 0; b < K; b++) {
     float *x = acc + (size_t)b * V;
-    kern_log_softmax_f32((int64_t)V, x, logits + (size_t)b * V);
-    process(g, bm->run_seq + (size_t)b * L, len, x);
-    if (p->renormalize_logits) kern_log_softmax_f32((int64_t)V, x, x);
+    const float *row = logits + (size_t)b * V;
+    const int32_t *seq = bm->run_seq + (size_t)b * L;
+    if (p->renormalize_logits && masks_only(p)) {
+      /* The processors only set tokens to -Inf: renormalising the masked
+       * log-probs is the log-softmax of the masked logits, one pass of
+       * exps instead of two. */
+      memcpy(x, row, V * sizeof *x);
+      process(g, seq, len, x);
+      kern_log_softmax_f32((int64_t)V, x, x);
+    } else {
+      kern_log_softmax_f32((int64_t)V, x, row);
+      process(g, seq, len, x);
+      if (p->renormalize_logits) kern_log_softmax_f32((int64_t)V, x, x);
+    }
     add_and_offer(x, V, bm->run_score[b], b, cand, &have, want);
   }
   bool *hits = w->hits;
