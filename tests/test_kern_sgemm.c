@@ -361,6 +361,9 @@ static void test_isa(enum kern_isa isa) {
       {200, 37, 513, false, false, -1, 1, 0, false},
       {101, 49, 300, true, true, 2, 0, 5, false},
       {200, 200, 600, false, false, 1, 0, 0, true},
+      /* A over the 2 MiB the packed-B path reads in place: the blocked path. */
+      {1000, 33, 600, false, false, 1, 0.5f, 1, false},
+      {1000, 40, 600, false, false, 1, 0, 0, true},
   };
   for (size_t i = 0; i < sizeof big / sizeof *big; i++) run_all_forms(&big[i]);
   test_q8();
