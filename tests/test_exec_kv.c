@@ -6,6 +6,8 @@
  * reorder that repeats and swaps rows, a batch that shrinks, and a cache
  * that grows past its first capacity; with the encoder keys/values given
  * per row, or once per source (tolk_kv_cache_share) while the rows reorder;
+ * each attention's scores, mask, softmax and context as the one node of
+ * src/exec/fuse_kv_attention.c (any opt level but none) and as four (none);
  * and the misuse errors.
  */
 #include <math.h>
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/exec.h"
 #include "testutil.h"
 #include "tolk.h"
 
@@ -26,13 +29,14 @@ struct dec {
   tolk_session *enc;
 };
 
-static tolk_session *open_s(const char *dir, const char *file, int kv, tolk_model **m) {
+static tolk_session *open_s(const char *dir, const char *file, int kv, bool opt_none, tolk_model **m) {
   char path[1024];
   snprintf(path, sizeof path, "%s/marian-tiny/%s", dir, file);
   tolk_error err;
   tolk_session_params sp = tolk_session_default_params();
   sp.threads = 2;
   sp.kv_cache = kv;
+  if (opt_none) sp.opt_level = TOLK_OPT_NONE;
   tolk_session *s = NULL;
   if (m && !*m) CHECK_MSG(tolk_model_load(path, tolk_model_default_params(), m, &err) == TOLK_OK, "%s", err.message);
   if (*m) CHECK_MSG(tolk_session_create(*m, sp, &s, &err) == TOLK_OK, "%s: %s", file, err.message);
@@ -70,18 +74,34 @@ static float max_diff(const tolk_tensor *a, const tolk_tensor *b) {
   return m;
 }
 
-static void run_model(const char *dir, bool int8, bool shared) {
+/* Nodes of the session's main graph that run `def`. */
+static int count_def(const tolk_session *s, const struct op_def *def) {
+  int n = 0;
+  for (uint32_t k = 0; k < s->graphs[0]->n_nodes; k++) n += s->graphs[0]->nodes[k].def == def;
+  return n;
+}
+
+static void run_model(const char *dir, bool int8, bool shared, bool opt_none) {
   const char *q = int8 ? "_quantized" : "";
   char f_enc[64], f_first[64], f_past[64];
   snprintf(f_enc, sizeof f_enc, "encoder_model%s.onnx", q);
   snprintf(f_first, sizeof f_first, "decoder_model%s.onnx", q);
   snprintf(f_past, sizeof f_past, "decoder_with_past_model%s.onnx", q);
   struct dec d = {0};
-  d.enc = open_s(dir, f_enc, 0, &d.m_enc);
-  d.first = open_s(dir, f_first, 0, &d.m_first);
-  d.plain = open_s(dir, f_past, 0, &d.m_past);
-  d.kv = open_s(dir, f_past, 1, &d.m_past); /* the same model: the rewrite leaves it alone */
+  d.enc = open_s(dir, f_enc, 0, false, &d.m_enc);
+  d.first = open_s(dir, f_first, 0, false, &d.m_first);
+  d.plain = open_s(dir, f_past, 0, false, &d.m_past);
+  d.kv = open_s(dir, f_past, 1, opt_none, &d.m_past); /* the same model: the rewrite leaves it alone */
   if (!d.enc || !d.first || !d.plain || !d.kv) return;
+  /* Self-attention and encoder attention in each layer, fused or not. */
+  int fused = opt_none ? 0 : LAYERS;
+  CHECK_MSG(count_def(d.kv, &tolk_kv_attention_def) == fused &&
+                count_def(d.kv, &tolk_kv_shared_attention_def) == fused &&
+                count_def(d.kv, &tolk_kv_scores_def) == LAYERS - fused &&
+                count_def(d.kv, &tolk_kv_shared_context_def) == LAYERS - fused,
+            "int8 %d, opt none %d: %d + %d attentions fused, %d + %d scores nodes left", int8, opt_none,
+            count_def(d.kv, &tolk_kv_attention_def), count_def(d.kv, &tolk_kv_shared_attention_def),
+            count_def(d.kv, &tolk_kv_scores_def), count_def(d.kv, &tolk_kv_shared_scores_def));
   CHECK_MSG(tolk_session_kv_count(d.plain) == 0, "a plain session keeps no cache");
   CHECK_MSG(tolk_session_kv_count(d.kv) == 2 * LAYERS, "pairs found: %zu", tolk_session_kv_count(d.kv));
   CHECK_MSG(tolk_session_kv_shared_count(d.kv) == 2 * LAYERS, "shared inputs found: %zu",
@@ -256,9 +276,10 @@ static void run_model(const char *dir, bool int8, bool shared) {
 
 int main(void) {
   const char *dir = tu_fixtures();
-  for (int shared = 0; shared < 2; shared++) {
-    run_model(dir, false, shared);
-    run_model(dir, true, shared);
-  }
+  for (int shared = 0; shared < 2; shared++)
+    for (int opt_none = 0; opt_none < 2; opt_none++) {
+      run_model(dir, false, shared, opt_none);
+      run_model(dir, true, shared, opt_none);
+    }
   return tu_finish("exec_kv");
 }

@@ -326,6 +326,10 @@ int exec_fuse_mmi(tolk_session *s, struct xgraph *xg);
  * node (tolk_matmul_bias_def and its kin); the pairs fused, or -1 when
  * memory runs out. */
 int exec_fuse_bias(tolk_session *s, struct xgraph *xg);
+/* fuse_kv_attention.c: runs each cached attention's scores, mask Add,
+ * Softmax and context nodes as one (tolk_kv_attention_def or its shared
+ * kin); the attentions fused, or -1 when memory runs out. */
+int exec_fuse_kv_attention(tolk_session *s, struct xgraph *xg);
 /* lm_head.c: gives the MatMul whose result is a graph output (directly or
  * through an Add: the LM head) the int8 kernel
  * (tolk_session_params.int8_lm_head). */

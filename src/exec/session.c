@@ -518,6 +518,9 @@ static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
     int biased = exec_fuse_bias(s, xg);
     if (biased < 0) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "fusing MatMul and bias Add pairs");
     if (biased) last_reads(xg, b.last);
+    int attentions = s->n_kv ? exec_fuse_kv_attention(s, xg) : 0;
+    if (attentions < 0) return tolk_fail(cp->err, TOLK_ERR_NO_MEMORY, "fusing cached attention");
+    if (attentions) last_reads(xg, b.last);
   }
   if ((st = build_release_lists(cp, &b))) return st;
   if ((st = check_initializers(cp, g))) return st;

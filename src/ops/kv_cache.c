@@ -41,6 +41,7 @@
 #include "../core/pool.h"
 #include "../kern/kern.h"
 #include "matmul.h"
+#include "nn_cpu.h"
 #include "op.h"
 
 /* Checks past [rows, heads, len, hd] and new [rows, heads, n, hd]. */
@@ -150,10 +151,11 @@ static void kv_range(void *arg, int64_t begin, int64_t end) {
 }
 
 /* KvScores and KvContext: x is [rows, heads, m, inner] with inner = hd for
- * scores, len + n for the context. */
-static tolk_status attend(struct op_ctx *c, bool scores) {
-  const struct op_kv_node *k = c->state;
-  const struct tensor *x = op_in(c, 0), *past = op_in(c, 1), *nw = op_in(c, 2);
+ * scores, len + n for the context. Checks the operands of pair `pair` and
+ * fills j (all but out) and the output's dims. */
+static tolk_status attend_setup(struct op_ctx *c, uint32_t pair, bool scores, const struct tensor *x,
+                                const struct tensor *past, const struct tensor *nw, struct kv_job *j,
+                                int64_t dims[4]) {
   tolk_status st = check_pair(c, past, nw);
   if (st) return st;
   int64_t len = past->dims[2] + nw->dims[2], hd = past->dims[3];
@@ -168,16 +170,33 @@ static tolk_status attend(struct op_ctx *c, bool scores) {
   tolk_status rs = ragged_lengths(c, nw->dims[2], &row_len);
   if (rs) return rs;
   int64_t cap;
-  const float *cache = op_kv_read(c, k->pair, scores, len, &cap);
+  const float *cache = op_kv_read(c, pair, scores, len, &cap);
   if (!cache) return c->err->status;
-  int64_t dims[4] = {x->dims[0], x->dims[1], x->dims[2], scores ? len : hd};
+  dims[0] = x->dims[0], dims[1] = x->dims[1], dims[2] = x->dims[2], dims[3] = scores ? len : hd;
+  *j = (struct kv_job){x->data, cache, NULL, x->dims[2], len, hd, cap, x->dims[1], nw->dims[2],
+                       row_len, scores, c->pool, NULL};
+  return TOLK_OK;
+}
+
+/* Runs j over its rows × heads blocks: a task per block when they are
+ * small, else each product split by the GEMM. */
+static void attend_blocks(struct op_ctx *c, struct kv_job *j, int64_t rows) {
+  int64_t blocks = rows * j->heads;
+  if (blocks <= 0 || j->m <= 0) return;
+  mm_split(c, blocks, 2.0 * (double)j->m * (double)j->len * (double)j->hd, kv_range, j, &j->inner);
+}
+
+static tolk_status attend(struct op_ctx *c, bool scores) {
+  const struct op_kv_node *k = c->state;
+  const struct tensor *x = op_in(c, 0);
+  struct kv_job j;
+  int64_t dims[4];
+  tolk_status st = attend_setup(c, k->pair, scores, x, op_in(c, 1), op_in(c, 2), &j, dims);
+  if (st) return st;
   struct tensor *o = op_output(c, 0, TOLK_FLOAT, 4, dims);
   if (!o) return c->err->status;
-  struct kv_job j = {x->data, cache, o->data, x->dims[2], len, hd, cap, x->dims[1], nw->dims[2],
-                     row_len, scores, c->pool, NULL};
-  int64_t blocks = x->dims[0] * x->dims[1];
-  if (blocks <= 0 || x->dims[2] <= 0) return TOLK_OK;
-  mm_split(c, blocks, 2.0 * (double)x->dims[2] * (double)len * (double)hd, kv_range, &j, &j.inner);
+  j.out = o->data;
+  attend_blocks(c, &j, x->dims[0]);
   return TOLK_OK;
 }
 
@@ -202,10 +221,10 @@ static void transpose_range(void *arg, int64_t begin, int64_t end) {
  * of x [rows, heads, m, inner] by the block of each row's source in a
  * shared input [sources, heads, len, hd] — keys transposed and scaled
  * first, once per source rather than once per row. The GEMM per (row,
- * head) is the MatMul's, so results are bit-identical to the graph's. */
-static tolk_status shared_attend(struct op_ctx *c, bool scores) {
-  const struct op_kv_node *k = c->state;
-  const struct tensor *x = op_in(c, 0), *kv = op_in(c, 1);
+ * head) is the MatMul's, so results are bit-identical to the graph's.
+ * Checks the operands and fills j (all but out) and the output's dims. */
+static tolk_status shared_setup(struct op_ctx *c, const struct op_kv_node *k, bool scores, const struct tensor *x,
+                                const struct tensor *kv, struct kv_job *j, int64_t dims[4]) {
   int64_t rows;
   const int32_t *source;
   tolk_status st = op_kv_sources(c, &rows, &source);
@@ -229,17 +248,138 @@ static tolk_status shared_attend(struct op_ctx *c, bool scores) {
     op_parallel_for(c, kv->dims[0] * heads, 1, transpose_range, &tj);
     cache = t;
   }
-  int64_t dims[4] = {rows, heads, x->dims[2], scores ? len : hd};
+  dims[0] = rows, dims[1] = heads, dims[2] = x->dims[2], dims[3] = scores ? len : hd;
+  *j = (struct kv_job){x->data, cache, NULL, x->dims[2], len, hd, len, heads, 0, NULL, scores, c->pool, source};
+  return TOLK_OK;
+}
+
+static tolk_status shared_attend(struct op_ctx *c, bool scores) {
+  const struct tensor *x = op_in(c, 0);
+  struct kv_job j;
+  int64_t dims[4];
+  tolk_status st = shared_setup(c, c->state, scores, x, op_in(c, 1), &j, dims);
+  if (st) return st;
   struct tensor *o = op_output(c, 0, TOLK_FLOAT, 4, dims);
   if (!o) return c->err->status;
-  struct kv_job j = {x->data, cache, o->data, x->dims[2], len, hd, len, heads, 0, NULL, scores, c->pool, source};
-  if (rows * heads <= 0 || x->dims[2] <= 0) return TOLK_OK;
-  mm_split(c, rows * heads, 2.0 * (double)x->dims[2] * (double)len * (double)hd, kv_range, &j, &j.inner);
+  j.out = o->data;
+  attend_blocks(c, &j, dims[0]);
   return TOLK_OK;
 }
 
 static tolk_status kv_shared_scores_run(struct op_ctx *c) { return shared_attend(c, true); }
 static tolk_status kv_shared_context_run(struct op_ctx *c) { return shared_attend(c, false); }
+
+/* ------------------------------------------------------------ fused attention
+ *
+ * KvAttention(q, past_k, new_k, mask, past_v, new_v) and
+ * KvSharedAttention(q, keys, mask, values): Kv[Shared]Scores, the Add of the
+ * attention mask, Softmax over the positions and Kv[Shared]Context as one
+ * node (src/exec/fuse_kv_attention.c finds the four). A task takes whole
+ * (row, head) blocks through all three steps while the block's scores are
+ * in cache, where the four nodes were four passes over all blocks, each
+ * with its threads' hand-off. Every step is the node's own arithmetic — the
+ * same GEMM calls, the mask added as Add adds, the Softmax op's row kernel —
+ * so results are bit for bit the four nodes'. */
+
+/* The strides of a mask broadcast over scores [rows, heads, m, len] (0
+ * along a dim of 1); false unless every dim is 1 or the scores'. */
+static bool mask_strides(const struct tensor *mask, const int64_t dims[4], int64_t st[4]) {
+  if (mask->dtype != TOLK_FLOAT || mask->rank > 4) return false;
+  int64_t stride = 1;
+  for (int d = 3; d >= 0; d--) {
+    int md = d - (4 - mask->rank);
+    int64_t n = md >= 0 ? mask->dims[md] : 1;
+    if (n != 1 && n != dims[d]) return false;
+    st[d] = n == 1 ? 0 : stride;
+    stride *= n;
+  }
+  return true;
+}
+
+struct attn_job {
+  struct kv_job sc, cx; /* scores into s; the context from p */
+  const float *mask;
+  int64_t ms[4];        /* the mask's strides over [rows, heads, m, len] */
+  float *s, *p;         /* [rows, heads, m, len]: masked scores, probabilities */
+  struct tolk_pool *inner;
+};
+
+/* Rows [r0, r1) of all blocks' m × len scores: the mask added, then the
+ * softmax into p. */
+static void mask_softmax(const struct attn_job *a, int64_t r0, int64_t r1) {
+  const int64_t m = a->sc.m, len = a->sc.len, heads = a->sc.heads;
+  for (int64_t r = r0; r < r1; r++) {
+    const int64_t bh = r / m;
+    float *row = a->s + r * len;
+    const float *mk = a->mask + bh / heads * a->ms[0] + bh % heads * a->ms[1] + r % m * a->ms[2];
+    for (int64_t t = 0; t < len; t++) row[t] = row[t] + mk[t * a->ms[3]];
+  }
+  nn_softmax_f32(NN_SOFTMAX, a->s, a->p, len, 1, r0, r1);
+}
+
+static void attn_range(void *arg, int64_t begin, int64_t end) {
+  const struct attn_job *a = arg;
+  struct kv_job sc = a->sc, cx = a->cx;
+  sc.inner = cx.inner = a->inner;
+  for (int64_t bh = begin; bh < end; bh++) {
+    kv_range(&sc, bh, bh + 1);
+    mask_softmax(a, bh * sc.m, (bh + 1) * sc.m);
+    kv_range(&cx, bh, bh + 1);
+  }
+}
+
+/* Scratch for the scores and probabilities, and p as the tensor the
+ * context step reads. */
+static tolk_status attn_scratch(struct op_ctx *c, struct attn_job *a, const int64_t dims[4], struct tensor *probs) {
+  size_t n = (size_t)(dims[0] * dims[1] * dims[2] * dims[3]);
+  a->s = op_scratch(c, (n ? n : 1) * sizeof(float));
+  a->p = a->s ? op_scratch(c, (n ? n : 1) * sizeof(float)) : NULL;
+  if (!a->p) return c->err->status;
+  *probs = (struct tensor){TOLK_FLOAT, 4, {dims[0], dims[1], dims[2], dims[3]}, (int64_t)n, a->p, n * sizeof(float)};
+  return TOLK_OK;
+}
+
+static tolk_status attention(struct op_ctx *c, struct attn_job *a, const struct tensor *mask, const int64_t sdims[4],
+                             const int64_t odims[4]) {
+  char m[96];
+  if (!mask_strides(mask, sdims, a->ms))
+    return op_fail(c, TOLK_ERR_SHAPE, "attention mask %s does not broadcast to the scores [%lld, %lld, %lld, %lld]",
+                   shape_str(mask, m, sizeof m), (long long)sdims[0], (long long)sdims[1], (long long)sdims[2],
+                   (long long)sdims[3]);
+  a->mask = mask->data;
+  struct tensor *o = op_output(c, 0, TOLK_FLOAT, 4, odims);
+  if (!o) return c->err->status;
+  a->cx.out = o->data;
+  a->inner = c->pool;
+  const int64_t blocks = sdims[0] * sdims[1];
+  if (blocks > 0 && sdims[2] > 0)
+    mm_split(c, blocks, 4.0 * (double)a->sc.m * (double)a->sc.len * (double)a->sc.hd, attn_range, a, &a->inner);
+  return TOLK_OK;
+}
+
+static tolk_status kv_attention_run(struct op_ctx *c) {
+  const struct op_kv_attention *k = c->state;
+  struct attn_job a = {0};
+  struct tensor probs;
+  int64_t sdims[4] = {0}, odims[4] = {0};
+  tolk_status st = attend_setup(c, k->keys.pair, true, op_in(c, 0), op_in(c, 1), op_in(c, 2), &a.sc, sdims);
+  if (!st) st = attn_scratch(c, &a, sdims, &probs);
+  a.sc.out = a.s;
+  if (!st) st = attend_setup(c, k->values.pair, false, &probs, op_in(c, 4), op_in(c, 5), &a.cx, odims);
+  return st ? st : attention(c, &a, op_in(c, 3), sdims, odims);
+}
+
+static tolk_status kv_shared_attention_run(struct op_ctx *c) {
+  const struct op_kv_attention *k = c->state;
+  struct attn_job a = {0};
+  struct tensor probs;
+  int64_t sdims[4] = {0}, odims[4] = {0};
+  tolk_status st = shared_setup(c, &k->keys, true, op_in(c, 0), op_in(c, 1), &a.sc, sdims);
+  if (!st) st = attn_scratch(c, &a, sdims, &probs);
+  a.sc.out = a.s;
+  if (!st) st = shared_setup(c, &k->values, false, &probs, op_in(c, 3), &a.cx, odims);
+  return st ? st : attention(c, &a, op_in(c, 2), sdims, odims);
+}
 
 /* KvPositions(table, positions): rows of table [P, d] for positions [n]
  * (Range(len, len + n)) as [rows, n, d], row r's shifted to start at its
@@ -283,3 +423,6 @@ const struct op_def tolk_kv_shared_scores_def = {"tolk.internal", "KvSharedScore
                                                  NULL};
 const struct op_def tolk_kv_shared_context_def = {"tolk.internal", "KvSharedContext", 1, 0, NULL,
                                                   kv_shared_context_run, NULL};
+const struct op_def tolk_kv_attention_def = {"tolk.internal", "KvAttention", 1, 0, NULL, kv_attention_run, NULL};
+const struct op_def tolk_kv_shared_attention_def = {"tolk.internal", "KvSharedAttention", 1, 0, NULL,
+                                                    kv_shared_attention_run, NULL};

@@ -187,6 +187,14 @@ tolk_status op_kv_sources(struct op_ctx *c, int64_t *rows, const int32_t **sourc
 extern const struct op_def tolk_kv_append_def, tolk_kv_shape_def, tolk_kv_scores_def,
     tolk_kv_context_def, tolk_kv_positions_def, tolk_kv_shared_scores_def, tolk_kv_shared_context_def;
 
+/* KvAttention / KvSharedAttention (kv_cache.c): the scores, mask, softmax
+ * and context nodes of one attention as one; the keys' node state and the
+ * values'. */
+struct op_kv_attention {
+  struct op_kv_node keys, values;
+};
+extern const struct op_def tolk_kv_attention_def, tolk_kv_shared_attention_def;
+
 /* ---------------------------------------------------------- per-row quantization */
 
 /* DynamicQuantizeLinear per row of x (src/ops/quant.c): what a session made
