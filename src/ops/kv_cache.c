@@ -308,6 +308,7 @@ struct attn_job {
  * softmax into p. */
 static void mask_softmax(const struct attn_job *a, int64_t r0, int64_t r1) {
   const int64_t m = a->sc.m, len = a->sc.len, heads = a->sc.heads;
+  if (len == 0) return; /* as Softmax of an empty tensor: nothing to do */
   for (int64_t r = r0; r < r1; r++) {
     const int64_t bh = r / m;
     float *row = a->s + r * len;
