@@ -263,7 +263,6 @@ static void bias_span(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t 
   *from = jp + 1;
 }
 
-/* C rows [i0, i1) × panels [jp0, jp1). */
 /* The most of A the packed-B path reads in place, once per panel. Against
  * the blocked path (A packed into L2-sized blocks), measured on Zen 2 with 2
  * threads: in place is 5-20 % faster up to 2 MiB (all of a decoder step:
@@ -271,6 +270,7 @@ static void bias_span(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t 
  * beyond (an encoder batch of 4,096 tokens against 512 × 2048). */
 #define IN_PLACE_A_BYTES ((size_t)2 << 20)
 
+/* C rows [i0, i1) × panels [jp0, jp1). */
 static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t jp0,
                        int64_t jp1) {
   const struct sgemm_ukr *u = j->u;
@@ -432,7 +432,8 @@ static void gemm_run(struct gemm_job *j, struct tolk_pool *pool) {
   int64_t threads = tolk_pool_threads(pool);
   /* Below ~64 kflop per task the hand-off costs more than it saves. More
    * tasks than threads even out a busy core, but above one tile height each
-   * task packs its own copy of A: 2 per thread keeps that under ~5%. */
+   * task packs its own copy of A, or against packed B sweeps it once per
+   * panel: 2 per thread keeps that under ~5% (4 measured no faster). */
   int64_t max_tasks = (int64_t)(flops / 65536.0);
   int64_t cap = (j->m > mr ? 2 : 4) * threads;
   if (max_tasks > cap) max_tasks = cap;

@@ -56,13 +56,6 @@ static __attribute__((noinline)) void tmpl_store(int R, V (*out)[2], float *c, i
   for (int r = 0; r < R; r++) tmpl_row_store(c + r * ldc, out[r][0], out[r][1], nr, alpha, beta);
 }
 
-/* R rows (a compile-time constant after inlining). Every element of C is
- * one FMA chain over k, whatever R is: a row's result must not depend on how
- * many rows share its tile, or a sentence would translate differently alone
- * and in a batch (the translator and the service promise the same ids).
- * Splitting the chain over several accumulator sets for small R would hide
- * the FMA latency by changing the sums; a decoder step of one to three rows
- * takes tmpl_few_body instead, which hides it across panels. */
 /* How far ahead of the k step the tile asks for B (16 steps: 1 KiB of
  * an AVX2 panel). A 16-row LM head streams 133 MB of panels with too
  * little work per byte for the hardware prefetcher to keep ahead of the
@@ -70,6 +63,14 @@ static __attribute__((noinline)) void tmpl_store(int R, V (*out)[2], float *c, i
  * one 167 → 175; the 512-wide decoder shapes, whose panels are in cache,
  * unchanged). A prefetch changes no number. */
 #define TMPL_PREFETCH_STEPS 16
+
+/* R rows (a compile-time constant after inlining). Every element of C is
+ * one FMA chain over k, whatever R is: a row's result must not depend on how
+ * many rows share its tile, or a sentence would translate differently alone
+ * and in a batch (the translator and the service promise the same ids).
+ * Splitting the chain over several accumulator sets for small R would hide
+ * the FMA latency by changing the sums; a decoder step of one to three rows
+ * takes tmpl_few_body instead, which hides it across panels. */
 TMPL_AI void tmpl_tile_body(const int R, int64_t nr, int64_t kc, const float *a, int64_t rs_a,
                             int64_t cs_a, const float *b, int64_t rs_b, float *c, int64_t ldc,
                             float alpha, float beta) {

@@ -178,12 +178,17 @@ static tolk_status attend_setup(struct op_ctx *c, uint32_t pair, bool scores, co
   return TOLK_OK;
 }
 
-/* Runs j over its rows × heads blocks: a task per block when they are
- * small, else each product split by the GEMM. */
-static void attend_blocks(struct op_ctx *c, struct kv_job *j, int64_t rows) {
-  int64_t blocks = rows * j->heads;
-  if (blocks <= 0 || j->m <= 0) return;
-  mm_split(c, blocks, 2.0 * (double)j->m * (double)j->len * (double)j->hd, kv_range, j, &j->inner);
+/* Makes the output of `dims` and runs j over its rows × heads blocks into
+ * it: a task per block when they are small, else each product split by the
+ * GEMM. */
+static tolk_status attend_run(struct op_ctx *c, struct kv_job *j, const int64_t dims[4]) {
+  struct tensor *o = op_output(c, 0, TOLK_FLOAT, 4, dims);
+  if (!o) return c->err->status;
+  j->out = o->data;
+  int64_t blocks = dims[0] * j->heads;
+  if (blocks > 0 && j->m > 0)
+    mm_split(c, blocks, 2.0 * (double)j->m * (double)j->len * (double)j->hd, kv_range, j, &j->inner);
+  return TOLK_OK;
 }
 
 static tolk_status attend(struct op_ctx *c, bool scores) {
@@ -192,12 +197,7 @@ static tolk_status attend(struct op_ctx *c, bool scores) {
   struct kv_job j;
   int64_t dims[4];
   tolk_status st = attend_setup(c, k->pair, scores, x, op_in(c, 1), op_in(c, 2), &j, dims);
-  if (st) return st;
-  struct tensor *o = op_output(c, 0, TOLK_FLOAT, 4, dims);
-  if (!o) return c->err->status;
-  j.out = o->data;
-  attend_blocks(c, &j, x->dims[0]);
-  return TOLK_OK;
+  return st ? st : attend_run(c, &j, dims);
 }
 
 static tolk_status kv_scores_run(struct op_ctx *c) { return attend(c, true); }
@@ -258,12 +258,7 @@ static tolk_status shared_attend(struct op_ctx *c, bool scores) {
   struct kv_job j;
   int64_t dims[4];
   tolk_status st = shared_setup(c, c->state, scores, x, op_in(c, 1), &j, dims);
-  if (st) return st;
-  struct tensor *o = op_output(c, 0, TOLK_FLOAT, 4, dims);
-  if (!o) return c->err->status;
-  j.out = o->data;
-  attend_blocks(c, &j, dims[0]);
-  return TOLK_OK;
+  return st ? st : attend_run(c, &j, dims);
 }
 
 static tolk_status kv_shared_scores_run(struct op_ctx *c) { return shared_attend(c, true); }
