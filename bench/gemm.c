@@ -1,6 +1,7 @@
 /*
- * gemm.c — SGEMM micro-benchmark on the MarianMT shapes: m ∈ {1, 4, 30} rows
- * (a decoder step, a small beam, an encoder sentence) times the model's weight
+ * gemm.c — SGEMM micro-benchmark on the MarianMT shapes: m ∈ {1, 4, 16, 30,
+ * 64} rows (a decoder step, a beam of 4, 16 sentences greedy, an encoder
+ * sentence, 16 sentences × 4 beams) times the model's weight
  * matrices k × n ∈ {512×512, 512×2048, 2048×512, 512×65001 (LM head)}.
  * Prints GFLOP/s and the rate B is streamed at (GB/s: what bounds m = 1) for
  * kern_sgemm (B unpacked), kern_sgemm_packed (B prepacked, as sessions run
@@ -119,7 +120,8 @@ int main(int argc, char **argv) {
       {2048, 512, "ffn fc2"},
       {512, 65001, "LM head"},
   };
-  static const int64_t ms[] = {1, 4, 30};
+  static const int64_t ms[] = {1, 4, 16, 30, 64};
+  const int64_t max_m = 64;
   const size_t cold_bytes = (size_t)384 << 20;
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
     const int64_t k = shapes[s].k, n = shapes[s].n;
@@ -127,9 +129,9 @@ int main(int argc, char **argv) {
     int copies = hot ? 1 : (int)((cold_bytes + bbytes - 1) / bbytes);
     float **b = calloc((size_t)copies, sizeof *b);
     struct kern_packed_b **pb = calloc((size_t)copies, sizeof *pb);
-    float *a = malloc((size_t)(30 * k) * sizeof *a), *c = malloc((size_t)(30 * n) * sizeof *c);
+    float *a = malloc((size_t)(max_m * k) * sizeof *a), *c = malloc((size_t)(max_m * n) * sizeof *c);
     if (!b || !pb || !a || !c) return 1;
-    for (int64_t i = 0; i < 30 * k; i++) a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+    for (int64_t i = 0; i < max_m * k; i++) a[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
     for (int x = 0; x < copies; x++) {
       b[x] = malloc(bbytes);
       if (!b[x]) return 1;

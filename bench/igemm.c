@@ -3,7 +3,8 @@
  * (as sessions pack constant weights), uint8 A with a per-tensor zero point
  * times int8 B, on the MarianMT shapes: m ∈ {1, 30, 128} rows (a decoder
  * step, an encoder sentence, a batch) times k × n weights (512×2048 ffn fc1,
- * 2048×512 fc2, 512×512 attention). One thread. Prints microseconds per
+ * 2048×512 fc2, 512×512 attention), and the LM head at 1 to 64 rows. One
+ * thread. Prints microseconds per
  * call and GOP/s (2·m·n·k) for each implementation this CPU has, or the one
  * --isa names.
  *
@@ -76,8 +77,11 @@ int main(int argc, char **argv) {
          "GOP/s");
   static const int64_t shapes[][3] = {
       {1, 2048, 512}, {1, 512, 2048}, {30, 2048, 512}, {30, 512, 512}, {128, 512, 512},
-      /* the LM head of the OPUS models: a beam of 4, and 16 sentences x 4 beams */
-      {4, 65001, 512}, {64, 65001, 512}};
+      /* the LM head of the OPUS models, streamed from memory: one to three
+       * rows (the few-rows kernel), a beam of 4, 16 sentences greedy, and
+       * 16 sentences x 4 beams */
+      {1, 65001, 512}, {2, 65001, 512}, {3, 65001, 512}, {4, 65001, 512}, {16, 65001, 512},
+      {64, 65001, 512}};
   for (size_t s = 0; s < sizeof isas / sizeof isas[0]; s++) {
     if (only && strcmp(only, isas[s]) != 0) continue;
     if (!kern_igemm_force_isa(isas[s])) {

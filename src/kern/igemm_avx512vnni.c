@@ -23,6 +23,7 @@
 #define IGT_BUILT 1
 #define IGT_V __m512i
 #define IGT_STEP 2
+#define IGT_T_BYTES 64
 
 /* Word 2j of the result is word j of the first pair row (k 4t, 4t+1 of
  * column j), word 2j+1 word j of the second (k 4t+2, 4t+3). */

@@ -21,6 +21,7 @@
 #define IGT_BUILT 1
 #define IGT_V __m256i
 #define IGT_STEP 1
+#define IGT_T_BYTES 64
 
 static inline __m256i igt_zero(void) { return _mm256_setzero_si256(); }
 
