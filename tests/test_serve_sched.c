@@ -277,7 +277,9 @@ static void wait_budget(const tolk_translator *tr, int ms, double stays) {
 }
 
 /* A scheduler with params sp and one sentence of 500 tokens running alone
- * in it (*longj), the estimate of its first turns published. */
+ * in it (*longj), the estimate of its first turns published, and at most
+ * 100 turns of it run: a text waiting for it then waits over 400, which
+ * standing_at_onset counts on (a budget of half its stay, 250). */
 static struct sched *with_long_sentence(const tolk_translator *tr, const struct sched_params *sp, struct probe *p,
                                         struct sched_job **longj) {
   struct sched *s;
@@ -288,10 +290,13 @@ static struct sched *with_long_sentence(const tolk_translator *tr, const struct 
   CHECK(sched_submit(s, "Open the file.", 14, &tp, &cbs, p, longj, &err) == TOLK_OK);
   /* The estimate is published after the sentence's first turn, however
    * long a busy machine makes it (a fixed 20 ms was once too short beside
-   * another test); then 20 ms more, which standing_at_onset's timing counts. */
+   * another test); then 20 ms more, which standing_at_onset's timing
+   * counts, or 100 turns if they come first: the fixture's turns are
+   * ~0.08 ms, and 20 ms was 270 of them, past the budget. */
   while (!sched_turns_estimated(s)) sched_yield();
-  struct timespec settle = {0, 20 * 1000000L};
-  nanosleep(&settle, NULL);
+  int64_t t0 = now_ns();
+  struct timespec tick = {0, 100 * 1000L};
+  while (now_ns() - t0 < 20 * 1000000L && sched_turns_estimated(s) < 100) nanosleep(&tick, NULL);
   return s;
 }
 
@@ -388,12 +393,14 @@ static size_t most_rows_until(const struct sched *s, struct probe *p, int dones)
   }
 }
 
-/* Submits n one-sentence texts of 40 tokens to s at once; the most rows
- * its batch held until every one was done. */
+/* Submits n one-sentence texts of 200 tokens to s at once; the most rows
+ * its batch held until every one was done. 200, not 40: the fixture's
+ * turns take ~0.08 ms, and 12 texts of 40 were done within 20 ms, which a
+ * second test process on the two cores could take from this sampler. */
 static size_t most_rows_of(struct sched *s, int n) {
   struct probe p;
   probe_init(&p);
-  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 40, .min_new_tokens = 40};
+  struct sched_text_params tp = {.tag = ">>cmn_Hans<<", .num_beams = 1, .max_new_tokens = 200, .min_new_tokens = 200};
   tolk_error err;
   for (int i = 0; i < n; i++) {
     struct sched_job *j;
