@@ -22,9 +22,11 @@ limits: a model with external data is refused (exit 2, the message, no file); on
 layernorm: LayerNormalization written out (ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div, Mul,
   Add; and with d·d, without the bias Add) becomes LayerNormalization at extended in an opset-17 model,
   stays written out in an opset-16 one (the op does not exist there), same outputs.
-skiplayernorm: residual Adds before LayerNormalization — x + (x·W + b), the sum also a graph output
-  (input_skip_bias_sum), and a sum without bias — become SkipLayerNormalization at extended (bias as its
-  fifth input), while x + p with p of another shape (broadcast) stays; tolk's outputs of the original and
+skiplayernorm: residual Adds before LayerNormalization — x + (x·W + b) with the norm's weights read
+  through Identity nodes (gone at basic), the sum also a graph output (input_skip_bias_sum), a sum
+  without bias, and x + (x·W + b) with x·W quantize_dynamic's MatMulInteger chain — become
+  SkipLayerNormalization at extended (bias as its fifth input), while x + p with p of another shape
+  (broadcast) stays; tolk's outputs of the original and
   the optimized graph (tests/conformance) and ORT's agree within 1e-5, tolk's two are bit-identical, and
   `tolk check` passes.
 layout: at basic, Transpose(Transpose(x)) composing to the identity goes, one composing to another perm
@@ -550,40 +552,52 @@ def layout(tolk, tmp, conformance):
 
 
 def skip_model(path):
-    """Three residual blocks on x [2, 3, 8]: LN(x + (x·W1 + b1)); LN(y1 + y1·W2), its sum s2 also a
-    graph output; and LN(y2 + p) with p [3, 8] (broadcast: not fusable)."""
+    """Four residual blocks on x [2, 3, 8]: LN(x + (x·W1 + b1)), its weights read through Identity
+    nodes (an exporter's shared parameters); LN(y1 + y1·W2), its sum s2 also a graph output;
+    LN(y2 + p) with p [3, 8] (broadcast: not fusable); and LN(y3 + (y3·W4 + b4)) with y3·W4 as
+    quantize_dynamic writes it (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul by
+    Mul(y_scale, W scales per column))."""
     rng = np.random.default_rng(4)
     c = lambda name, v: numpy_helper.from_array(np.array(v, dtype=np.float32), name)
     inits = [c("W1", rng.standard_normal((8, 8))), c("b1", rng.standard_normal(8)),
              c("W2", rng.standard_normal((8, 8))), c("g", rng.standard_normal(8) + 1),
-             c("be", rng.standard_normal(8))]
+             c("be", rng.standard_normal(8)), c("b4", rng.standard_normal(8)), c("s4", rng.uniform(0.01, 0.02, 8)),
+             numpy_helper.from_array(rng.integers(-127, 128, (8, 8)).astype(np.int8), "W4"),
+             numpy_helper.from_array(np.array(0, dtype=np.int8), "z4")]
     n = helper.make_node
-    ln = lambda i, o: n("LayerNormalization", [i, "g", "be"], [o], axis=-1, epsilon=1e-5)
+    ln = lambda i, o, g="g", b="be": n("LayerNormalization", [i, g, b], [o], axis=-1, epsilon=1e-5)
     nodes = [
+        n("Identity", ["g"], ["g_id"]), n("Identity", ["be"], ["be_id"]),
         n("MatMul", ["x", "W1"], ["m1"]), n("Add", ["m1", "b1"], ["a1"]), n("Add", ["x", "a1"], ["s1"]),
-        ln("s1", "y1"),
+        ln("s1", "y1", "g_id", "be_id"),
         n("MatMul", ["y1", "W2"], ["m2"]), n("Add", ["m2", "y1"], ["s2"]), ln("s2", "y2"),
         n("Add", ["y2", "p"], ["s3"]), ln("s3", "y3"),
+        n("DynamicQuantizeLinear", ["y3"], ["q3", "q3_s", "q3_z"]),
+        n("MatMulInteger", ["q3", "W4", "q3_z", "z4"], ["i4"]), n("Cast", ["i4"], ["f4"], to=TensorProto.FLOAT),
+        n("Mul", ["q3_s", "s4"], ["sc4"]), n("Mul", ["f4", "sc4"], ["m4"]), n("Add", ["m4", "b4"], ["a4"]),
+        n("Add", ["y3", "a4"], ["s4sum"]), ln("s4sum", "y4"),
     ]
     f = lambda name, shape: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
-    save_model(path, nodes, "skip", [f("x", [2, 3, 8]), f("p", [3, 8])], [f("y3", [2, 3, 8]), f("s2", [2, 3, 8])],
-               inits)
+    save_model(path, nodes, "skip", [f("x", [2, 3, 8]), f("p", [3, 8])],
+               [f("y3", [2, 3, 8]), f("s2", [2, 3, 8]), f("y4", [2, 3, 8])], inits)
 
 
 def skiplayernorm(tolk, tmp, conformance):
     src = os.path.join(tmp, "skip.onnx")
     skip_model(src)
-    for level, want in [("basic", 0), ("extended", 2)]:
+    for level, want in [("basic", 0), ("extended", 3)]:
         dst = os.path.join(tmp, f"skip.{level}.onnx")
         out = optimized(tolk, src, dst, level, tolk_too=True)
         after = ops(dst)
-        if after["com.microsoft:SkipLayerNormalization"] != want or after["LayerNormalization"] != 3 - want:
-            fail(f"skip at {level}: {dict(after)}, wanted {want} SkipLayerNormalization")
+        if (after["com.microsoft:SkipLayerNormalization"] != want or after["LayerNormalization"] != 4 - want or
+                after["Identity"]):
+            fail(f"skip at {level}: {dict(after)}, wanted {want} SkipLayerNormalization, no Identity")
         if want:
             fused = [x for x in out.graph.node if x.op_type == "SkipLayerNormalization"]
             shapes = [(list(x.input), list(x.output)) for x in fused]
-            if (len(fused[0].input) != 5 or fused[0].input[4] != "b1" or len(fused[1].input) != 4 or
-                    len(fused[1].output) != 4 or fused[1].output[3] != "s2"):
+            if (len(fused[0].input) != 5 or fused[0].input[2:] != ["g", "be", "b1"] or len(fused[1].input) != 4 or
+                    len(fused[1].output) != 4 or fused[1].output[3] != "s2" or len(fused[2].input) != 5 or
+                    fused[2].input[4] != "b4"):
                 fail(f"skip at {level}: inputs/outputs {shapes}")
         same_outputs(src, dst, f"skip at {level}")
         rng = np.random.default_rng(5)

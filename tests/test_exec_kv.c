@@ -7,8 +7,9 @@
  * that grows past its first capacity; with the encoder keys/values given
  * per row, or once per source (tolk_kv_cache_share) while the rows reorder;
  * each attention's scores, mask, softmax and context as the one node of
- * src/exec/fuse_kv_attention.c (any opt level but none) and as four (none);
- * and the misuse errors.
+ * src/exec/fuse_kv_attention.c (any opt level but none) and as four (none),
+ * the residual Add + LayerNorm pairs as SkipLayerNormalization (BASIC:
+ * exec_optimize_kv_ir); and the misuse errors.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -81,6 +82,13 @@ static int count_def(const tolk_session *s, const struct op_def *def) {
   return n;
 }
 
+/* Nodes of the session's main graph that run an op of this type. */
+static int count_op(const tolk_session *s, const char *op_type) {
+  int n = 0;
+  for (uint32_t k = 0; k < s->graphs[0]->n_nodes; k++) n += !strcmp(s->graphs[0]->nodes[k].def->op_type, op_type);
+  return n;
+}
+
 static void run_model(const char *dir, bool int8, bool shared, bool opt_none) {
   const char *q = int8 ? "_quantized" : "";
   char f_enc[64], f_first[64], f_past[64];
@@ -102,6 +110,18 @@ static void run_model(const char *dir, bool int8, bool shared, bool opt_none) {
             "int8 %d, opt none %d: %d + %d attentions fused, %d + %d scores nodes left", int8, opt_none,
             count_def(d.kv, &tolk_kv_attention_def), count_def(d.kv, &tolk_kv_shared_attention_def),
             count_def(d.kv, &tolk_kv_scores_def), count_def(d.kv, &tolk_kv_shared_scores_def));
+  /* At BASIC a kv session also fuses each layer's three residual Add +
+   * LayerNorm pairs and its x * Sigmoid(x) (exec_optimize_kv_ir); the plain
+   * session, at BASIC too, runs them as written, and the logits below must
+   * be its own bit for bit. */
+  CHECK_MSG(count_op(d.kv, "SkipLayerNormalization") == (opt_none ? 0 : 3 * LAYERS) &&
+                count_op(d.kv, "QuickGelu") == (opt_none ? 0 : LAYERS) &&
+                count_op(d.kv, "LayerNormalization") == (opt_none ? 3 * LAYERS : 0),
+            "int8 %d, opt none %d: %d SkipLayerNormalization, %d QuickGelu, %d LayerNormalization", int8, opt_none,
+            count_op(d.kv, "SkipLayerNormalization"), count_op(d.kv, "QuickGelu"),
+            count_op(d.kv, "LayerNormalization"));
+  CHECK_MSG(count_op(d.plain, "SkipLayerNormalization") == 0 && count_op(d.plain, "LayerNormalization") == 3 * LAYERS,
+            "the plain session's graph as written: %d LayerNormalization", count_op(d.plain, "LayerNormalization"));
   CHECK_MSG(tolk_session_kv_count(d.plain) == 0, "a plain session keeps no cache");
   CHECK_MSG(tolk_session_kv_count(d.kv) == 2 * LAYERS, "pairs found: %zu", tolk_session_kv_count(d.kv));
   CHECK_MSG(tolk_session_kv_shared_count(d.kv) == 2 * LAYERS, "shared inputs found: %zu",

@@ -381,6 +381,11 @@ struct tolk_tensor {
  * (may be NULL); *rewrites (may be NULL) receives their total. */
 tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold, bool keep_cache,
                              tolk_report_fn report, void *user, size_t *rewrites, tolk_error *err);
+/* The few of those passes a key/value-cache session runs at BASIC too
+ * (optimize.c's kv mark: bit for bit the graph, and none of what kv.c
+ * rewires): the residual Add + LayerNormalization into
+ * SkipLayerNormalization and x * Sigmoid(x) into QuickGelu. */
+tolk_status exec_optimize_kv_ir(struct ir_model *m, tolk_error *err);
 
 tolk_status exec_session_create_ir(const struct ir_model *m, const tolk_session_params *p,
                                    const struct op_def *extra, tolk_session **out,

@@ -31,6 +31,7 @@ struct octx {
   const tolk_model *model; /* what `each` is shown: the model whose IR this is */
   char skipped[TOLK_ERROR_MESSAGE_MAX + 32];
   size_t rewrites;
+  bool kv_only; /* only the passes marked kv */
   tolk_error *err;
 };
 
@@ -114,26 +115,32 @@ struct pass {
    * chain fused its own way (src/exec/fuse_mmi.c), per row too
    * (quant_rows.c), which this fusion would hide from it. */
   bool written;
+  /* Also in a key/value-cache session at BASIC (exec_optimize_kv_ir): the
+   * fusions whose nodes compute the graph's numbers bit for bit and stand
+   * outside what the cache rewrite (kv.c) matches — a decoder step's
+   * residual Adds and LayerNorms, and Marian's x * Sigmoid(x). */
+  bool kv;
 };
 
 static const struct pass passes[] = {
-    {"Constant nodes", ir_pass_constants, TOLK_OPT_BASIC},
-    {"static shapes", ir_pass_static_shape, TOLK_OPT_BASIC},
+    {"Constant nodes", ir_pass_constants, TOLK_OPT_BASIC, .kv = true},
+    {"Identity of constants", ir_pass_identity, TOLK_OPT_BASIC, .kv = true},
+    {"static shapes", ir_pass_static_shape, TOLK_OPT_BASIC, .kv = true},
     {"constant folding", NULL, TOLK_OPT_BASIC},
-    {"common subexpressions", ir_pass_cse, TOLK_OPT_BASIC},
+    {"common subexpressions", ir_pass_cse, TOLK_OPT_BASIC, .kv = true},
     {"Transpose elimination", ir_pass_transpose, TOLK_OPT_BASIC},
     {"Reshape elimination", ir_pass_reshape, TOLK_OPT_BASIC},
     /* ORT's basic level too: Gemm is an ai.onnx op. */
     {"MatMul + Add fusion", ir_pass_gemm, TOLK_OPT_BASIC},
     {"dead nodes", ir_pass_dce, TOLK_OPT_BASIC},
     {"LayerNormalization fusion", ir_pass_layernorm, TOLK_OPT_EXTENDED},
-    {"QuickGelu fusion", ir_pass_quick_gelu, TOLK_OPT_EXTENDED},
+    {"QuickGelu fusion", ir_pass_quick_gelu, TOLK_OPT_EXTENDED, .kv = true},
     {"Gelu fusion", ir_pass_gelu, TOLK_OPT_EXTENDED},
     {"FastGelu fusion", ir_pass_fast_gelu, TOLK_OPT_EXTENDED},
     {"FusedMatMul fusion", ir_pass_fused_matmul, TOLK_OPT_EXTENDED},
-    {"SkipLayerNormalization fusion", ir_pass_skip_layernorm, TOLK_OPT_EXTENDED},
+    {"SkipLayerNormalization fusion", ir_pass_skip_layernorm, TOLK_OPT_EXTENDED, .kv = true},
     {"MatMulIntegerToFloat fusion", ir_pass_matmul_integer_to_float, TOLK_OPT_EXTENDED, true},
-    {"dead nodes", ir_pass_dce, TOLK_OPT_EXTENDED},
+    {"dead nodes", ir_pass_dce, TOLK_OPT_EXTENDED, .kv = true},
     {"attention fusion", ir_pass_attention, TOLK_OPT_ALL},
     /* The attention fusion's lengths without a past, Shape(keys' input,
      * 1..2), repeat where layers attend to one tensor (the encoder's
@@ -174,7 +181,8 @@ static void tell(const struct octx *c, const char *name, size_t before, int n) {
 static tolk_status run_passes(struct octx *c, tolk_opt_level level, bool fold) {
   for (size_t i = 0; i < sizeof passes / sizeof passes[0]; i++) {
     const struct pass *p = &passes[i];
-    if (rank_of(p->from) > rank_of(level) || ((!p->fn || p->written) && !fold)) continue;
+    bool skip = c->kv_only ? !p->kv : rank_of(p->from) > rank_of(level) || ((!p->fn || p->written) && !fold);
+    if (skip) continue;
     size_t before = live_nodes(c);
     tolk_status st = TOLK_OK;
     int n = 0;
@@ -239,6 +247,11 @@ tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold
   tolk_status st = optimize_ir(&c, m, level, fold, keep_cache);
   if (rewrites) *rewrites = c.rewrites;
   return st;
+}
+
+tolk_status exec_optimize_kv_ir(struct ir_model *m, tolk_error *err) {
+  struct octx c = {.kv_only = true, .err = err};
+  return optimize_ir(&c, m, TOLK_OPT_BASIC, false, true);
 }
 
 static tolk_status check_input(const tolk_model *m, const char *in, const char *out, tolk_opt_level level,

@@ -9,9 +9,10 @@
  * each value, a `root` whose dims all but the last are the value's, the
  * last dim (`width`) and the rank, through the ops a transformer block is
  * made of: elementwise ops with a scalar or a 1-D constant (only the last
- * dim can change), MatMul by a 2-D weight (the last dim becomes its
- * columns; Gemm's output is 2-D with them), the normalisations and
- * activations (shape kept), and the
+ * dim can change) or a dequantization scale, MatMul and MatMulInteger by a
+ * 2-D weight (the last dim becomes its columns; Gemm's output is 2-D with
+ * them), the normalisations, activations and DynamicQuantizeLinear (shape
+ * kept), and the
  * attention output's Reshape to [dim 0 of T, dim 1 of T, c] with T of rank
  * 3. Any other op starts a new root; a value's width and rank then come
  * from its declared type, or from what the op is known to make.
@@ -24,7 +25,8 @@
 /* Ops whose output has their first input's shape. */
 static bool shape_kept(const struct ir_node *n) {
   static const char *const onnx_ops[] = {"Relu", "Sigmoid", "Tanh", "Erf", "Neg", "Abs", "Exp", "Sqrt",
-                                         "Reciprocal", "Cast", "Softmax", "LogSoftmax", "Identity"};
+                                         "Reciprocal", "Cast", "Softmax", "LogSoftmax", "Identity",
+                                         "DynamicQuantizeLinear"};
   static const char *const ms_ops[] = {"QuickGelu", "Gelu", "FastGelu"};
   if (!*n->domain) {
     for (size_t i = 0; i < sizeof onnx_ops / sizeof onnx_ops[0]; i++)
@@ -57,6 +59,22 @@ static int64_t const_len(const struct ir_value *v) {
   return v->init->numel;
 }
 
+/* The element count of a value of rank <= 1 broadcast against another: a
+ * constant's (const_len), 1 for DynamicQuantizeLinear's scale (a scalar by
+ * the op's definition), and for a Mul of two such — quantize_dynamic's
+ * dequantization scale, the activation's times the weight's — the larger;
+ * else 0. */
+static int64_t small_len(const struct ir_value *v, int depth) {
+  int64_t len = const_len(v);
+  if (len || !v || depth > 2) return len;
+  const struct ir_node *q = ir_made_by(v, "DynamicQuantizeLinear"), *m = ir_made_by(v, "Mul");
+  if (q) return q->n_outputs > 1 && q->outputs[1] == v ? 1 : 0;
+  if (!m || m->n_inputs != 2) return 0;
+  int64_t a = small_len(m->inputs[0], depth + 1), b = small_len(m->inputs[1], depth + 1);
+  if (!a || !b || (a != b && a != 1 && b != 1)) return 0;
+  return a > b ? a : b;
+}
+
 /* The last dim two broadcast last dims give, -1 when unknown. */
 static int64_t joined(int64_t a, int64_t b) {
   if (a == b || b == 1) return a;
@@ -72,8 +90,8 @@ static struct ir_rows binary(const struct ir_rw *rw, const struct ir_rows *rows,
                              struct ir_rows self) {
   for (size_t i = 0; i < 2; i++) {
     const struct ir_rows *x = fact(rw, rows, n->inputs[1 - i]);
-    int64_t len = const_len(n->inputs[i]);
-    if (!x || !len || x->rank < 1 || const_len(n->inputs[1 - i])) continue;
+    int64_t len = small_len(n->inputs[i], 0);
+    if (!x || !len || x->rank < 1 || small_len(n->inputs[1 - i], 0)) continue;
     struct ir_rows r = *x;
     if (len > 1) r.width = len;
     return r;
@@ -150,8 +168,10 @@ static struct ir_rows node_rows(const struct ir_rw *rw, const struct ir_rows *ro
   }
   if (n->n_inputs == 2 && (ir_is_op(n, "Add") || ir_is_op(n, "Sub") || ir_is_op(n, "Mul") || ir_is_op(n, "Div")))
     return binary(rw, rows, n, self);
-  const struct ir_value *w = n->n_inputs == 2 ? n->inputs[1] : NULL;
-  if (x && ir_is_op(n, "MatMul") && w && w->init && w->init->rank == 2 && !(w->flags & IR_VALUE_GRAPH_INPUT)) {
+  /* MatMulInteger's zero points follow A and B. */
+  const bool mmi = ir_is_op(n, "MatMulInteger");
+  const struct ir_value *w = n->n_inputs == 2 || (mmi && n->n_inputs >= 2) ? n->inputs[1] : NULL;
+  if (x && (ir_is_op(n, "MatMul") || mmi) && w && w->init && w->init->rank == 2 && !(w->flags & IR_VALUE_GRAPH_INPUT)) {
     struct ir_rows r = *x;
     r.width = w->init->dims[1];
     return r;

@@ -505,6 +505,24 @@ int ir_pass_constants(struct ir_rw *rw) {
   return !rw->oom && ir_rw_commit(rw) ? n : -1;
 }
 
+/* ------------------------------------------------------------ Identity of a constant */
+
+int ir_pass_identity(struct ir_rw *rw) {
+  struct ir_graph *g = rw->g;
+  int n = 0;
+  for (size_t k = 0; k < g->n_nodes; k++) {
+    struct ir_node *nd = g->nodes[k];
+    if (strcmp(nd->op_type, "Identity") || *nd->domain || nd->n_inputs != 1 || nd->n_outputs != 1) continue;
+    struct ir_value *in = nd->inputs[0], *out = nd->outputs[0];
+    if (!in || !out || !in->init || (in->flags & IR_VALUE_GRAPH_INPUT) || in->graph != g || rw->pinned[out->index])
+      continue;
+    ir_rw_replace_uses(rw, out, in);
+    ir_rw_kill(rw, nd);
+    n++;
+  }
+  return !rw->oom && ir_rw_commit(rw) ? n : -1;
+}
+
 /* ------------------------------------------------------------ static shapes */
 
 int ir_pass_static_shape(struct ir_rw *rw) {

@@ -160,6 +160,11 @@ bool ir_rows_same(const struct ir_rw *rw, const struct ir_rows *rows, const stru
 /* Constant nodes (value, value_float(s), value_int(s)) become
  * initializers: what the fusions match needs no kernel to be seen. */
 int ir_pass_constants(struct ir_rw *rw);
+/* An Identity of a constant (exporters write one where two parameters hold
+ * the same values: a fresh model's LayerNorm weights) is bypassed, its
+ * readers reading the constant, unless its output is pinned: ORT's
+ * EliminateIdentity, which the fusions' constant checks need. */
+int ir_pass_identity(struct ir_rw *rw);
 /* Removes nodes no graph output depends on (ORT's dead-node removal):
  * a node is kept if an output is pinned or read by a kept node. */
 int ir_pass_dce(struct ir_rw *rw);
