@@ -277,6 +277,28 @@ static void run_model(const char *dir, bool int8, bool shared, bool opt_none) {
               err.message);
     tolk_tensor_free(one);
   }
+  { /* An encoder mask one position longer than the encoder's keys is
+       refused by the inputs' dims before any node runs (so the fused
+       attention's own mask check is a second line), the cache unchanged. */
+    int64_t wide_v[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+    int64_t n_rows = tolk_kv_cache_rows(cache);
+    tolk_tensor *wide = ids_tensor(wide_v, n_rows, 6), *one = ids_tensor((int64_t[]){5, 5}, n_rows, 1);
+    const char *wn[2 + 2 * LAYERS];
+    const tolk_tensor *wv[2 + 2 * LAYERS];
+    size_t nw = 0;
+    wn[nw] = "input_ids", wv[nw++] = one;
+    wn[nw] = "encoder_attention_mask", wv[nw++] = wide;
+    for (int i = 0; i < LAYERS * KINDS; i++)
+      if (i % KINDS >= 2) wn[nw] = past_names[i], wv[nw++] = shared ? src_kv[i] : past[i];
+    int64_t len = tolk_kv_cache_length(cache);
+    CHECK(tolk_session_run_kv(d.kv, cache, nw, wn, wv, 1, &lg, &lo, NULL, &err) == TOLK_ERR_SHAPE && !lo);
+    CHECK_MSG(strstr(err.message, "encoder_sequence_length=6") && strstr(err.message, "encoder_attention_mask"), "%s",
+              err.message);
+    CHECK_MSG(tolk_kv_cache_length(cache) == len, "a failed step grew the cache: %lld -> %lld", (long long)len,
+              (long long)tolk_kv_cache_length(cache));
+    tolk_tensor_free(wide);
+    tolk_tensor_free(one);
+  }
   CHECK(lo == NULL);
 
   tolk_kv_cache_free(cache);
