@@ -384,7 +384,9 @@ tolk_status exec_optimize_ir(struct ir_model *m, tolk_opt_level level, bool fold
 /* The few of those passes a key/value-cache session runs at BASIC too
  * (optimize.c's kv mark: bit for bit the graph, and none of what kv.c
  * rewires): the residual Add + LayerNormalization into
- * SkipLayerNormalization and x * Sigmoid(x) into QuickGelu. */
+ * SkipLayerNormalization and x * Sigmoid(x) into QuickGelu, after the
+ * passes their matching needs (Constant nodes, Identity of constants,
+ * static shapes, common subexpressions) and with dead nodes last. */
 tolk_status exec_optimize_kv_ir(struct ir_model *m, tolk_error *err);
 
 tolk_status exec_session_create_ir(const struct ir_model *m, const tolk_session_params *p,

@@ -118,7 +118,8 @@ struct pass {
   /* Also in a key/value-cache session at BASIC (exec_optimize_kv_ir): the
    * fusions whose nodes compute the graph's numbers bit for bit and stand
    * outside what the cache rewrite (kv.c) matches — a decoder step's
-   * residual Adds and LayerNorms, and Marian's x * Sigmoid(x). */
+   * residual Adds and LayerNorms, and Marian's x * Sigmoid(x) — and the
+   * passes that let them match. */
   bool kv;
 };
 

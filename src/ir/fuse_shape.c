@@ -168,10 +168,10 @@ static struct ir_rows node_rows(const struct ir_rw *rw, const struct ir_rows *ro
   }
   if (n->n_inputs == 2 && (ir_is_op(n, "Add") || ir_is_op(n, "Sub") || ir_is_op(n, "Mul") || ir_is_op(n, "Div")))
     return binary(rw, rows, n, self);
-  /* MatMulInteger's zero points follow A and B. */
-  const bool mmi = ir_is_op(n, "MatMulInteger");
-  const struct ir_value *w = n->n_inputs == 2 || (mmi && n->n_inputs >= 2) ? n->inputs[1] : NULL;
-  if (x && (ir_is_op(n, "MatMul") || mmi) && w && w->init && w->init->rank == 2 && !(w->flags & IR_VALUE_GRAPH_INPUT)) {
+  /* B is the second input of both (MatMulInteger's zero points follow). */
+  const struct ir_value *w = n->n_inputs >= 2 ? n->inputs[1] : NULL;
+  if (x && (ir_is_op(n, "MatMul") || ir_is_op(n, "MatMulInteger")) && w && w->init && w->init->rank == 2 &&
+      !(w->flags & IR_VALUE_GRAPH_INPUT)) {
     struct ir_rows r = *x;
     r.width = w->init->dims[1];
     return r;

@@ -25,7 +25,7 @@ static inline __m256i igt_zero(void) { return _mm256_setzero_si256(); }
 /* Pair row t of the panel: columns 0-7 to *b0, 8-15 to *b1, as int16. */
 static inline void igt_load(const uint8_t *panel, int64_t t, bool b_signed, __m256i *b0,
                             __m256i *b1) {
-  const __m128i *bq = (const __m128i *)(panel + t * 2 * KERN_IGEMM_NR);
+  const __m128i *bq = (const __m128i *)(panel + t * IGT_T_BYTES);
   __m128i r0 = _mm_loadu_si128(bq), r1 = _mm_loadu_si128(bq + 1);
   *b0 = b_signed ? _mm256_cvtepi8_epi16(r0) : _mm256_cvtepu8_epi16(r0);
   *b1 = b_signed ? _mm256_cvtepi8_epi16(r1) : _mm256_cvtepu8_epi16(r1);

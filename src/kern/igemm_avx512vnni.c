@@ -36,7 +36,7 @@ static inline __m512i igt_zero(void) { return _mm512_setzero_si512(); }
  * is loop-invariant: the compiler keeps it in a register. */
 static inline __m512i igt_load_last(const uint8_t *panel, int64_t t, bool flip) {
   const __m512i perm = _mm512_loadu_si512((const void *)quad_perm);
-  __m512i b = _mm512_permutexvar_epi16(perm, _mm512_loadu_si512((const void *)(panel + t * 64)));
+  __m512i b = _mm512_permutexvar_epi16(perm, _mm512_loadu_si512((const void *)(panel + t * IGT_T_BYTES)));
   return flip ? _mm512_xor_si512(b, _mm512_set1_epi8((char)0x80)) : b;
 }
 

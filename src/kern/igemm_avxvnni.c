@@ -26,7 +26,7 @@
 static inline __m256i igt_zero(void) { return _mm256_setzero_si256(); }
 
 static inline void igt_load(const uint8_t *panel, int64_t t, bool flip, __m256i *lo, __m256i *hi) {
-  const __m256i *bq = (const __m256i *)(panel + t * 64);
+  const __m256i *bq = (const __m256i *)(panel + t * IGT_T_BYTES);
   __m256i r0 = _mm256_loadu_si256(bq), r1 = _mm256_loadu_si256(bq + 1);
   if (flip) {
     const __m256i f = _mm256_set1_epi8((char)0x80);

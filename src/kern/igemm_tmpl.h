@@ -31,7 +31,8 @@
  *                igemm.c whether the tier was built
  * and, with IGT_BUILT 1:
  *   IGT_V        the vector type
- *   IGT_T_BYTES  bytes of the panel per A index t
+ *   IGT_T_BYTES  bytes of the panel per A index t (igt_load reads there;
+ *                the tile prefetches by it)
  *   IGT_STEP     A elements one k step consumes: 1, or 2 where c0 and c1
  *                take alternate elements (and their B) to hide the
  *                multiply-add's latency; then an odd count ends with one
