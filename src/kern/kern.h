@@ -97,11 +97,15 @@ tolk_status kern_sgemm_pack_b_bf16(bool trans_b, int64_t k, int64_t n, const voi
                                    struct kern_packed_b **out, tolk_error *err);
 /* NULL is a no-op. */
 void kern_packed_b_free(struct kern_packed_b *pb);
-/* Memory for packed weights (bytes > 0), 64-byte aligned, free() releases
- * it; from 4 MiB up on 2 MiB pages where the kernel grants them (a hint),
- * for weights a product streams from memory on every use. NULL when out of
- * memory. */
+/* Memory for packed weights (bytes > 0), 64-byte aligned, released by
+ * kern_free_weights; from 256 KiB up on 2 MiB pages where the kernel grants
+ * them (a hint), for weights a product streams from memory on every use
+ * (weights.c). NULL when out of memory. */
 void *kern_alloc_weights(size_t bytes);
+/* NULL is a no-op. */
+void kern_free_weights(void *p);
+/* Address space the shared huge-page slabs hold now (tests). */
+size_t kern_weights_slab_bytes(void);
 /* Bytes the packed copy holds (for memory statistics). */
 size_t kern_packed_b_bytes(const struct kern_packed_b *pb);
 

@@ -34,7 +34,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "../core/half.h"
 #include "../core/pool.h"
@@ -482,21 +481,6 @@ void kern_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, flo
 /* --------------------------------------------------------------- packed */
 
 #define HUGE_PAGE ((size_t)2 << 20)
-#define HUGE_MIN ((size_t)4 << 20)
-
-void *kern_alloc_weights(size_t bytes) {
-  if (bytes < HUGE_MIN) return aligned_alloc(64, (bytes + 63) / 64 * 64);
-  /* Large weights stream from DRAM on every use: on 2 MiB pages the
-   * hardware prefetchers are not stopped at every 4 KiB boundary and the
-   * TLB covers the whole matrix. A hint only; it may be refused. */
-  size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-  void *p = aligned_alloc(HUGE_PAGE, rounded);
-#ifdef MADV_HUGEPAGE
-  if (p) madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-  return p;
-}
-
 struct kern_packed_b {
   const struct sgemm_ukr *u;
   int64_t k, n;
@@ -634,9 +618,9 @@ tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const void *b,
 
 void kern_packed_b_free(struct kern_packed_b *pb) {
   if (!pb) return;
-  free(pb->data);
-  free(pb->codes);
-  free(pb->bf16);
+  kern_free_weights(pb->data);
+  kern_free_weights(pb->codes);
+  kern_free_weights(pb->bf16);
   free(pb);
 }
 

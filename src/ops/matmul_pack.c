@@ -43,7 +43,7 @@ void mm_release(void *state) {
   pthread_mutex_unlock(&packed_mu);
   if (!last) return;
   kern_packed_b_free(e->pb);
-  free(e->qb.data);
+  kern_free_weights(e->qb.data);
   free(e->col_scale);
   free(e->srcs);
   free(e);
@@ -380,7 +380,7 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
     st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
   }
   if (st != TOLK_OK) {
-    free(e->qb.data);
+    kern_free_weights(e->qb.data);
     free(e->col_scale);
     free(e);
     return st;
@@ -400,7 +400,7 @@ static tolk_status new_codes_entry(const struct ir_tensor *t, enum kern_isa isa,
   if (!bytes) return tolk_fail(err, TOLK_ERR_LIMIT, "weight %s is too large", t->name);
   struct packed_entry *e = calloc(1, sizeof *e);
   if (!e || !(e->qb.data = kern_alloc_weights(bytes)) || !entry_add_src(e, t->data)) {
-    if (e) free(e->qb.data);
+    if (e) kern_free_weights(e->qb.data);
     free(e);
     return tolk_fail(err, TOLK_ERR_NO_MEMORY, "packing weight %s: out of memory", t->name);
   }

@@ -93,7 +93,7 @@ tolk_status op_head_cols_new(const void *state, const int32_t *cols, size_t n,
       hc->qb = q.qb;
       hc->col_scale = q.col_scale;
     } else {
-      free(q.qb.data);
+      kern_free_weights(q.qb.data);
       free(q.col_scale);
       st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to quantize %zu LM head columns", n);
     }
@@ -110,7 +110,7 @@ tolk_status op_head_cols_new(const void *state, const int32_t *cols, size_t n,
 void op_head_cols_free(struct op_head_cols *hc) {
   if (!hc) return;
   kern_packed_b_free(hc->pb);
-  free(hc->qb.data);
+  kern_free_weights(hc->qb.data);
   free(hc->col_scale);
   free(hc);
 }
