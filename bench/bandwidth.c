@@ -21,7 +21,13 @@
  * buffer on 2 MiB pages (64-bit loads the compiler vectorises), best of 5
  * passes; the buffer is far larger than the caches.
  *
- *   bench_bandwidth [--mb N] [--threads N] [-m DIR [--int8] [--int8-lm-head] [--bf16] [--reps N]]
+ * --profile then times every node of the key/value-cache steps (the
+ * executor's node timer, exec_set_node_timer) over --reps more 40-token
+ * runs and prints where a step's time goes, by kernel (a product by its
+ * weight's shape), beside the measured step: what the node total leaves out
+ * is the executor's loop, the search and the translator between steps.
+ *
+ *   bench_bandwidth [--mb N] [--threads N] [-m DIR [--int8] [--int8-lm-head] [--bf16] [--reps N] [--profile]]
  */
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -32,6 +38,7 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "exec/exec.h"
 #include "tolk.h"
 
 static double now_s(void) {
@@ -140,7 +147,65 @@ static double generate_s(const tolk_translator *tr, const tolk_ids *src, int tok
   return t[reps / 2];
 }
 
-static int roofline(const char *dir, int int8, int int8_head, int bf16, int threads, int reps, double bw) {
+/* ------------------------------------------------------------ --profile */
+
+enum { MAX_KINDS = 96 };
+static struct kind {
+  char key[96];
+  uint64_t ns, calls;
+} kinds[MAX_KINDS];
+static int n_kinds;
+static char first_node[256]; /* the first node of a step: counts the steps */
+static uint64_t steps;
+
+/* The node timer: kv steps only, a product keyed by its weight's shape. */
+static void on_node(const struct exec_node_time *t) {
+  if (!t->kv) return;
+  if (!first_node[0]) snprintf(first_node, sizeof first_node, "%s", t->name);
+  if (!strcmp(first_node, t->name)) steps++;
+  char key[96];
+  const struct tensor *b = t->n_in > 1 ? t->in[1] : NULL;
+  if (b && b->rank == 2 && strstr(t->op_type, "MatMul"))
+    snprintf(key, sizeof key, "%s %lldx%lld", t->op_type, (long long)b->dims[0], (long long)b->dims[1]);
+  else
+    snprintf(key, sizeof key, "%s", t->op_type);
+  int i = 0;
+  while (i < n_kinds && strcmp(kinds[i].key, key)) i++;
+  if (i == n_kinds) {
+    if (n_kinds == MAX_KINDS) i = MAX_KINDS - 1, snprintf(kinds[i].key, sizeof kinds[i].key, "(other)");
+    else snprintf(kinds[n_kinds++].key, sizeof kinds[i].key, "%s", key);
+  }
+  kinds[i].ns += t->ns;
+  kinds[i].calls++;
+}
+
+static int cmp_kind(const void *a, const void *b) {
+  const struct kind *x = a, *y = b;
+  return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
+}
+
+static void profile(const tolk_translator *tr, const tolk_ids *src, int reps, double step_s) {
+  exec_set_node_timer(on_node);
+  generate_s(tr, src, 40, reps);
+  exec_set_node_timer(NULL);
+  if (!steps) return;
+  qsort(kinds, (size_t)n_kinds, sizeof kinds[0], cmp_kind);
+  double total = 0;
+  for (int i = 0; i < n_kinds; i++) total += (double)kinds[i].ns;
+  printf("  where a step goes (%llu steps timed node by node, us a step):\n", (unsigned long long)steps);
+  printf("    %-44s %8s %8s %10s %6s\n", "kernel", "calls", "us/call", "us/step", "share");
+  for (int i = 0; i < n_kinds; i++)
+    printf("    %-44s %8.1f %8.2f %10.1f %5.1f%%\n", kinds[i].key, (double)kinds[i].calls / (double)steps,
+           (double)kinds[i].ns / 1e3 / (double)kinds[i].calls, (double)kinds[i].ns / 1e3 / (double)steps,
+           100.0 * (double)kinds[i].ns / 1e9 / (double)steps / step_s);
+  printf("    %-44s %8s %8s %10.1f %5.1f%%\n", "all nodes", "", "", total / 1e3 / (double)steps,
+         100.0 * total / 1e9 / (double)steps / step_s);
+  printf("    %-44s %8s %8s %10.1f %5.1f%%\n", "the rest (executor loop, search, translator)", "", "",
+         step_s * 1e6 - total / 1e3 / (double)steps, 100.0 - 100.0 * total / 1e9 / (double)steps / step_s);
+}
+
+static int roofline(const char *dir, int int8, int int8_head, int bf16, int threads, int reps, double bw,
+                    int prof) {
   double head, bytes = step_bytes(dir, int8, int8_head, bf16, &head);
   if (bytes < 0) {
     fprintf(stderr, "bench_bandwidth: %s/config.json lacks d_model, decoder_ffn_dim, "
@@ -173,6 +238,7 @@ static int roofline(const char *dir, int int8, int int8_head, int bf16, int thre
   printf("  roofline at %.1f GB/s   %.2f ms\n", bw, floor_s * 1e3);
   printf("  measured step           %.2f ms  (%.0f%% of the bandwidth; 8 vs 40 tokens, median of %d)\n",
          step * 1e3, 100.0 * floor_s / step, reps);
+  if (prof) profile(tr, &src, reps, step);
   tolk_ids_free(&src, 1);
   tolk_translator_free(tr);
   return 0;
@@ -180,19 +246,20 @@ static int roofline(const char *dir, int int8, int int8_head, int bf16, int thre
 
 int main(int argc, char **argv) {
   const char *dir = NULL;
-  int mb = 512, threads = 2, int8 = 0, int8_head = 0, bf16 = 0, reps = 5;
+  int mb = 512, threads = 2, int8 = 0, int8_head = 0, bf16 = 0, reps = 5, prof = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--int8")) int8 = 1;
     else if (!strcmp(a, "--int8-lm-head")) int8_head = 1;
     else if (!strcmp(a, "--bf16")) bf16 = 1;
+    else if (!strcmp(a, "--profile")) prof = 1;
     else if (v && !strcmp(a, "-m")) dir = v, i++;
     else if (v && !strcmp(a, "--mb")) mb = atoi(v), i++;
     else if (v && !strcmp(a, "--threads")) threads = atoi(v), i++;
     else if (v && !strcmp(a, "--reps")) reps = atoi(v), i++;
     else {
       fprintf(stderr, "usage: bench_bandwidth [--mb N] [--threads N] "
-                      "[-m DIR [--int8] [--int8-lm-head] [--bf16] [--reps N]]\n");
+                      "[-m DIR [--int8] [--int8-lm-head] [--bf16] [--reps N] [--profile]]\n");
       return 2;
     }
   }
@@ -217,5 +284,5 @@ int main(int argc, char **argv) {
   free(buf);
   printf("read bandwidth (%d MiB buffer on 2 MiB pages, best of 5): 1 thread %.1f GB/s, %d threads %.1f GB/s\n",
          mb, bw1, threads, bwt);
-  return dir ? roofline(dir, int8, int8_head, bf16, threads, reps, bwt) : 0;
+  return dir ? roofline(dir, int8, int8_head, bf16, threads, reps, bwt, prof) : 0;
 }

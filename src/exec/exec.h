@@ -402,6 +402,22 @@ struct exec_run *exec_run_new(tolk_session *s);
 tolk_status exec_node(struct exec_run *r, struct xgraph *xg, struct xframe *fr,
                       struct xnode *xn);
 tolk_status exec_graph(struct exec_run *r, struct xgraph *xg, struct xframe *fr);
+
+/* One node's run as exec_set_node_timer's function sees it: the kernel
+ * (the def's op, a fused one's own), the node's name, its inputs, whether
+ * the run was a key/value-cache step, and the nanoseconds run() took. */
+struct exec_node_time {
+  const char *domain, *op_type, *name;
+  const struct tensor *const *in;
+  size_t n_in;
+  bool kv;
+  uint64_t ns;
+};
+typedef void (*exec_node_timer_fn)(const struct exec_node_time *t);
+/* Times every node of every run of the process with fn from now on (NULL:
+ * stops; the default, which costs a branch a node). For profiles
+ * (bench_bandwidth --profile): set it while no session runs. */
+void exec_set_node_timer(exec_node_timer_fn fn);
 void exec_frame_bind_constants(struct exec_run *r, struct xgraph *xg, struct xframe *fr);
 void exec_frame_sweep(struct exec_run *r, struct xgraph *xg, struct xframe *fr);
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exec.h"
 
@@ -131,6 +132,22 @@ void exec_frame_sweep(struct exec_run *r, struct xgraph *xg, struct xframe *fr) 
 
 /* ------------------------------------------------------------ the loop */
 
+static exec_node_timer_fn node_timer;
+
+void exec_set_node_timer(exec_node_timer_fn fn) { node_timer = fn; }
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void time_node(const struct exec_run *r, const struct xnode *xn, const struct xframe *fr, uint64_t t0) {
+  struct exec_node_time t = {xn->def->domain, xn->def->op_type, xn->node->name,
+                             (const struct tensor *const *)fr->inbuf, xn->n_in, r->kv != NULL, now_ns() - t0};
+  node_timer(&t);
+}
+
 tolk_status exec_node(struct exec_run *r, struct xgraph *xg, struct xframe *fr,
                       struct xnode *xn) {
   exec_event_node(r, xn->uid);
@@ -152,7 +169,10 @@ tolk_status exec_node(struct exec_run *r, struct xgraph *xg, struct xframe *fr,
   xc.xg = xg;
   xc.fr = fr;
   size_t mark = r->n_scratch;
+  const exec_node_timer_fn timer = node_timer;
+  const uint64_t t0 = TOLK_UNLIKELY(timer != NULL) ? now_ns() : 0;
   tolk_status st = xn->def->run(&xc.c);
+  if (TOLK_UNLIKELY(timer != NULL)) time_node(r, xn, fr, t0);
   r->nodes_run++;
   while (r->n_scratch > mark) exec_free(r, &r->scratch[--r->n_scratch]);
   for (uint32_t j = 0; j < xn->n_subs; j++)
