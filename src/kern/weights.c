@@ -50,7 +50,7 @@
 #define SLAB_BYTES (HUGE_PAGE * SLAB_PAGES)
 #define SLAB_MIN ((size_t)256 << 10)
 #define OWN_MIN (SLAB_BYTES / 4)
-#define SLAB_BLOCKS (SLAB_BYTES / SLAB_MIN)
+#define SLAB_BLOCKS ((int)(SLAB_BYTES / SLAB_MIN))
 
 struct block {
   size_t off, bytes; /* bytes 0: freed */
@@ -66,7 +66,7 @@ struct slab {
 };
 
 static pthread_mutex_t slab_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct slab *slabs; /* the first is the one being filled */
+static struct slab *slabs; /* newest first */
 
 static void hint_huge(void *p, size_t bytes) {
 #ifdef MADV_HUGEPAGE
@@ -100,10 +100,20 @@ static struct slab *slab_new(void) {
   return s;
 }
 
+/* The first slab with room for `rounded` bytes: a 4 MiB matrix that no
+ * longer fits one slab leaves its tail to the 1 MiB ones that follow, so
+ * that only the newest slab's last page is partly unused (a huge page is
+ * resident whole once touched). */
+static struct slab *slab_with_room(size_t rounded) {
+  for (struct slab *s = slabs; s; s = s->next)
+    if (s->n_blocks < SLAB_BLOCKS && SLAB_BYTES - s->used >= rounded) return s;
+  return NULL;
+}
+
 static void *slab_take(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
-  struct slab *s = slabs;
-  if (!s || s->n_blocks == SLAB_BLOCKS || SLAB_BYTES - s->used < rounded) {
+  struct slab *s = slab_with_room(rounded);
+  if (!s) {
     if (!(s = slab_new())) return NULL;
     s->next = slabs;
     slabs = s;
