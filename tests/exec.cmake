@@ -4,3 +4,7 @@
 if(TEST test_exec_rss)
   set_tests_properties(test_exec_rss PROPERTIES LABELS "unit;nosan")
 endif()
+# Peak resident sizes: the sanitizers' shadow memory would decide them.
+if(TEST test_exec_load_peak)
+  set_tests_properties(test_exec_load_peak PROPERTIES LABELS "unit;nosan")
+endif()

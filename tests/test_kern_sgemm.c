@@ -402,6 +402,47 @@ static void test_degenerate(void) {
   CHECK(pb == NULL);
 }
 
+/* kern_sgemm_pack_b_read reports B's bytes in order, each once, a panel's
+ * rows at a time when B is read by rows (so a caller can give back a file
+ * mapping's pages as the packing goes), and packs what kern_sgemm_pack_b
+ * and kern_sgemm_pack_b_bf16 pack. */
+static const unsigned char *read_next; /* where the next report must start */
+static int read_calls;
+static bool read_in_order = true;
+static void on_read(const void *p, size_t n) {
+  read_in_order &= (const unsigned char *)p == read_next;
+  read_next = (const unsigned char *)p + n;
+  read_calls++;
+}
+
+static void test_read_order(void) {
+  const int64_t k = 37, n = 70, m = 3;
+  for (int tb = 0; tb < 2; tb++)
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+      const int64_t ldb = (tb ? k : n) + 2, rows = tb ? n : k;
+      float *b = malloc((size_t)(rows * ldb) * sizeof *b), *a = malloc((size_t)(m * k) * sizeof *a);
+      float *c1 = calloc((size_t)(m * n), sizeof *c1), *c2 = calloc((size_t)(m * n), sizeof *c2);
+      for (int64_t i = 0; i < rows * ldb; i++) b[i] = frand();
+      for (int64_t i = 0; i < m * k; i++) a[i] = frand();
+      struct kern_packed_b *p1 = NULL, *p2 = NULL;
+      tolk_error err = {0};
+      read_next = (const unsigned char *)b, read_calls = 0, read_in_order = true;
+      CHECK(kern_sgemm_pack_b_read(tb, k, n, b, ldb, bf16, on_read, &p1, &err) == TOLK_OK);
+      CHECK((bf16 ? kern_sgemm_pack_b_bf16 : kern_sgemm_pack_b)(tb, k, n, b, ldb, &p2, &err) == TOLK_OK);
+      const unsigned char *end = (const unsigned char *)(b + (rows - 1) * ldb + (tb ? k : n));
+      CHECK_MSG(read_in_order && read_next == end, "tb=%d bf16=%d: reports out of order or short", tb, bf16);
+      CHECK_MSG(tb ? read_calls > 1 : read_calls == 1, "tb=%d: %d reports", tb, read_calls);
+      if (p1 && p2) {
+        kern_sgemm_packed(false, m, n, k, 1.0f, a, k, p1, 0.0f, c1, n, NULL);
+        kern_sgemm_packed(false, m, n, k, 1.0f, a, k, p2, 0.0f, c2, n, NULL);
+        CHECK(memcmp(c1, c2, (size_t)(m * n) * sizeof *c1) == 0);
+      }
+      kern_packed_b_free(p1);
+      kern_packed_b_free(p2);
+      free(b), free(a), free(c1), free(c2);
+    }
+}
+
 int main(void) {
   tolk_error err = {0};
   CHECK(tolk_pool_create(2, &pool2, &err) == TOLK_OK);
@@ -420,6 +461,7 @@ int main(void) {
     else CHECK(!kern_isa_force((enum kern_isa)i));
   }
   test_degenerate();
+  test_read_order();
   tolk_pool_free(pool2);
   return tu_finish("test_kern_sgemm");
 }

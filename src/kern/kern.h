@@ -95,6 +95,17 @@ tolk_status kern_sgemm_pack_b_q8(bool trans_b, int64_t k, int64_t n, const void 
  * stream B from memory (a decoder step) it halves the bytes read. */
 tolk_status kern_sgemm_pack_b_bf16(bool trans_b, int64_t k, int64_t n, const void *b, int64_t ldb,
                                    struct kern_packed_b **out, tolk_error *err);
+/* Told of each stretch of B a packer has read for the last time, in order,
+ * every byte once: matmul_pack.c gives back the pages of a B that lies in a
+ * file mapping as the packing goes, so that a tied 133 MB LM head is not
+ * resident twice, as the model's bytes and as its packed copy, until the
+ * session is made (it set the load's peak RSS). */
+typedef void (*kern_read_fn)(const void *p, size_t n);
+/* kern_sgemm_pack_b (bf16 false) or kern_sgemm_pack_b_bf16 (true), calling
+ * read (may be NULL) after each panel when trans_b, whose panels take B's
+ * rows front to back, else once at the end. */
+tolk_status kern_sgemm_pack_b_read(bool trans_b, int64_t k, int64_t n, const void *b, int64_t ldb, bool bf16,
+                                   kern_read_fn read, struct kern_packed_b **out, tolk_error *err);
 /* NULL is a no-op. */
 void kern_packed_b_free(struct kern_packed_b *pb);
 /* Memory for packed weights (bytes > 0), 64-byte aligned, released by

@@ -557,63 +557,78 @@ tolk_status kern_sgemm_pack_b_q8(bool trans_b, int64_t k, int64_t n, const void 
   return TOLK_OK;
 }
 
-tolk_status kern_sgemm_pack_b_bf16(bool trans_b, int64_t k, int64_t n, const void *b, int64_t ldb,
-                                   struct kern_packed_b **out, tolk_error *err) {
+/* One panel of op(B) as bfloat16 (nv of its nr columns from B). */
+static void pack_panel_bf16(uint16_t *dst, bool trans_b, int64_t k, int64_t nr, int64_t j0, int64_t nv,
+                            const unsigned char *bb, int64_t ldb) {
+  for (int64_t p = 0; p < k; p++) {
+    for (int64_t x = 0; x < nv; x++) {
+      float f;
+      memcpy(&f, bb + (size_t)(trans_b ? (j0 + x) * ldb + p : p * ldb + j0 + x) * sizeof f, sizeof f);
+      dst[p * nr + x] = tolk_f32_to_bf16(f);
+    }
+    for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = 0;
+  }
+}
+
+/* One panel of op(B) as floats. Bytewise reads (memcpy compiles to plain
+ * loads): b may be misaligned. */
+static void pack_panel_f32(float *dst, bool trans_b, int64_t k, int64_t nr, int64_t j0, int64_t nv,
+                           const unsigned char *bb, int64_t ldb) {
+  const size_t fs = sizeof(float);
+  if (!trans_b) {
+    for (int64_t p = 0; p < k; p++) {
+      memcpy(dst + p * nr, bb + (size_t)(p * ldb + j0) * fs, (size_t)nv * fs);
+      for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = 0.0f;
+    }
+    return;
+  }
+  for (int64_t x = 0; x < nv; x++) {
+    const unsigned char *src = bb + (size_t)((j0 + x) * ldb) * fs;
+    for (int64_t p = 0; p < k; p++) memcpy(&dst[p * nr + x], src + (size_t)p * fs, fs);
+  }
+  for (int64_t p = 0; p < k; p++)
+    for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = 0.0f;
+}
+
+tolk_status kern_sgemm_pack_b_read(bool trans_b, int64_t k, int64_t n, const void *b, int64_t ldb, bool bf16,
+                                   kern_read_fn read, struct kern_packed_b **out, tolk_error *err) {
   void *mem;
   struct kern_packed_b *pb;
   *out = NULL;
-  tolk_status st = packed_new(k, n, sizeof(uint16_t), &pb, &mem, err);
+  tolk_status st = packed_new(k, n, bf16 ? sizeof(uint16_t) : sizeof(float), &pb, &mem, err);
   if (st) return st;
-  pb->bf16 = mem;
+  if (bf16) pb->bf16 = mem;
+  else pb->data = mem;
   const int64_t nr = pb->u->nr, panels = ceil_div(n, nr);
-  const unsigned char *bb = b; /* bytewise, as kern_sgemm_pack_b */
+  const unsigned char *bb = b;
+  /* B's bytes: n rows (trans_b) or k rows of ldb floats, the last one's
+   * used part only. */
+  const int64_t rows = trans_b ? n : k, used = trans_b ? k : n;
+  const size_t total = rows > 0 ? ((size_t)(rows - 1) * (size_t)ldb + (size_t)used) * sizeof(float) : 0;
+  size_t done = 0;
   for (int64_t jp = 0; jp < panels; jp++) {
-    uint16_t *dst = pb->bf16 + jp * k * nr;
     const int64_t j0 = jp * nr, nv = n - j0 < nr ? n - j0 : nr;
-    for (int64_t p = 0; p < k; p++) {
-      for (int64_t x = 0; x < nv; x++) {
-        float f;
-        memcpy(&f, bb + (size_t)(trans_b ? (j0 + x) * ldb + p : p * ldb + j0 + x) * sizeof f, sizeof f);
-        dst[p * nr + x] = tolk_f32_to_bf16(f);
-      }
-      for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = 0;
+    if (bf16) pack_panel_bf16(pb->bf16 + jp * k * nr, trans_b, k, nr, j0, nv, bb, ldb);
+    else pack_panel_f32(pb->data + jp * k * nr, trans_b, k, nr, j0, nv, bb, ldb);
+    if (read && trans_b) {
+      const size_t upto = j0 + nv == n ? total : (size_t)((j0 + nv) * ldb) * sizeof(float);
+      read(bb + done, upto - done);
+      done = upto;
     }
   }
+  if (read && done < total) read(bb + done, total - done);
   *out = pb;
   return TOLK_OK;
 }
 
+tolk_status kern_sgemm_pack_b_bf16(bool trans_b, int64_t k, int64_t n, const void *b, int64_t ldb,
+                                   struct kern_packed_b **out, tolk_error *err) {
+  return kern_sgemm_pack_b_read(trans_b, k, n, b, ldb, true, NULL, out, err);
+}
+
 tolk_status kern_sgemm_pack_b(bool trans_b, int64_t k, int64_t n, const void *b,
                               int64_t ldb, struct kern_packed_b **out, tolk_error *err) {
-  void *mem;
-  struct kern_packed_b *pb;
-  *out = NULL;
-  tolk_status st = packed_new(k, n, sizeof(float), &pb, &mem, err);
-  if (st) return st;
-  pb->data = mem;
-  const int64_t nr = pb->u->nr, panels = ceil_div(n, nr);
-  /* Bytewise reads (memcpy compiles to plain loads): b may be misaligned. */
-  const unsigned char *bb = b;
-  const size_t fs = sizeof(float);
-  for (int64_t jp = 0; jp < panels; jp++) {
-    float *dst = pb->data + jp * k * nr;
-    const int64_t j0 = jp * nr, nv = n - j0 < nr ? n - j0 : nr;
-    if (!trans_b) {
-      for (int64_t p = 0; p < k; p++) {
-        memcpy(dst + p * nr, bb + (size_t)(p * ldb + j0) * fs, (size_t)nv * fs);
-        for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = 0.0f;
-      }
-    } else {
-      for (int64_t x = 0; x < nv; x++) {
-        const unsigned char *src = bb + (size_t)((j0 + x) * ldb) * fs;
-        for (int64_t p = 0; p < k; p++) memcpy(&dst[p * nr + x], src + (size_t)p * fs, fs);
-      }
-      for (int64_t p = 0; p < k; p++)
-        for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = 0.0f;
-    }
-  }
-  *out = pb;
-  return TOLK_OK;
+  return kern_sgemm_pack_b_read(trans_b, k, n, b, ldb, false, NULL, out, err);
 }
 
 void kern_packed_b_free(struct kern_packed_b *pb) {

@@ -106,11 +106,12 @@ tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, enum mm_form for
 /* The node's packed fp32 B when `b` is the tensor it was made from, else NULL. */
 const struct kern_packed_b *mm_packed_for(const struct op_ctx *c, const struct tensor *b);
 
-
 /* Quantizes op(B) to int8 with a scale per column into e->qb and
- * e->col_scale (matmul_pack.c says how); false when out of memory. */
+ * e->col_scale (matmul_pack.c says how); false when out of memory. read
+ * (may be NULL) is told of src's bytes as they are done with, as the fp32
+ * packers tell it (kern_read_fn). */
 bool mm_quantize_cols(const void *src, const struct dq *dq, bool is_signed, bool trans, int64_t k, int64_t n,
-                      int64_t ld, struct packed_entry *e);
+                      int64_t ld, kern_read_fn read, struct packed_entry *e);
 
 /* ---------------------------------------------------- products (matmul.c) */
 

@@ -13,6 +13,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../core/half.h"
 #include "matmul_impl.h"
@@ -58,6 +60,19 @@ void mm_release(void *state) {
 
 static void drop_piece(const uint8_t *p, size_t n, bool file_pages) {
   if (file_pages) tolk_drop_mapped_pages(p, n);
+}
+
+/* kern_read_fn for a B in a read-only private file mapping: the pages up to
+ * the end of what the packer has read. Every byte of B before p was read
+ * already, so the page p lies in is done with from B's side (the part of it
+ * before B, if any, is another tensor's bytes, which a later read faults
+ * back in like any dropped page); the page holding p + n is left until the
+ * next stretch. */
+static void drop_read(const void *p, size_t n) {
+  long ps = sysconf(_SC_PAGESIZE);
+  if (ps <= 0) return;
+  uintptr_t b = (uintptr_t)p & ~((uintptr_t)ps - 1), e = ((uintptr_t)p + n) & ~((uintptr_t)ps - 1);
+  if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
 }
 
 /* A 64-bit hash of n bytes, 8 at a time in four independent lanes so the
@@ -254,7 +269,7 @@ static void column_at(const unsigned char *src, const struct dq *dq, bool is_sig
  * weights of an OPUS LM head took 0.37 s element by element through
  * nearbyintf. */
 bool mm_quantize_cols(const void *src, const struct dq *dq, bool is_signed, bool trans, int64_t k, int64_t n,
-                      int64_t ld, struct packed_entry *e) {
+                      int64_t ld, kern_read_fn read, struct packed_entry *e) {
   size_t qbytes, pbytes = kern_igemm_pack_b_size(n, k);
   int8_t *q = NULL;
   float *col = malloc((size_t)(k > 0 ? k : 1) * sizeof *col);
@@ -267,8 +282,16 @@ bool mm_quantize_cols(const void *src, const struct dq *dq, bool is_signed, bool
     return false;
   }
   const float magic = 12582912.0f; /* 1.5 * 2^23 */
+  const size_t es = dq ? 1 : sizeof(float), row = (size_t)ld * es;
+  size_t told = 0; /* bytes of src reported to read */
   for (int64_t j = 0; j < n; j++) {
     column_at(src, dq, is_signed, trans, k, ld, j, col);
+    if (read && trans && (j % 64 == 63 || j == n - 1)) {
+      /* Columns are src's rows: rows 0..j are read. */
+      size_t upto = j == n - 1 ? (size_t)j * row + (size_t)k * es : (size_t)(j + 1) * row;
+      read((const char *)src + told, upto - told);
+      told = upto;
+    }
     /* Eight running maxima, each a plain comparison (fmaxf would be a libm
      * call): the loop vectorises, and max is exact in any order. A NaN
      * weight compares false and is left out of the scale. */
@@ -304,6 +327,7 @@ bool mm_quantize_cols(const void *src, const struct dq *dq, bool is_signed, bool
     }
   }
   free(col);
+  if (read && !trans && k > 0) read(src, ((size_t)(k - 1) * (size_t)ld + (size_t)n) * es);
   kern_igemm_pack_b(n, k, q, k, true, true, &e->qb);
   free(q);
   return true;
@@ -313,7 +337,7 @@ bool mm_quantize_cols(const void *src, const struct dq *dq, bool is_signed, bool
 static void entry_key(struct packed_entry *e, const struct ir_tensor *t, bool trans, enum kern_isa isa,
                       const struct dq *dq) {
   e->refs = 1;
-  e->hash = bytes_hash(t->data, t->nbytes, false);
+  e->hash = bytes_hash(t->data, t->nbytes, t->file_pages);
   e->nbytes = t->nbytes;
   e->dtype = t->dtype;
   e->d0 = t->dims[0];
@@ -367,11 +391,11 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
   if (keep_codes)
     st = kern_sgemm_pack_b_q8(trans, k, n, t->data, t->dims[1], t->dtype == TOLK_INT8, dq->scale, dq->zp,
                               &e->pb, err);
-  else if (bf16)
-    st = kern_sgemm_pack_b_bf16(trans, k, n, f, t->dims[1], &e->pb, err);
   else if (!int8)
-    st = kern_sgemm_pack_b(trans, k, n, f, t->dims[1], &e->pb, err);
-  else if (!mm_quantize_cols(f, dq, t->dtype == TOLK_INT8, trans, k, n, t->dims[1], e))
+    st = kern_sgemm_pack_b_read(trans, k, n, f, t->dims[1], bf16, f == t->data && t->file_pages ? drop_read : NULL,
+                                &e->pb, err);
+  else if (!mm_quantize_cols(f, dq, t->dtype == TOLK_INT8, trans, k, n, t->dims[1],
+                             f == t->data && t->file_pages ? drop_read : NULL, e))
     st = tolk_fail(err, TOLK_ERR_NO_MEMORY, "no memory to quantize a %lld x %lld matrix",
                    (long long)k, (long long)n);
   free(wide);

@@ -89,7 +89,7 @@ tolk_status op_head_cols_new(const void *state, const int32_t *cols, size_t n,
     st = kern_sgemm_pack_b(true, k, (int64_t)n, g, k, &hc->pb, err);
   } else if (!st) {
     struct packed_entry q = {0};
-    if (mm_quantize_cols(g, NULL, false, true, k, (int64_t)n, k, &q)) {
+    if (mm_quantize_cols(g, NULL, false, true, k, (int64_t)n, k, NULL, &q)) {
       hc->qb = q.qb;
       hc->col_scale = q.col_scale;
     } else {
