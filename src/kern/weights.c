@@ -145,6 +145,9 @@ static bool slab_give(void *p) {
     b->bytes = 0;
     if (--s->live == 0) {
       *link = s->next;
+      /* ASan keeps the shadow of unmapped memory: a later mapping at these
+       * addresses (a model file) would read as poisoned. */
+      W_UNPOISON(s->base, SLAB_BYTES);
       munmap(s->base, SLAB_BYTES);
       free(s);
     }
