@@ -51,15 +51,6 @@ static long peak_kb(void) {
   return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss : -1;
 }
 
-static long rss_kb(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  long pages = 0, res = 0;
-  if (!f) return -1;
-  if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = -1;
-  fclose(f);
-  return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 /* The child: load, make the session, run once. Exit status: 0 passed, 1
  * the peak grew too much, 2 anything else failed. */
 static int child(const char *path) {
@@ -67,7 +58,7 @@ static int child(const char *path) {
   tolk_session *s = NULL;
   tolk_error err = {0};
   if (tolk_model_load(path, tolk_model_default_params(), &model, &err) != TOLK_OK) return 2;
-  const long before = rss_kb(), packed_kb = (long)N * K * 4 / 1024;
+  const long before = tu_rss_kb(), packed_kb = (long)N * K * 4 / 1024;
   if (tolk_session_create(model, tolk_session_default_params(), &s, &err) != TOLK_OK) return 2;
   const long grew = peak_kb() - before;
   printf("session creation raised the peak by %ld kB (packed copy %ld kB)\n", grew, packed_kb);

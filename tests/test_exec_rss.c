@@ -27,15 +27,6 @@ static const struct op_def test_ops[] = {
     {NULL, NULL, 0, 0, NULL, NULL, NULL},
 };
 
-static long rss_kb(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  long pages = 0, res = 0;
-  if (!f) return -1;
-  if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = -1;
-  fclose(f);
-  return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 int main(void) {
   struct ir_model *m = tb_model();
   struct ir_graph *g = tb_graph(m, NULL, "main");
@@ -69,7 +60,7 @@ int main(void) {
   const char *nm[] = {"c", "x"};
   const tolk_tensor *in[] = {tc, tx};
   /* The first fopen/printf allocate stdio buffers: do them before measuring. */
-  long at100 = rss_kb();
+  long at100 = tu_rss_kb();
   printf("RSS before the first run: %ld kB\n", at100);
   int fails = 0;
   for (int run = 1; run <= 10000; run++) {
@@ -78,10 +69,10 @@ int main(void) {
         ((float *)tolk_tensor_data(y))[5] != 30)
       fails++;
     tolk_tensor_free(y);
-    if (run == 100) at100 = rss_kb();
-    if ((run < 1000 ? run % 50 == 0 : run % 1000 == 0) && getenv("TOLK_RSS_TRACE")) printf("run %d: %ld kB\n", run, rss_kb());
+    if (run == 100) at100 = tu_rss_kb();
+    if ((run < 1000 ? run % 50 == 0 : run % 1000 == 0) && getenv("TOLK_RSS_TRACE")) printf("run %d: %ld kB\n", run, tu_rss_kb());
   }
-  long at10000 = rss_kb();
+  long at10000 = tu_rss_kb();
   printf("RSS after 100 runs: %ld kB, after 10000: %ld kB\n", at100, at10000);
   CHECK(fails == 0);
   CHECK_MSG(at10000 <= at100 + at100 / 100, "RSS grew from %ld to %ld kB", at100, at10000);

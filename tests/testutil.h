@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static int tu_checks, tu_failures;
 
@@ -54,6 +55,16 @@ static inline int64_t tu_below(int64_t n) { return (int64_t)(tu_next() % (uint64
 
 /* Uniform in [-1, 1). */
 static inline double tu_unit(void) { return (double)(tu_next() >> 11) / 9007199254740992.0 * 2 - 1; }
+
+/* The process's resident set in kB (/proc/self/statm), -1 if unreadable. */
+static inline long tu_rss_kb(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long pages = 0, res = 0;
+  if (!f) return -1;
+  if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = -1;
+  fclose(f);
+  return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
 
 /* Ends main(): prints the count and returns the exit status. */
 static inline int tu_finish(const char *name) {

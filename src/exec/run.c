@@ -142,10 +142,11 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void time_node(const struct exec_run *r, const struct xnode *xn, const struct xframe *fr, uint64_t t0) {
+static void time_node(exec_node_timer_fn timer, const struct exec_run *r, const struct xnode *xn,
+                      const struct xframe *fr, uint64_t t0) {
   struct exec_node_time t = {xn->def->domain, xn->def->op_type, xn->node->name,
                              (const struct tensor *const *)fr->inbuf, xn->n_in, r->kv != NULL, now_ns() - t0};
-  node_timer(&t);
+  timer(&t);
 }
 
 tolk_status exec_node(struct exec_run *r, struct xgraph *xg, struct xframe *fr,
@@ -172,7 +173,7 @@ tolk_status exec_node(struct exec_run *r, struct xgraph *xg, struct xframe *fr,
   const exec_node_timer_fn timer = node_timer;
   const uint64_t t0 = TOLK_UNLIKELY(timer != NULL) ? now_ns() : 0;
   tolk_status st = xn->def->run(&xc.c);
-  if (TOLK_UNLIKELY(timer != NULL)) time_node(r, xn, fr, t0);
+  if (TOLK_UNLIKELY(timer != NULL)) time_node(timer, r, xn, fr, t0);
   r->nodes_run++;
   while (r->n_scratch > mark) exec_free(r, &r->scratch[--r->n_scratch]);
   for (uint32_t j = 0; j < xn->n_subs; j++)
