@@ -211,11 +211,13 @@ struct exec_run {
   /* the largest arena the runs of the current window needed (plan.c) */
   uint64_t window_need;
   uint32_t window_runs;
-  /* Heap-mode buffers of up to EXEC_SMALL_MAX bytes freed by this run's
-   * nodes, kept on lists by size (linked through their first bytes) for
-   * the next allocation of that size (plan.c), at most EXEC_SMALL_KEEP
-   * bytes in all. */
+  /* Heap-mode buffers of up to EXEC_SMALL_MAX bytes freed by nodes, kept
+   * on lists by size (linked through their first bytes) for the next
+   * allocation of that size (plan.c), at most EXEC_SMALL_KEEP bytes in all:
+   * small_free holds what this run freed, small_prev what the run before
+   * it left, freed when this run ends without having taken it. */
   void *small_free[EXEC_SMALL_MAX / 64];
+  void *small_prev[EXEC_SMALL_MAX / 64];
   uint64_t small_bytes;
 };
 

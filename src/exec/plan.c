@@ -94,12 +94,8 @@ void exec_event_node(struct exec_run *r, uint32_t uid) {
     replay(r, EV_NODE | uid);
 }
 
-/* A freed small heap buffer of `rounded` bytes, or NULL. posix_memalign
- * and free of ~900 buffers, half of them one granule, took a twentieth of
- * a batch-1 int8 decoder step (perf, Zen 2). */
-static void *small_take(struct exec_run *r, size_t rounded) {
-  if (rounded > EXEC_SMALL_MAX) return NULL;
-  void **head = &r->small_free[rounded / ALIGN - 1];
+/* Pops a buffer of `rounded` bytes off the list at head, or NULL. */
+static void *small_pop(struct exec_run *r, void **head, size_t rounded) {
   void *p = *head;
   if (p) {
     KEPT_UNPOISON(p, rounded);
@@ -107,6 +103,16 @@ static void *small_take(struct exec_run *r, size_t rounded) {
     r->small_bytes -= rounded;
   }
   return p;
+}
+
+/* A freed small heap buffer of `rounded` bytes, or NULL. posix_memalign
+ * and free of ~900 buffers, half of them one granule, took a twentieth of
+ * a batch-1 int8 decoder step (perf, Zen 2). */
+static void *small_take(struct exec_run *r, size_t rounded) {
+  if (rounded > EXEC_SMALL_MAX) return NULL;
+  size_t c = rounded / ALIGN - 1;
+  void *p = small_pop(r, &r->small_free[c], rounded);
+  return p ? p : small_pop(r, &r->small_prev[c], rounded);
 }
 
 /* Keeps a heap buffer for small_take; false when it is not small or the
@@ -121,15 +127,29 @@ static bool small_keep(struct exec_run *r, void *p, size_t rounded) {
   return true;
 }
 
+static void small_free_list(struct exec_run *r, void **head, size_t rounded) {
+  while (*head) free(small_pop(r, head, rounded));
+}
+
+/* At the end of a run from the heap, what the heap run before left and this
+ * one did not take is freed; what this run freed waits for the next. A decoder's step
+ * allocates sizes that follow the sequence length, so buffers of each
+ * length a step once had would otherwise stay kept up to EXEC_SMALL_KEEP
+ * for every run context: a server's live heap crept up for the length of
+ * a soak while the lists filled with sizes no later step asked for. */
+static void small_age(struct exec_run *r) {
+  for (size_t c = 0; c < sizeof r->small_free / sizeof *r->small_free; c++) {
+    small_free_list(r, &r->small_prev[c], (c + 1) * ALIGN);
+    r->small_prev[c] = r->small_free[c];
+    r->small_free[c] = NULL;
+  }
+}
+
 void exec_small_release(struct exec_run *r) {
-  for (size_t c = 0; c < sizeof r->small_free / sizeof *r->small_free; c++)
-    while (r->small_free[c]) {
-      void *p = r->small_free[c];
-      KEPT_UNPOISON(p, (c + 1) * ALIGN);
-      r->small_free[c] = *(void **)p;
-      free(p);
-    }
-  r->small_bytes = 0;
+  for (size_t c = 0; c < sizeof r->small_free / sizeof *r->small_free; c++) {
+    small_free_list(r, &r->small_free[c], (c + 1) * ALIGN);
+    small_free_list(r, &r->small_prev[c], (c + 1) * ALIGN);
+  }
 }
 
 bool exec_alloc(struct exec_run *r, size_t bytes, struct xbuf *b) {
@@ -519,6 +539,7 @@ void exec_plan_end(struct exec_run *r, bool ok) {
     if (!s->params.plan_on_repeat || seen_before(s, h))
       fresh = build_plan(r, h); /* outside the lock: placement takes a while */
   }
+  if (r->mode != RUN_REPLAY) small_age(r); /* a replay takes nothing from the lists */
   r->plan_reused = r->plan != NULL;
   r->planned_arena = r->plan ? r->plan->arena_bytes : fresh ? fresh->arena_bytes : 0;
   arena_follow_need(r);
