@@ -891,7 +891,10 @@ const char *tolk_session_kv_shared_input(const tolk_session *session, size_t i);
  * row (copied); tolk_kv_cache_select carries each row's source along, and
  * tolk_kv_cache_append puts src's after dst's (the joined batch's shared
  * inputs being dst's rows, then src's). NULL, the default: not shared, they
- * are given per row as declared (and selecting rows keeps it so). */
+ * are given per row as declared (and selecting rows keeps it so).
+ * While shared, the cache keeps what it derives from them (the keys
+ * transposed) from run to run: their values may change only together with
+ * a call of tolk_kv_cache_share, _append or _set, which drop it. */
 tolk_status tolk_kv_cache_share(tolk_kv_cache *cache, const int32_t *source, int64_t n_sources,
                                 tolk_error *err);
 

@@ -172,6 +172,7 @@ static void run_model(const char *dir, bool int8, bool shared, bool opt_none) {
   /* Shared: the kv path keeps the first step's encoder keys/values, one row
    * per source, whatever the rows become. */
   tolk_tensor *src_kv[LAYERS * KINDS] = {0};
+  int32_t map[3] = {0, 1}; /* the source each row reads */
   if (shared) {
     CHECK(tolk_kv_cache_share(cache, (int32_t[]){0, 2}, 2, &err) == TOLK_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(err.message, "outside the 2 given"), "%s", err.message);
@@ -240,8 +241,29 @@ static void run_model(const char *dir, bool int8, bool shared, bool opt_none) {
       tolk_tensor_free(enc_mask);
       enc_mask = g;
       CHECK_MSG(tolk_kv_cache_select(cache, keep, n, &err) == TOLK_OK, "%s", err.message);
+      int32_t was[3];
+      memcpy(was, map, sizeof was);
+      for (size_t i = 0; i < n; i++) map[i] = was[keep[i]];
       rows = (int64_t)n;
       CHECK(tolk_kv_cache_rows(cache) == rows);
+    }
+    if (shared && step == 15) {
+      /* The two sources trade places in their tensors, in place, and each
+       * row is told to read the other: the same values reach every row, so
+       * the steps after stay bit-identical only if the cache drops the keys
+       * it had transposed from the old contents. */
+      for (int i = 0; i < LAYERS * KINDS; i++) {
+        if (!src_kv[i]) continue;
+        float *v = tolk_tensor_data(src_kv[i]);
+        size_t half = (size_t)tolk_tensor_numel(src_kv[i]) / 2;
+        for (size_t e = 0; e < half; e++) {
+          float x = v[e];
+          v[e] = v[half + e];
+          v[half + e] = x;
+        }
+      }
+      for (int64_t r = 0; r < rows; r++) map[r] = 1 - map[r];
+      CHECK_MSG(tolk_kv_cache_share(cache, map, 2, &err) == TOLK_OK, "%s", err.message);
     }
   }
   printf("%s%s: %d steps, logits max |kv - plain| = %g, cache max |kv - present| = %g\n", int8 ? "int8" : "fp32",

@@ -28,6 +28,19 @@ struct tolk_kv_cache {
   float **tbuf;           /* pairs with keys_t: keys × scale as [rows, heads, head_dim, cap]; else NULL */
   int32_t *source;        /* rows entries: the row of the shared inputs each reads; NULL: its own */
   int64_t sources;        /* rows the shared inputs have when source is set */
+  /* Shared keys transposed and scaled (op_kv_shared_keys_t), one entry per
+   * shared input at most, valid while gen is the cache's: share, append
+   * and set start a new generation. */
+  struct shared_keys_t {
+    const float *src; /* the input's data they were made from */
+    int64_t numel, heads, len;
+    float scale;
+    uint64_t gen;
+    float *t;
+    size_t cap; /* floats t has room for */
+  } *kt;
+  uint64_t gen; /* from 1: entries of generation 0 are unused */
+  uint32_t kt_next; /* the entry to reuse when none is free */
 };
 
 /* ------------------------------------------------------------ rewrite */
@@ -428,14 +441,16 @@ tolk_status tolk_kv_cache_create(const tolk_session *s, int64_t rows, tolk_kv_ca
   if (c) c->buf = calloc(s->n_kv, sizeof *c->buf);
   if (c) c->tbuf = calloc(s->n_kv, sizeof *c->tbuf);
   if (c) c->stage = calloc(2 * (size_t)s->n_kv, sizeof *c->stage);
-  if (!c || !c->buf || !c->tbuf || !c->stage) {
-    if (c) free(c->buf), free(c->tbuf), free(c->stage);
+  if (c) c->kt = calloc(s->n_kv_shared ? s->n_kv_shared : 1, sizeof *c->kt);
+  if (!c || !c->buf || !c->tbuf || !c->stage || !c->kt) {
+    if (c) free(c->buf), free(c->tbuf), free(c->stage), free(c->kt);
     free(c);
     return tolk_fail(err, TOLK_ERR_NO_MEMORY, "key/value cache");
   }
   c->s = s;
   c->rows = rows;
   c->pending = -1;
+  c->gen = 1;
   *out = c;
   return TOLK_OK;
 }
@@ -446,6 +461,8 @@ void tolk_kv_cache_free(tolk_kv_cache *c) {
     free(c->buf[p]);
     free(c->tbuf[p]);
   }
+  for (uint32_t i = 0; i < c->s->n_kv_shared; i++) free(c->kt[i].t);
+  free(c->kt);
   free(c->buf);
   free(c->tbuf);
   free(c->row_len);
@@ -478,6 +495,7 @@ tolk_status tolk_kv_cache_share(tolk_kv_cache *c, const int32_t *source, int64_t
   free(c->source);
   c->source = m;
   c->sources = source ? sources : 0;
+  c->gen++;
   return TOLK_OK;
 }
 
@@ -673,6 +691,7 @@ tolk_status tolk_kv_cache_set(tolk_kv_cache *c, size_t n, const char *const *nam
     c->row_len = NULL;
   }
   free(by_pair);
+  c->gen++;
   return st;
 }
 
@@ -834,6 +853,8 @@ tolk_status tolk_kv_cache_append(tolk_kv_cache *dst, tolk_kv_cache *src, tolk_er
   src->len = 0;
   free(src->source);
   src->source = NULL;
+  dst->gen++;
+  src->gen++;
   return TOLK_OK;
 }
 
@@ -914,6 +935,38 @@ float *op_kv_write(struct op_ctx *ctx, uint32_t pair, int64_t need, int64_t *cap
   c->pending = need;
   *cap = c->cap;
   return c->buf[pair];
+}
+
+tolk_status op_kv_shared_keys_t(struct op_ctx *ctx, const struct tensor *kv, float scale, float **t, bool *fill) {
+  struct tolk_kv_cache *c = ctx->run->kv;
+  *t = NULL;
+  *fill = true;
+  /* Only while the rows read shared inputs: given per row, they may be new
+   * at every run (tolk.h, tolk_kv_cache_share). */
+  if (!c || !c->source || !c->s->n_kv_shared) return TOLK_OK;
+  const uint32_t n = c->s->n_kv_shared;
+  struct shared_keys_t *e = NULL;
+  for (uint32_t i = 0; i < n && !e; i++)
+    if (c->kt[i].src == kv->data && c->kt[i].numel == kv->numel && c->kt[i].heads == kv->dims[1] &&
+        c->kt[i].len == kv->dims[2] && c->kt[i].scale == scale)
+      e = &c->kt[i];
+  if (e && e->gen == c->gen) {
+    *t = e->t;
+    *fill = false;
+    return TOLK_OK;
+  }
+  for (uint32_t i = 0; i < n && !e; i++)
+    if (c->kt[i].gen != c->gen) e = &c->kt[i];
+  if (!e) e = &c->kt[c->kt_next++ % n];
+  if (e->cap < (size_t)kv->numel) {
+    float *nt = realloc(e->t, (size_t)kv->numel * sizeof *nt);
+    if (!nt) return op_fail(ctx, TOLK_ERR_NO_MEMORY, "transposed shared keys of %lld floats", (long long)kv->numel);
+    e->t = nt;
+    e->cap = (size_t)kv->numel;
+  }
+  *e = (struct shared_keys_t){kv->data, kv->numel, kv->dims[1], kv->dims[2], scale, c->gen, e->t, e->cap};
+  *t = e->t;
+  return TOLK_OK;
 }
 
 float *op_kv_keys_t(struct op_ctx *ctx, uint32_t pair, float *scale) {

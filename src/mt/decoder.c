@@ -372,6 +372,14 @@ static tolk_status share_rows(struct mt_state *s, const int32_t *keep, size_t n,
     free(row);
     return st;
   }
+  if (used == s->enc_rows) {
+    /* Every sentence stays: the encoder.* tensors are as they were and
+     * tolk_kv_cache_select carried each row's source along, so the cache
+     * keeps what it derived from them (their keys transposed). */
+    free(s->enc_row);
+    s->enc_row = row;
+    return TOLK_OK;
+  }
   return set_enc_rows(s, row, used, err);
 }
 

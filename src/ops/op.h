@@ -174,6 +174,13 @@ const float *op_kv_read(struct op_ctx *c, uint32_t pair, bool keys_t, int64_t ne
  * by KvAppend beside the keys; NULL when the pair keeps none. */
 float *op_kv_keys_t(struct op_ctx *c, uint32_t pair, float *scale);
 
+/* Where KvSharedScores keeps the shared keys kv [sources, heads, len,
+ * head_dim] transposed and scaled from one run to the next: the cache's,
+ * while its rows read shared inputs, which then do not change until the
+ * next tolk_kv_cache_share, _append or _set (tolk.h). *fill: whether they
+ * must be written first. *t NULL (TOLK_OK): nothing kept, use scratch. */
+tolk_status op_kv_shared_keys_t(struct op_ctx *c, const struct tensor *kv, float scale, float **t, bool *fill);
+
 /* The cache's rows and length (its longest row) in this run, and in
  * *row_len each row's own length when they differ (rows entries), else
  * NULL: every row holds len. Fails when the run has no cache. */
