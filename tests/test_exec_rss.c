@@ -32,6 +32,14 @@ static const struct op_def test_ops[] = {
     {NULL, NULL, 0, 0, NULL, NULL, NULL},
 };
 
+/* t1 = x + x, t2 = t1 + x, t3 = t2 + t1 (5x) in g: three values of x's
+ * size, t1 alive until t3 is made. */
+static void add_chain(struct ir_model *m, struct ir_graph *g) {
+  tb_node(m, g, "Add", "test", "", "x,x", "t1");
+  tb_node(m, g, "Add", "test", "", "t1,x", "t2");
+  tb_node(m, g, "Add", "test", "", "t2,t1", "t3");
+}
+
 /* Bytes malloc has handed out and not had back. */
 static long heap_in_use(void) {
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
@@ -53,9 +61,7 @@ static void lengths_vary(void) {
   int64_t d[1] = {-1};
   const char *names[1] = {"n"};
   tb_input(m, g, "x", TOLK_FLOAT, 1, d, names);
-  tb_node(m, g, "Add", "test", "", "x,x", "t1");
-  tb_node(m, g, "Add", "test", "", "t1,x", "t2");
-  tb_node(m, g, "Add", "test", "", "t2,t1", "t3");
+  add_chain(m, g);
   tb_node(m, g, "Add", "test", "", "t3,x", "z");
   tb_output(g, "z");
   tolk_session *s = NULL;
@@ -96,9 +102,7 @@ int main(void) {
   tb_input(m, g, "x", TOLK_FLOAT, 2, d, NULL);
   struct ir_node *n = tb_node(m, g, "If", "", "if", "c", "y");
   struct ir_graph *th = tb_graph(m, g, "then");
-  tb_node(m, th, "Add", "test", "", "x,x", "t1");
-  tb_node(m, th, "Add", "test", "", "t1,x", "t2");
-  tb_node(m, th, "Add", "test", "", "t2,t1", "t3");
+  add_chain(m, th);
   tb_output(th, "t3");
   struct ir_graph *el = tb_graph(m, g, "else");
   tb_node(m, el, "Add", "test", "", "x,x", "e1");

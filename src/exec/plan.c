@@ -131,12 +131,13 @@ static void small_free_list(struct exec_run *r, void **head, size_t rounded) {
   while (*head) free(small_pop(r, head, rounded));
 }
 
-/* At the end of a run from the heap, what the heap run before left and this
- * one did not take is freed; what this run freed waits for the next. A decoder's step
- * allocates sizes that follow the sequence length, so buffers of each
- * length a step once had would otherwise stay kept up to EXEC_SMALL_KEEP
- * for every run context: a server's live heap crept up for the length of
- * a soak while the lists filled with sizes no later step asked for. */
+/* At the end of a run from the heap, what the heap run before left and
+ * this one did not take is freed; what this run freed waits for the next.
+ * A decoder's step allocates sizes that follow the sequence length, so
+ * buffers of each length a step once had would otherwise stay kept up to
+ * EXEC_SMALL_KEEP for every run context: a server's live heap crept up for
+ * the length of a soak while the lists filled with sizes no later step
+ * asked for. */
 static void small_age(struct exec_run *r) {
   for (size_t c = 0; c < sizeof r->small_free / sizeof *r->small_free; c++) {
     small_free_list(r, &r->small_prev[c], (c + 1) * ALIGN);

@@ -254,9 +254,10 @@ static tolk_status shared_setup(struct op_ctx *c, const struct op_kv_node *k, bo
     tolk_status kst = op_kv_shared_keys_t(c, kv, k->scale, &t, &fill);
     if (kst) return kst;
     if (!t && !(t = op_scratch(c, (size_t)kv->numel * sizeof *t))) return c->err->status;
-    struct transpose_job tj = {kv->data, t, len, hd, k->scale};
-    if (fill)
+    if (fill) {
+      struct transpose_job tj = {kv->data, t, len, hd, k->scale};
       op_parallel_for(c, kv->dims[0] * heads, 1 + TRANSPOSE_TASK_FLOATS / (len * hd + 1), transpose_range, &tj);
+    }
     cache = t;
   }
   dims[0] = rows, dims[1] = heads, dims[2] = x->dims[2], dims[3] = scores ? len : hd;
