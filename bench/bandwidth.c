@@ -27,7 +27,7 @@
  * weight's shape), beside the measured step: what the node total leaves out
  * is the executor's loop, the search and the translator between steps.
  *
- *   bench_bandwidth [--mb N] [--threads N] [-m DIR [--int8] [--int8-lm-head] [--bf16] [--reps N] [--profile]]
+ *   bench_bandwidth [--mb N] [--threads N] [-m DIR [--int8] [--int8-lm-head] [--bf16] [--rows N] [--reps N] [--profile]]
  */
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -126,22 +126,22 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Median seconds of generating exactly `tokens` new tokens for src. */
-static double generate_s(const tolk_translator *tr, const tolk_ids *src, int tokens, int reps) {
+/* Median seconds of generating exactly `tokens` new tokens for src[0..rows). */
+static double generate_s(const tolk_translator *tr, const tolk_ids *src, int rows, int tokens, int reps) {
   tolk_generate_params p = tolk_generate_default_params(tr);
   p.num_beams = 1;
   p.max_new_tokens = p.min_new_tokens = tokens;
   double t[64];
   for (int r = 0; r < reps; r++) {
-    tolk_generation g;
+    tolk_generation g[64];
     tolk_error e;
     double t0 = now_s();
-    if (tolk_translator_generate(tr, src, 1, &p, &g, &e)) {
+    if (tolk_translator_generate(tr, src, (size_t)rows, &p, g, &e)) {
       fprintf(stderr, "bench_bandwidth: %s\n", e.message);
       exit(1);
     }
     t[r] = now_s() - t0;
-    tolk_generation_free(&g, 1);
+    tolk_generation_free(g, (size_t)rows);
   }
   qsort(t, (size_t)reps, sizeof t[0], cmp_double);
   return t[reps / 2];
@@ -184,9 +184,9 @@ static int cmp_kind(const void *a, const void *b) {
   return x->ns < y->ns ? 1 : x->ns > y->ns ? -1 : 0;
 }
 
-static void profile(const tolk_translator *tr, const tolk_ids *src, int reps, double step_s) {
+static void profile(const tolk_translator *tr, const tolk_ids *src, int rows, int reps, double step_s) {
   exec_set_node_timer(on_node);
-  generate_s(tr, src, 40, reps);
+  generate_s(tr, src, rows, 40, reps);
   exec_set_node_timer(NULL);
   if (!steps) return;
   qsort(kinds, (size_t)n_kinds, sizeof kinds[0], cmp_kind);
@@ -204,7 +204,7 @@ static void profile(const tolk_translator *tr, const tolk_ids *src, int reps, do
          step_s * 1e6 - total / 1e3 / (double)steps, 100.0 - 100.0 * total / 1e9 / (double)steps / step_s);
 }
 
-static int roofline(const char *dir, int int8, int int8_head, int bf16, int threads, int reps, double bw,
+static int roofline(const char *dir, int int8, int int8_head, int bf16, int threads, int rows, int reps, double bw,
                     int prof) {
   double head, bytes = step_bytes(dir, int8, int8_head, bf16, &head);
   if (bytes < 0) {
@@ -223,30 +223,32 @@ static int roofline(const char *dir, int int8, int int8_head, int bf16, int thre
     fprintf(stderr, "bench_bandwidth: %s\n", e.message);
     return 1;
   }
-  const char *text = ">>cmn_Hans<< The file cannot be opened because another program is using it.";
-  tolk_ids src;
-  if (tolk_tokenizer_encode_batch(tolk_translator_tokenizer(tr), &text, NULL, 1, 0, &src, &e)) {
+  /* --rows N: the same sentence N times, a step of N rows reading the same weights. */
+  const char *texts[64];
+  for (int i = 0; i < rows; i++) texts[i] = ">>cmn_Hans<< The file cannot be opened because another program is using it.";
+  tolk_ids src[64];
+  if (tolk_tokenizer_encode_batch(tolk_translator_tokenizer(tr), texts, NULL, (size_t)rows, 0, src, &e)) {
     fprintf(stderr, "bench_bandwidth: %s\n", e.message);
     return 1;
   }
-  generate_s(tr, &src, 8, 1); /* warm-up: plans, pages */
-  double t8 = generate_s(tr, &src, 8, reps), t40 = generate_s(tr, &src, 40, reps);
+  generate_s(tr, src, rows, 8, 1); /* warm-up: plans, pages */
+  double t8 = generate_s(tr, src, rows, 8, reps), t40 = generate_s(tr, src, rows, 40, reps);
   double step = (t40 - t8) / 32.0, floor_s = bytes / (bw * 1e9);
-  printf("decoder step, batch 1 greedy (%s%s, %d threads):\n", int8 ? "int8" : bf16 ? "bf16 weights" : "fp32",
+  printf("decoder step, batch %d greedy (%s%s, %d threads):\n", rows, int8 ? "int8" : bf16 ? "bf16 weights" : "fp32",
          int8_head ? " + int8 LM head" : "", threads);
   printf("  weights read per step %.1f MB (LM head %.1f MB)\n", bytes / 1e6, head / 1e6);
   printf("  roofline at %.1f GB/s   %.2f ms\n", bw, floor_s * 1e3);
   printf("  measured step           %.2f ms  (%.0f%% of the bandwidth; 8 vs 40 tokens, median of %d)\n",
          step * 1e3, 100.0 * floor_s / step, reps);
-  if (prof) profile(tr, &src, reps, step);
-  tolk_ids_free(&src, 1);
+  if (prof) profile(tr, src, rows, reps, step);
+  tolk_ids_free(src, (size_t)rows);
   tolk_translator_free(tr);
   return 0;
 }
 
 int main(int argc, char **argv) {
   const char *dir = NULL;
-  int mb = 512, threads = 2, int8 = 0, int8_head = 0, bf16 = 0, reps = 5, prof = 0;
+  int mb = 512, threads = 2, int8 = 0, int8_head = 0, bf16 = 0, reps = 5, prof = 0, rows = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--int8")) int8 = 1;
@@ -257,14 +259,15 @@ int main(int argc, char **argv) {
     else if (v && !strcmp(a, "--mb")) mb = atoi(v), i++;
     else if (v && !strcmp(a, "--threads")) threads = atoi(v), i++;
     else if (v && !strcmp(a, "--reps")) reps = atoi(v), i++;
+    else if (v && !strcmp(a, "--rows")) rows = atoi(v), i++;
     else {
       fprintf(stderr, "usage: bench_bandwidth [--mb N] [--threads N] "
-                      "[-m DIR [--int8] [--int8-lm-head] [--bf16] [--reps N] [--profile]]\n");
+                      "[-m DIR [--int8] [--int8-lm-head] [--bf16] [--rows N] [--reps N] [--profile]]\n");
       return 2;
     }
   }
-  if (mb < 1 || threads < 1 || threads > 64 || reps < 1 || reps > 64) {
-    fprintf(stderr, "bench_bandwidth: --mb >= 1, --threads 1..64, --reps 1..64\n");
+  if (mb < 1 || threads < 1 || threads > 64 || reps < 1 || reps > 64 || rows < 1 || rows > 64) {
+    fprintf(stderr, "bench_bandwidth: --mb >= 1, --threads 1..64, --rows 1..64, --reps 1..64\n");
     return 2;
   }
   size_t words = (size_t)mb << 17;
@@ -284,5 +287,5 @@ int main(int argc, char **argv) {
   free(buf);
   printf("read bandwidth (%d MiB buffer on 2 MiB pages, best of 5): 1 thread %.1f GB/s, %d threads %.1f GB/s\n",
          mb, bw1, threads, bwt);
-  return dir ? roofline(dir, int8, int8_head, bf16, threads, reps, bwt, prof) : 0;
+  return dir ? roofline(dir, int8, int8_head, bf16, threads, rows, reps, bwt, prof) : 0;
 }
