@@ -123,8 +123,53 @@ static void check_log_softmax(void) {
   free(in);
 }
 
+/* The scan search.c took the greedy token with before kern_argmax_f32. */
+static int64_t scan_argmax(const float *x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t i = 1; i < n; i++)
+    if (x[i] > x[best]) best = i;
+  return best;
+}
+
+/* kern_argmax_f32, dispatched and portable, against the scan on rows of
+ * every length around the lanes, drawn from few values (ties in and across
+ * lanes), with ±0, -Inf, NaN (first, inside, everywhere) and rows of -Inf. */
+static void check_argmax(void) {
+  const int64_t lens[] = {0, 1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 65001};
+  const float pool[] = {-INFINITY, -1.0f, -0.0f, 0.0f, 0.5f, 1.0f, 2.0f, NAN};
+  float *x = malloc(65001 * sizeof *x);
+  uint32_t r = 777;
+  int rows = 0;
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+    for (int form = 0; form < 40; form++) {
+      const int64_t n = lens[li];
+      /* form % 8: how many of the pool's values may appear (ties grow as it
+       * shrinks); forms 8-15 add NaNs, 16-23 start with NaN, 24-31 are
+       * wide random floats, 32-39 -Inf but for a few. */
+      for (int64_t i = 0; i < n; i++) {
+        r = r * 1664525u + 1013904223u;
+        int k = form % 8 + 1;
+        x[i] = form >= 24 && form < 32 ? ((float)(r >> 8) / 16777216.0f - 0.5f) * 1e3f
+               : form >= 32            ? -INFINITY
+                                       : pool[(r >> 16) % (unsigned)(k < 7 ? k : 7)];
+        if (form >= 8 && form < 16 && (r >> 5) % 5 == 0) x[i] = NAN;
+        if (form >= 32 && (r >> 7) % 97 == 0) x[i] = pool[(r >> 20) % 7];
+      }
+      if (form >= 16 && form < 24 && n) x[0] = NAN;
+      int64_t want = scan_argmax(x, n), got = kern_argmax_f32(n, x), gotp = kern_argmax_f32_portable(n, x);
+      CHECK_MSG(got == want, "argmax n=%lld form %d: %lld, the scan %lld", (long long)n, form, (long long)got,
+                (long long)want);
+      CHECK_MSG(gotp == want, "argmax n=%lld form %d: portable %lld, the scan %lld", (long long)n, form,
+                (long long)gotp, (long long)want);
+      rows++;
+    }
+  CHECK_MSG(rows == 14 * 40, "argmax: %d rows", rows);
+  free(x);
+}
+
 int main(void) {
   check_log_softmax();
+  check_argmax();
   /* The sweep. */
   size_t cap = 200000, n = 0;
   float *x = malloc(cap * sizeof *x);

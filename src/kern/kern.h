@@ -151,6 +151,13 @@ void kern_log_softmax_f32(int64_t n, float *y, const float *x);
 /* The same at the baseline ISA, for tests. */
 void kern_log_softmax_f32_portable(int64_t n, float *y, const float *x);
 
+/* The first index of the largest of x[0..n), as the scan `best = 0; best =
+ * i where x[i] > x[best]` gives it on every row: NaN is never taken, but
+ * x[0] stays when it is NaN or nothing is above -Inf; 0 when n ≤ 1. */
+int64_t kern_argmax_f32(int64_t n, const float *x);
+/* The same at the baseline ISA, for tests. */
+int64_t kern_argmax_f32_portable(int64_t n, const float *x);
+
 /* float16 ⇄ float for n elements (F16C when available), as half.h rounds. */
 void kern_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 void kern_f32_to_f16(const float *src, uint16_t *dst, int64_t n);

@@ -23,10 +23,11 @@ struct vm_impl {
   void (*f16_to_f32)(const uint16_t *src, float *dst, int64_t n);
   void (*f32_to_f16)(const float *src, uint16_t *dst, int64_t n);
   void (*log_softmax)(int64_t n, float *y, const float *x);
+  int64_t (*argmax)(int64_t n, const float *x);
 };
 
-static const struct vm_impl impl_portable = {kern_vm_f32_portable, tolk_f16_to_f32_n,
-                                             tolk_f32_to_f16_n, kern_log_softmax_f32_portable};
+static const struct vm_impl impl_portable = {kern_vm_f32_portable, tolk_f16_to_f32_n, tolk_f32_to_f16_n,
+                                             kern_log_softmax_f32_portable, kern_argmax_f32_portable};
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -34,9 +35,10 @@ void kern_vm_f32_avx2(enum kern_vm_fn f, int64_t n, float *y, const float *x);
 void kern_f16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n);
 void kern_f32_to_f16_avx2(const float *src, uint16_t *dst, int64_t n);
 void kern_log_softmax_f32_avx2(int64_t n, float *y, const float *x);
+int64_t kern_argmax_f32_avx2(int64_t n, const float *x);
 
-static const struct vm_impl impl_avx2 = {kern_vm_f32_avx2, kern_f16_to_f32_avx2,
-                                         kern_f32_to_f16_avx2, kern_log_softmax_f32_avx2};
+static const struct vm_impl impl_avx2 = {kern_vm_f32_avx2, kern_f16_to_f32_avx2, kern_f32_to_f16_avx2,
+                                         kern_log_softmax_f32_avx2, kern_argmax_f32_avx2};
 
 /* F16C: CPUID leaf 1, ECX bit 29 (every AVX2 CPU has it, but it is a bit
  * of its own; read directly as not every compiler knows the feature name). */
@@ -74,3 +76,5 @@ void kern_f32_to_f16(const float *src, uint16_t *dst, int64_t n) {
 }
 
 void kern_log_softmax_f32(int64_t n, float *y, const float *x) { impl()->log_softmax(n, y, x); }
+
+int64_t kern_argmax_f32(int64_t n, const float *x) { return impl()->argmax(n, x); }

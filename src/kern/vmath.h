@@ -219,6 +219,44 @@ static inline void vm_log_softmax(int64_t n, float *y, const float *x) {
   for (int64_t i = 0; i < n; i++) y[i] = x[i] - mx - lse;
 }
 
+/* The index a scan keeping the first strictly greater value gives (best =
+ * 0; best = i where x[i] > x[best]): the first index of the largest, NaN
+ * never taken, x[0] kept when it is NaN or nothing is above -Inf. Two
+ * passes: the largest m, NaN passed over (vmaxps(v, m) gives m for a NaN
+ * v), then the first element equal to m (±0 compare equal, as the scan
+ * treats them) — the scan's index on every row. A greedy step takes it of
+ * every 65,001-wide row, where the scan's compare-and-move chain cost ~60 µs
+ * (Zen 2); these passes cost ~4. */
+static inline int64_t vm_argmax(int64_t n, const float *x) {
+  enum { LANES = 8 };
+  if (n <= 1 || x[0] != x[0]) return 0;
+  const int64_t whole = n / LANES * LANES;
+  float lmax[LANES];
+#if defined(__AVX2__)
+  __m256 vm = _mm256_set1_ps(-INFINITY);
+  for (int64_t i = 0; i < whole; i += LANES) vm = _mm256_max_ps(_mm256_loadu_ps(x + i), vm);
+  _mm256_storeu_ps(lmax, vm);
+#else
+  for (int l = 0; l < LANES; l++) lmax[l] = -INFINITY;
+  for (int64_t i = 0; i < whole; i += LANES)
+    for (int l = 0; l < LANES; l++) lmax[l] = x[i + l] > lmax[l] ? x[i + l] : lmax[l];
+#endif
+  float m = -INFINITY;
+  for (int l = 0; l < LANES; l++) m = lmax[l] > m ? lmax[l] : m;
+  for (int64_t i = whole; i < n; i++) m = x[i] > m ? x[i] : m;
+  if (m == -INFINITY) return 0;
+  int64_t i = 0;
+#if defined(__AVX2__)
+  const __m256 vmx = _mm256_set1_ps(m);
+  for (; i < whole; i += LANES) {
+    int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), vmx, _CMP_EQ_OQ));
+    if (hit) return i + __builtin_ctz((unsigned)hit);
+  }
+#endif
+  while (x[i] != m) i++;
+  return i;
+}
+
 /* The loops and kern_vm_f32_<suffix> (kern.h), which picks one by f: the
  * same code in every ISA's build; kern_log_softmax_f32_<suffix>. */
 #define VM_LOOPS(suffix)                                                                 \
@@ -240,6 +278,7 @@ static inline void vm_log_softmax(int64_t n, float *y, const float *x) {
   }                                                                                      \
   void kern_log_softmax_f32_##suffix(int64_t n, float *y, const float *x) {              \
     vm_log_softmax(n, y, x);                                                             \
-  }
+  }                                                                                      \
+  int64_t kern_argmax_f32_##suffix(int64_t n, const float *x) { return vm_argmax(n, x); }
 
 #endif /* TOLK_KERN_VMATH_H */

@@ -138,12 +138,6 @@ static int32_t sample(const float *x, size_t V, uint64_t *rng) {
   return 0;
 }
 
-static int32_t argmax(const float *x, size_t V) {
-  size_t best = 0;
-  for (size_t i = 1; i < V; i++)
-    if (x[i] > x[best]) best = i;
-  return (int32_t)best;
-}
 
 /* ---------------------------------------------------------- results */
 
@@ -560,7 +554,7 @@ static void greedy_step(struct mt_search *s, struct slot *sc, const float *logit
   process(g, s->seq, s->len, x);
   if (s->p.do_sample) warp(g, x);
   if (s->p.renormalize_logits) kern_log_softmax_f32((int64_t)V, x, x);
-  int32_t t = s->p.do_sample ? sample(x, V, &s->rng) : argmax(x, V);
+  int32_t t = s->p.do_sample ? sample(x, V, &s->rng) : (int32_t)kern_argmax_f32((int64_t)V, x);
   s->seq[s->len] = t;
   s->scores[s->len - 1] = x[t];
   s->tokens[0] = t;
