@@ -131,6 +131,7 @@ static double generate_s(const tolk_translator *tr, const tolk_ids *src, int row
   tolk_generate_params p = tolk_generate_default_params(tr);
   p.num_beams = 1;
   p.max_new_tokens = p.min_new_tokens = tokens;
+  p.output_scores = 0; /* a step as `tolk translate` runs it: tokens only */
   double t[64];
   for (int r = 0; r < reps; r++) {
     tolk_generation g[64];

@@ -248,6 +248,9 @@ int main(int argc, char **argv) {
   p.max_new_tokens = new_tokens;
   p.min_new_tokens = new_tokens;
   p.batch_tokens = 0; /* the batches below are the ones every engine gets */
+  /* The tokens only, as translate_peers.py asks the others for them:
+   * CTranslate2 without return_scores, transformers without output_scores. */
+  p.output_scores = 0;
 
   tolk_generation *gen = calloc(n, sizeof *gen);
   double *lat = calloc(n, sizeof *lat);

@@ -430,6 +430,7 @@ int cmd_translate(int argc, char **argv) {
   if (o.beam) gp.num_beams = o.beam;
   if (o.max_new_tokens) gp.max_new_tokens = o.max_new_tokens;
   if (o.batch_tokens) gp.batch_tokens = o.batch_tokens;
+  gp.output_scores = o.json; /* only --json prints a score */
   if (o.sample) {
     gp.do_sample = 1;
     gp.num_beams = 1;

@@ -1068,6 +1068,13 @@ typedef struct tolk_generate_params {
   /* Sentences per encoder/decoder run are bounded by this many source
    * tokens (padding included); 0: one batch. */
   int batch_tokens;
+  /* 1 (the default): every tolk_generation carries its score and
+   * token_scores. 0: a greedy search (not sampling) may leave them 0: with
+   * renormalize_logits it then takes each token without the log-softmax over
+   * the vocabulary that only the scores need (the same token: README,
+   * "Translating"), as CTranslate2 does without return_scores. Beam search
+   * always scores. */
+  int output_scores;
 } tolk_generate_params;
 
 /* The model's defaults: generation_config.json, then config.json, then

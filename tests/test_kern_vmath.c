@@ -167,9 +167,85 @@ static void check_argmax(void) {
   free(x);
 }
 
+/* kern_argmax_near_f32 with search.c's margin (2^-20) on rows whose top
+ * is a cluster of values a few ulps to a few margins apart, before and after
+ * the largest: the index is the scan's, both builds agree, and wherever it
+ * says clear, the scan over the row's log-softmax gives the same index —
+ * the greedy search's shortcut. Some rows must tie after the log-softmax
+ * (else the check could not fail) and every one of those must be unclear. */
+static void check_argmax_near(void) {
+  const float margin = 0x1p-20f;
+  const int64_t lens[] = {1, 2, 9, 17, 64, 257, 1000, 65001};
+  float *x = malloc(65001 * sizeof *x), *y = malloc(65001 * sizeof *y);
+  uint32_t r = 4242;
+  int clear_rows = 0, unclear_rows = 0, flipped = 0;
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+    for (int form = 0; form < 60; form++) {
+      const int64_t n = lens[li];
+      r = r * 1664525u + 1013904223u;
+      const float top = ((float)(r >> 8) / 16777216.0f - 0.5f) * 40.0f;
+      for (int64_t i = 0; i < n; i++) {
+        r = r * 1664525u + 1013904223u;
+        x[i] = top - 5.0f - (float)(r >> 8) / 16777216.0f * 20.0f;
+      }
+      /* The cluster: the largest at a random place, and up to 6 others, each
+       * below it by a few ulps of it, or by about the margin. */
+      r = r * 1664525u + 1013904223u;
+      int64_t at = (int64_t)(r % (uint32_t)n);
+      x[at] = top;
+      for (int k = 0; k < 6 && n > 1; k++) {
+        r = r * 1664525u + 1013904223u;
+        int64_t j = (int64_t)((r >> 3) % (uint32_t)n);
+        if (j == at) continue;
+        float gap = (r >> 29) & 1 ? (float)(1 + (r >> 24) % 16) * (fabsf(top) + 1e-3f) * 0x1p-24f
+                                  : margin * (0.25f + (float)((r >> 20) % 8) * 0.25f);
+        x[j] = top - gap;
+      }
+      if (form % 10 == 9 && n > 2) x[n / 2] = -INFINITY;
+      int c = -1, cp = -1;
+      int64_t got = kern_argmax_near_f32(n, x, margin, &c), gotp = kern_argmax_near_f32_portable(n, x, margin, &cp);
+      const int64_t want = scan_argmax(x, n);
+      CHECK_MSG(got == want && gotp == want, "argmax_near n=%lld form %d: %lld / %lld, the scan %lld",
+                (long long)n, form, (long long)got, (long long)gotp, (long long)want);
+      CHECK_MSG(c == cp, "argmax_near n=%lld form %d: clear %d, portable %d", (long long)n, form, c, cp);
+      kern_log_softmax_f32(n, y, x);
+      const int64_t after = scan_argmax(y, n);
+      flipped += after != want;
+      if (c) {
+        clear_rows++;
+        CHECK_MSG(after == got, "argmax_near n=%lld form %d: clear, but the log-softmax's argmax is %lld, not %lld",
+                  (long long)n, form, (long long)after, (long long)got);
+      } else {
+        unclear_rows++;
+      }
+    }
+  CHECK_MSG(flipped > 0 && clear_rows > 0 && unclear_rows > 0,
+            "argmax_near: %d rows tied after the log-softmax, %d clear, %d not: the rows test nothing", flipped,
+            clear_rows, unclear_rows);
+  /* The margin itself: an earlier element exactly at it is near, at twice it not. */
+  const float edge[][3] = {{1.0f - margin, 0.5f, 1.0f}, {1.0f - 2 * margin, 0.5f, 1.0f}};
+  for (int e = 0; e < 2; e++) {
+    int c = -1;
+    int64_t i = kern_argmax_near_f32(3, edge[e], margin, &c);
+    CHECK_MSG(i == 2 && c == (e == 1), "argmax_near edge %d: index %lld clear %d", e, (long long)i, c);
+  }
+  /* NaN anywhere, or a largest of +Inf: never clear, the scan's index still. */
+  float odd[17];
+  for (int k = 0; k < 17; k++) odd[k] = (float)k;
+  odd[11] = NAN;
+  int c = -1;
+  CHECK_MSG(kern_argmax_near_f32(17, odd, margin, &c) == 16 && c == 0, "argmax_near: NaN row clear %d", c);
+  odd[11] = INFINITY;
+  CHECK_MSG(kern_argmax_near_f32(17, odd, margin, &c) == 11 && c == 0, "argmax_near: +Inf row clear %d", c);
+  printf("argmax_near: %d rows clear, %d not, %d tied after the log-softmax\n", clear_rows, unclear_rows, flipped);
+  free(x);
+  free(y);
+}
+
 int main(void) {
   check_log_softmax();
   check_argmax();
+  check_argmax_near();
   /* The sweep. */
   size_t cap = 200000, n = 0;
   float *x = malloc(cap * sizeof *x);

@@ -4,7 +4,9 @@
  * and 0.6, a padded batch, max_new_tokens limits, num_return_sequences 2, the
  * model's own defaults) is run through tolk_translator_generate on the
  * marian-tiny fixture; ids must be identical and scores within 1e-4 — also
- * with the graphs rewritten at creation (opt level ALL).
+ * with the graphs rewritten at creation (opt level ALL), and without
+ * output_scores, where greedy cases skip the log-softmax (ids identical,
+ * token scores 0) and beam cases still score.
  */
 #include <cjson/cJSON.h>
 #include <stdbool.h>
@@ -36,10 +38,12 @@ static size_t golden_len(const cJSON *seq, int32_t pad, int32_t eos) {
   return n;
 }
 
-static void run_case(const tolk_translator *tr, const cJSON *c, int *ok, int *total) {
+static void run_case(const tolk_translator *tr, const cJSON *c, bool want_scores, int *ok, int *total) {
   const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
   const cJSON *params = cJSON_GetObjectItem(c, "params");
   tolk_generate_params p = tolk_generate_default_params(tr);
+  CHECK_MSG(p.output_scores == 1, "%s: output_scores defaults to %d", name, p.output_scores);
+  p.output_scores = want_scores;
   p.num_beams = num(params, "num_beams", p.num_beams);
   p.max_new_tokens = num(params, "max_new_tokens", p.max_new_tokens);
   p.num_return_sequences = num(params, "num_return_sequences", p.num_return_sequences);
@@ -75,6 +79,12 @@ static void run_case(const tolk_translator *tr, const cJSON *c, int *ok, int *to
       fprintf(stderr, "  %s row %zu: got", name, k);
       for (size_t q = 0; q < out[k].n; q++) fprintf(stderr, " %d", out[k].ids[q]);
       fprintf(stderr, "\n");
+    }
+    if (same && !want_scores && p.num_beams == 1) {
+      /* Greedy without scores: every token score is the 0 that says so. */
+      for (size_t q = 0; q + 1 < out[k].n; q++) same &= out[k].token_scores[q] == 0.0f;
+      CHECK_MSG(same, "%s: greedy without output_scores, a token score is not 0", name);
+      continue;
     }
     if (same && cJSON_IsArray(scores)) {
       double d = fabs(out[k].score - cJSON_GetArrayItem(scores, (int)k)->valuedouble);
@@ -128,14 +138,14 @@ static void remove_merged(const char *dir) {
   rmdir(dir);
 }
 
-static void run_all(const cJSON *root, const char *dir, tolk_translator_params tp, const char *what) {
+static void run_all(const cJSON *root, const char *dir, tolk_translator_params tp, bool scores, const char *what) {
   tolk_translator *tr = NULL;
   tolk_error err;
   CHECK_MSG(tolk_translator_create(dir, tp, &tr, &err) == TOLK_OK, "%s", err.message);
   int ok = 0, total = 0;
   if (tr) {
     const cJSON *c;
-    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) run_case(tr, c, &ok, &total);
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) run_case(tr, c, scores, &ok, &total);
   }
   printf("generate (%s): %d / %d cases identical\n", what, ok, total);
   CHECK(total > 0);
@@ -152,16 +162,17 @@ int main(void) {
   free(json);
   tolk_translator_params tp = tolk_translator_default_params();
   snprintf(path, sizeof path, "%s/marian-tiny", tu_fixtures());
-  run_all(root, path, tp, "decoder + decoder_with_past");
+  run_all(root, path, tp, true, "decoder + decoder_with_past");
+  run_all(root, path, tp, false, "decoder + decoder_with_past, no scores");
   char dir[64];
   CHECK(merged_only(path, dir, sizeof dir));
-  run_all(root, dir, tp, "merged decoder");
+  run_all(root, dir, tp, true, "merged decoder");
   /* The session option of tolk optimize (opt level ALL: fusions into
    * QuickGelu, FusedMatMul and MultiHeadAttention before compiling): the
    * same tokens and scores. */
   tp.opt_level = TOLK_OPT_ALL;
-  run_all(root, path, tp, "decoder + decoder_with_past, opt level all");
-  run_all(root, dir, tp, "merged decoder, opt level all");
+  run_all(root, path, tp, true, "decoder + decoder_with_past, opt level all");
+  run_all(root, dir, tp, true, "merged decoder, opt level all");
   remove_merged(dir);
   cJSON_Delete(root);
   return tu_finish("test_mt_generate");

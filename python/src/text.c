@@ -353,13 +353,14 @@ static PyObject *gen_result(const struct gen *x) {
   return res;
 }
 
-/* generate(texts, beam_size=0, max_new_tokens=0, num_hypotheses=1) */
+/* generate(texts, beam_size=0, max_new_tokens=0, num_hypotheses=1, scores=True):
+ * scores=False lets a greedy search skip what only the scores need. */
 static PyObject *translator_generate(PyObject *self, PyObject *args, PyObject *kw) {
-  static char *names[] = {"texts", "beam_size", "max_new_tokens", "num_hypotheses", NULL};
+  static char *names[] = {"texts", "beam_size", "max_new_tokens", "num_hypotheses", "scores", NULL};
   tpy_handle *h = (tpy_handle *)self;
   PyObject *list;
-  int beam = 0, max_new = 0, hyps = 1;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iii", names, &list, &beam, &max_new, &hyps)) return NULL;
+  int beam = 0, max_new = 0, hyps = 1, scores = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|iiip", names, &list, &beam, &max_new, &hyps, &scores)) return NULL;
   if (hyps < 1) return tpy_fail(TOLK_ERR_INVALID_ARGUMENT, "num_hypotheses must be at least 1, not %d", hyps);
   if (tpy_enter(h, "the translator") < 0) return NULL;
   const tolk_translator *tr = h->handle;
@@ -367,6 +368,7 @@ static PyObject *translator_generate(PyObject *self, PyObject *args, PyObject *k
   if (beam > 0) gp.num_beams = beam;
   if (max_new > 0) gp.max_new_tokens = max_new;
   gp.num_return_sequences = hyps;
+  gp.output_scores = scores;
   struct gen x = {.R = (size_t)hyps};
   PyObject *res = NULL;
   if (texts_get(list, &x.t) == 0) {

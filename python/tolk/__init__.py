@@ -187,7 +187,8 @@ class Translator:
         split; see ``translate`` for longer texts). ``beam_size`` None keeps the
         model's num_beams; ``num_hypotheses`` ≤ beam_size."""
         texts = [self._tagged(s) for s in source]
-        rows = self._t.generate(texts, beam_size or 0, max_new_tokens or 0, num_hypotheses)
+        rows = self._t.generate(texts, beam_size or 0, max_new_tokens or 0, num_hypotheses,
+                                scores=return_scores)
         return [TranslationResult([h[0] for h in hyps], [h[1] for h in hyps] if return_scores else [],
                                   [h[2] for h in hyps]) for hyps in rows]
 

@@ -158,6 +158,15 @@ int64_t kern_argmax_f32(int64_t n, const float *x);
 /* The same at the baseline ISA, for tests. */
 int64_t kern_argmax_f32_portable(int64_t n, const float *x);
 
+/* kern_argmax_f32's index, and *clear = 1 when the row has no NaN, its
+ * largest is finite (or the row all -Inf), and no element before the index
+ * lies within `margin` below the largest (x - max ≥ -margin, as float):
+ * then subtracting any one constant c from every element, as a log-softmax
+ * does, leaves the index the scan's over x - c whenever margin covers c's
+ * rounding (search.c). */
+int64_t kern_argmax_near_f32(int64_t n, const float *x, float margin, int *clear);
+int64_t kern_argmax_near_f32_portable(int64_t n, const float *x, float margin, int *clear);
+
 /* float16 ⇄ float for n elements (F16C when available), as half.h rounds. */
 void kern_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 void kern_f32_to_f16(const float *src, uint16_t *dst, int64_t n);

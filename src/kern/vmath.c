@@ -24,10 +24,12 @@ struct vm_impl {
   void (*f32_to_f16)(const float *src, uint16_t *dst, int64_t n);
   void (*log_softmax)(int64_t n, float *y, const float *x);
   int64_t (*argmax)(int64_t n, const float *x);
+  int64_t (*argmax_near)(int64_t n, const float *x, float margin, int *clear);
 };
 
 static const struct vm_impl impl_portable = {kern_vm_f32_portable, tolk_f16_to_f32_n, tolk_f32_to_f16_n,
-                                             kern_log_softmax_f32_portable, kern_argmax_f32_portable};
+                                             kern_log_softmax_f32_portable, kern_argmax_f32_portable,
+                                             kern_argmax_near_f32_portable};
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -36,9 +38,11 @@ void kern_f16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n);
 void kern_f32_to_f16_avx2(const float *src, uint16_t *dst, int64_t n);
 void kern_log_softmax_f32_avx2(int64_t n, float *y, const float *x);
 int64_t kern_argmax_f32_avx2(int64_t n, const float *x);
+int64_t kern_argmax_near_f32_avx2(int64_t n, const float *x, float margin, int *clear);
 
 static const struct vm_impl impl_avx2 = {kern_vm_f32_avx2, kern_f16_to_f32_avx2, kern_f32_to_f16_avx2,
-                                         kern_log_softmax_f32_avx2, kern_argmax_f32_avx2};
+                                         kern_log_softmax_f32_avx2, kern_argmax_f32_avx2,
+                                         kern_argmax_near_f32_avx2};
 
 /* F16C: CPUID leaf 1, ECX bit 29 (every AVX2 CPU has it, but it is a bit
  * of its own; read directly as not every compiler knows the feature name). */
@@ -78,3 +82,7 @@ void kern_f32_to_f16(const float *src, uint16_t *dst, int64_t n) {
 void kern_log_softmax_f32(int64_t n, float *y, const float *x) { impl()->log_softmax(n, y, x); }
 
 int64_t kern_argmax_f32(int64_t n, const float *x) { return impl()->argmax(n, x); }
+
+int64_t kern_argmax_near_f32(int64_t n, const float *x, float margin, int *clear) {
+  return impl()->argmax_near(n, x, margin, clear);
+}

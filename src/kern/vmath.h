@@ -223,38 +223,74 @@ static inline void vm_log_softmax(int64_t n, float *y, const float *x) {
  * 0; best = i where x[i] > x[best]): the first index of the largest, NaN
  * never taken, x[0] kept when it is NaN or nothing is above -Inf. Two
  * passes: the largest m, NaN passed over (vmaxps(v, m) gives m for a NaN
- * v), then the first element equal to m (±0 compare equal, as the scan
- * treats them) — the scan's index on every row. A greedy step takes it of
- * every 65,001-wide row, where the scan's compare-and-move chain cost ~60 µs
- * (Zen 2); these passes cost ~4. */
-static inline int64_t vm_argmax(int64_t n, const float *x) {
+ * v) but noted, then the first element within `margin` below m, which is
+ * the scan's index when it equals m (±0 compare equal, as the scan treats
+ * them); if it does not, the scan goes on to the first equal one. A greedy
+ * step takes it of every 65,001-wide row, where the scan's compare-and-move
+ * chain cost ~60 µs (Zen 2); these passes cost ~4.
+ *
+ * *clear: no NaN in the row, m finite (or the row all -Inf), and no element
+ * before the returned index within `margin` below m (x - m ≥ -margin, the
+ * difference as float) — what search.c needs to know that a log-softmax,
+ * which subtracts one constant from every element, cannot round an earlier
+ * element up to a tie with the largest. */
+static inline int64_t vm_argmax_near(int64_t n, const float *x, float margin, int *clear) {
   enum { LANES = 8 };
-  if (n <= 1 || x[0] != x[0]) return 0;
+  *clear = 0;
+  if (n <= 0) return *clear = 1, 0;
+  if (x[0] != x[0]) return 0;
   const int64_t whole = n / LANES * LANES;
   float lmax[LANES];
+  int nan = 0;
 #if defined(__AVX2__)
-  __m256 vm = _mm256_set1_ps(-INFINITY);
-  for (int64_t i = 0; i < whole; i += LANES) vm = _mm256_max_ps(_mm256_loadu_ps(x + i), vm);
+  __m256 vm = _mm256_set1_ps(-INFINITY), vn = _mm256_setzero_ps();
+  for (int64_t i = 0; i < whole; i += LANES) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    vm = _mm256_max_ps(v, vm);
+    vn = _mm256_or_ps(vn, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
   _mm256_storeu_ps(lmax, vm);
+  nan = _mm256_movemask_ps(vn) != 0;
 #else
   for (int l = 0; l < LANES; l++) lmax[l] = -INFINITY;
   for (int64_t i = 0; i < whole; i += LANES)
-    for (int l = 0; l < LANES; l++) lmax[l] = x[i + l] > lmax[l] ? x[i + l] : lmax[l];
+    for (int l = 0; l < LANES; l++) {
+      lmax[l] = x[i + l] > lmax[l] ? x[i + l] : lmax[l];
+      nan |= x[i + l] != x[i + l];
+    }
 #endif
   float m = -INFINITY;
   for (int l = 0; l < LANES; l++) m = lmax[l] > m ? lmax[l] : m;
-  for (int64_t i = whole; i < n; i++) m = x[i] > m ? x[i] : m;
-  if (m == -INFINITY) return 0;
+  for (int64_t i = whole; i < n; i++) {
+    m = x[i] > m ? x[i] : m;
+    nan |= x[i] != x[i];
+  }
+  if (m == -INFINITY) return *clear = !nan, 0;
+  /* For m = +Inf, x - m is NaN even for x = m: only equality is asked. */
+  const float lo = m == INFINITY ? 0.0f : -margin, mm = m == INFINITY ? 0.0f : m;
   int64_t i = 0;
 #if defined(__AVX2__)
-  const __m256 vmx = _mm256_set1_ps(m);
+  const __m256 vm_ = _mm256_set1_ps(m), vmx = _mm256_set1_ps(mm), vlo = _mm256_set1_ps(lo);
   for (; i < whole; i += LANES) {
-    int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), vmx, _CMP_EQ_OQ));
-    if (hit) return i + __builtin_ctz((unsigned)hit);
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 near = m == INFINITY ? _mm256_cmp_ps(v, vm_, _CMP_EQ_OQ)
+                                      : _mm256_cmp_ps(_mm256_sub_ps(v, vmx), vlo, _CMP_GE_OQ);
+    const int hit = _mm256_movemask_ps(near);
+    if (hit) {
+      i += __builtin_ctz((unsigned)hit);
+      break;
+    }
   }
 #endif
+  while (m == INFINITY ? x[i] != m : !(x[i] - mm >= lo)) i++;
+  if (x[i] == m) return *clear = !nan && m != INFINITY, i;
   while (x[i] != m) i++;
   return i;
+}
+
+static inline int64_t vm_argmax(int64_t n, const float *x) {
+  int clear;
+  return vm_argmax_near(n, x, 0.0f, &clear);
 }
 
 /* The loops and kern_vm_f32_<suffix> (kern.h), which picks one by f: the
@@ -279,6 +315,9 @@ static inline int64_t vm_argmax(int64_t n, const float *x) {
   void kern_log_softmax_f32_##suffix(int64_t n, float *y, const float *x) {              \
     vm_log_softmax(n, y, x);                                                             \
   }                                                                                      \
-  int64_t kern_argmax_f32_##suffix(int64_t n, const float *x) { return vm_argmax(n, x); }
+  int64_t kern_argmax_f32_##suffix(int64_t n, const float *x) { return vm_argmax(n, x); }          \
+  int64_t kern_argmax_near_f32_##suffix(int64_t n, const float *x, float margin, int *clear) {    \
+    return vm_argmax_near(n, x, margin, clear);                                                  \
+  }
 
 #endif /* TOLK_KERN_VMATH_H */

@@ -543,8 +543,19 @@ static bool slot_reserve(struct slot *sc, size_t vocab, int K, int L) {
   return ok;
 }
 
+/* A renormalised greedy step without scores takes the largest processed
+ * logit when nothing before it lies within RENORM_MARGIN below it. The
+ * log-softmax makes y = (x - max) - lse with 0 ≤ lse ≤ log V; an element d
+ * = x - max below the largest (exact that close: Sterbenz) rounds to a tie
+ * with -lse only if |d| ≤ ulp(lse) / 2, which for lse < 16 (V below ~8.8
+ * million) is at most 2^-21. The margin is twice that; test_kern_vmath
+ * finds rows that do tie and checks each is caught. */
+#define RENORM_MARGIN 0x1p-20f
+#define RENORM_MARGIN_VOCAB ((size_t)8000000)
+
 /* Greedy or sampling: the next token of the one row; finished at EOS or
- * the length limit. */
+ * the length limit. Without output_scores a greedy step may leave its
+ * token score 0 (above). */
 static void greedy_step(struct mt_search *s, struct slot *sc, const float *logits) {
   struct gen *g = &s->g;
   size_t V = g->vocab;
@@ -553,10 +564,24 @@ static void greedy_step(struct mt_search *s, struct slot *sc, const float *logit
   memcpy(x, logits, V * sizeof *x);
   process(g, s->seq, s->len, x);
   if (s->p.do_sample) warp(g, x);
-  if (s->p.renormalize_logits) kern_log_softmax_f32((int64_t)V, x, x);
-  int32_t t = s->p.do_sample ? sample(x, V, &s->rng) : (int32_t)kern_argmax_f32((int64_t)V, x);
+  int32_t t = -1;
+  if (s->p.renormalize_logits && !s->p.do_sample && !s->p.output_scores && V < RENORM_MARGIN_VOCAB) {
+    /* The log-softmax subtracts one constant from the row, so its largest
+     * is the row's — unless rounding lifts an earlier element that close
+     * below to a tie, which the margin rules out; only then are the exps
+     * worth taking. */
+    int clear;
+    int64_t i = kern_argmax_near_f32((int64_t)V, x, RENORM_MARGIN, &clear);
+    if (clear) t = (int32_t)i;
+  }
+  float score = 0.0f;
+  if (t < 0) {
+    if (s->p.renormalize_logits) kern_log_softmax_f32((int64_t)V, x, x);
+    t = s->p.do_sample ? sample(x, V, &s->rng) : (int32_t)kern_argmax_f32((int64_t)V, x);
+    score = x[t];
+  }
   s->seq[s->len] = t;
-  s->scores[s->len - 1] = x[t];
+  s->scores[s->len - 1] = score;
   s->tokens[0] = t;
   s->len++;
   s->done = t == g->cfg->eos || s->len >= g->max_length;

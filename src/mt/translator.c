@@ -97,6 +97,7 @@ tolk_translator_info tolk_translator_describe(const tolk_translator *t) {
 tolk_generate_params tolk_generate_default_params(const tolk_translator *t) {
   tolk_generate_params p = t->cfg.gen;
   p.batch_tokens = 4096;
+  p.output_scores = 1;
   return p;
 }
 
@@ -204,6 +205,7 @@ tolk_status tolk_translator_translate(const tolk_translator *t, const char *cons
   for (size_t i = 0; i < n; i++)
     if (!texts[i]) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "translate: text %zu is null", i);
   tolk_generate_params p = params ? *params : tolk_generate_default_params(t);
+  p.output_scores = 0; /* strings out: no score is returned */
   size_t R = (size_t)p.num_return_sequences;
   char **src = calloc(n ? n : 1, sizeof *src);
   tolk_ids *ids = calloc(n ? n : 1, sizeof *ids);

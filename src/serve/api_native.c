@@ -236,6 +236,7 @@ enum req_next native_translate(struct req *r) {
     p.max_new_tokens = (int)q->max_new_tokens;
     p.min_new_tokens = (int)q->min_new_tokens;
     p.n_best = (int)q->n_best;
+    p.scores = q->scores;
     tolk_error err;
     if (req_submit(r, i, t->e, joined, len, &p, &err)) {
       next = req_submit_failed(r, &err);

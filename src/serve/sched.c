@@ -322,6 +322,7 @@ static tolk_status job_params(const struct sched *s, const struct sched_text_par
                      j->gp.num_beams);
   j->gp.num_return_sequences = j->gp.num_beams > 1 ? j->n_best : 1;
   j->gp.do_sample = 0;
+  j->gp.output_scores = p->scores;
   mt_params_fit(s->tr, &j->gp);
   int max_length;
   return mt_search_check(&j->gp, &max_length, err);

@@ -142,6 +142,10 @@ struct sched_text_params {
   int n_best;            /* hypotheses returned per sentence, ≤ num_beams */
   int64_t deadline_ns;   /* CLOCK_MONOTONIC; 0: none. Past it: TOLK_ERR_CANCELLED */
   int min_new_tokens;    /* EOS is not chosen before this many tokens */
+  /* The request returns scores (the native API's return_scores); without,
+   * a greedy search may leave them 0 and skip the work only they need
+   * (tolk_generate_params.output_scores). */
+  bool scores;
   /* A later text of a request whose first text was taken: it waits behind
    * its own request, so max_queue_wait_ms does not judge it (max_queue and
    * the deadline still do), or a request of more texts than the batch has

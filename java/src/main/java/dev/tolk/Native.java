@@ -70,7 +70,7 @@ final class Native {
           MemoryLayout.paddingLayout(4),
           JAVA_LONG.withName("seed"),
           JAVA_INT.withName("batch_tokens"),
-          MemoryLayout.paddingLayout(4));
+          JAVA_INT.withName("output_scores"));
 
   static final StructLayout SPECIAL_IDS =
       MemoryLayout.structLayout(
