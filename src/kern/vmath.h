@@ -175,6 +175,42 @@ static inline float vm_gelu_tanh(float x) {
     for (int64_t i = 0; i < n; i++) y[i] = fn(x[i]);                                     \
   }
 
+/* The largest of x[0..n), NaN passed over, and *nan whether there was
+ * one: element i to lane i mod 8, the lanes then in order, then the tail —
+ * one fixed order for every ISA, so ±0 come out the same everywhere. GCC
+ * leaves the reduction scalar; vmaxps(v, m) is v > m ? v : m, NaN and
+ * signed zeros included. */
+static inline float vm_row_max(int64_t n, const float *x, int *nan) {
+  enum { LANES = 8 };
+  const int64_t whole = n / LANES * LANES;
+  float lmax[LANES];
+  *nan = 0;
+#if defined(__AVX2__)
+  __m256 vm = _mm256_set1_ps(-INFINITY), vn = _mm256_setzero_ps();
+  for (int64_t i = 0; i < whole; i += LANES) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    vm = _mm256_max_ps(v, vm);
+    vn = _mm256_or_ps(vn, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  _mm256_storeu_ps(lmax, vm);
+  *nan = _mm256_movemask_ps(vn) != 0;
+#else
+  for (int l = 0; l < LANES; l++) lmax[l] = -INFINITY;
+  for (int64_t i = 0; i < whole; i += LANES)
+    for (int l = 0; l < LANES; l++) {
+      lmax[l] = x[i + l] > lmax[l] ? x[i + l] : lmax[l];
+      *nan |= x[i + l] != x[i + l];
+    }
+#endif
+  float m = -INFINITY;
+  for (int l = 0; l < LANES; l++) m = lmax[l] > m ? lmax[l] : m;
+  for (int64_t i = whole; i < n; i++) {
+    m = x[i] > m ? x[i] : m;
+    *nan |= x[i] != x[i];
+  }
+  return m;
+}
+
 /* y = x - max - log Σ exp(x - max) over a row of n (y may be x), the
  * log-softmax a beam search takes of every row of logits: 65,001 a row for
  * opus-mt, so every pass is a vectorised loop. The sum goes to eight
@@ -185,21 +221,8 @@ static inline float vm_gelu_tanh(float x) {
 static inline void vm_log_softmax(int64_t n, float *y, const float *x) {
   enum { BLOCK = 256, LANES = 8 };
   const int64_t whole = n / LANES * LANES;
-  float lmax[LANES];
-#if defined(__AVX2__)
-  /* GCC leaves this reduction scalar; vmaxps(v, m) is v > m ? v : m, NaN
-   * and signed zeros included. */
-  __m256 vm = _mm256_set1_ps(-INFINITY);
-  for (int64_t i = 0; i < whole; i += LANES) vm = _mm256_max_ps(_mm256_loadu_ps(x + i), vm);
-  _mm256_storeu_ps(lmax, vm);
-#else
-  for (int l = 0; l < LANES; l++) lmax[l] = -INFINITY;
-  for (int64_t i = 0; i < whole; i += LANES)
-    for (int l = 0; l < LANES; l++) lmax[l] = x[i + l] > lmax[l] ? x[i + l] : lmax[l];
-#endif
-  float mx = -INFINITY;
-  for (int l = 0; l < LANES; l++) mx = lmax[l] > mx ? lmax[l] : mx;
-  for (int64_t i = whole; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+  int nan;
+  const float mx = vm_row_max(n, x, &nan);
   if (mx == -INFINITY) {
     for (int64_t i = 0; i < n; i++) y[i] = x[i];
     return;
@@ -219,15 +242,29 @@ static inline void vm_log_softmax(int64_t n, float *y, const float *x) {
   for (int64_t i = 0; i < n; i++) y[i] = x[i] - mx - lse;
 }
 
+/* The first i ≥ from with x[i] - m ≥ lo (lo = 0: x[i] == m, for a finite
+ * m that is the row's largest); one must exist. */
+static inline int64_t vm_first_near(int64_t n, const float *x, int64_t from, float m, float lo) {
+  int64_t i = from;
+#if defined(__AVX2__)
+  const __m256 vmx = _mm256_set1_ps(m), vlo = _mm256_set1_ps(lo);
+  for (; i + 8 <= n; i += 8) {
+    const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vmx), vlo, _CMP_GE_OQ));
+    if (hit) return i + __builtin_ctz((unsigned)hit);
+  }
+#endif
+  while (!(x[i] - m >= lo)) i++;
+  return i;
+}
+
 /* The index a scan keeping the first strictly greater value gives (best =
  * 0; best = i where x[i] > x[best]): the first index of the largest, NaN
  * never taken, x[0] kept when it is NaN or nothing is above -Inf. Two
- * passes: the largest m, NaN passed over (vmaxps(v, m) gives m for a NaN
- * v) but noted, then the first element within `margin` below m, which is
- * the scan's index when it equals m (±0 compare equal, as the scan treats
- * them); if it does not, the scan goes on to the first equal one. A greedy
- * step takes it of every 65,001-wide row, where the scan's compare-and-move
- * chain cost ~60 µs (Zen 2); these passes cost ~4.
+ * passes: the largest m (vm_row_max), then the first element within
+ * `margin` below m, which is the scan's index when it equals m (±0 compare
+ * equal, as the scan treats them); if it does not, the first equal one
+ * after it. A greedy step takes it of every 65,001-wide row, where the
+ * scan's compare-and-move chain cost ~60 µs (Zen 2); these passes cost ~4.
  *
  * *clear: no NaN in the row, m finite (or the row all -Inf), and no element
  * before the returned index within `margin` below m (x - m ≥ -margin, the
@@ -235,56 +272,20 @@ static inline void vm_log_softmax(int64_t n, float *y, const float *x) {
  * which subtracts one constant from every element, cannot round an earlier
  * element up to a tie with the largest. */
 static inline int64_t vm_argmax_near(int64_t n, const float *x, float margin, int *clear) {
-  enum { LANES = 8 };
   *clear = 0;
   if (n <= 0) return *clear = 1, 0;
   if (x[0] != x[0]) return 0;
-  const int64_t whole = n / LANES * LANES;
-  float lmax[LANES];
-  int nan = 0;
-#if defined(__AVX2__)
-  __m256 vm = _mm256_set1_ps(-INFINITY), vn = _mm256_setzero_ps();
-  for (int64_t i = 0; i < whole; i += LANES) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    vm = _mm256_max_ps(v, vm);
-    vn = _mm256_or_ps(vn, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-  }
-  _mm256_storeu_ps(lmax, vm);
-  nan = _mm256_movemask_ps(vn) != 0;
-#else
-  for (int l = 0; l < LANES; l++) lmax[l] = -INFINITY;
-  for (int64_t i = 0; i < whole; i += LANES)
-    for (int l = 0; l < LANES; l++) {
-      lmax[l] = x[i + l] > lmax[l] ? x[i + l] : lmax[l];
-      nan |= x[i + l] != x[i + l];
-    }
-#endif
-  float m = -INFINITY;
-  for (int l = 0; l < LANES; l++) m = lmax[l] > m ? lmax[l] : m;
-  for (int64_t i = whole; i < n; i++) {
-    m = x[i] > m ? x[i] : m;
-    nan |= x[i] != x[i];
-  }
+  int nan;
+  const float m = vm_row_max(n, x, &nan);
   if (m == -INFINITY) return *clear = !nan, 0;
-  /* For m = +Inf, x - m is NaN even for x = m: only equality is asked. */
-  const float lo = m == INFINITY ? 0.0f : -margin, mm = m == INFINITY ? 0.0f : m;
-  int64_t i = 0;
-#if defined(__AVX2__)
-  const __m256 vm_ = _mm256_set1_ps(m), vmx = _mm256_set1_ps(mm), vlo = _mm256_set1_ps(lo);
-  for (; i < whole; i += LANES) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    const __m256 near = m == INFINITY ? _mm256_cmp_ps(v, vm_, _CMP_EQ_OQ)
-                                      : _mm256_cmp_ps(_mm256_sub_ps(v, vmx), vlo, _CMP_GE_OQ);
-    const int hit = _mm256_movemask_ps(near);
-    if (hit) {
-      i += __builtin_ctz((unsigned)hit);
-      break;
-    }
+  if (m == INFINITY) { /* x - m is NaN even at x = m: never clear */
+    int64_t i = 0;
+    while (x[i] != m) i++;
+    return i;
   }
-#endif
-  while (m == INFINITY ? x[i] != m : !(x[i] - mm >= lo)) i++;
-  if (x[i] == m) return *clear = !nan && m != INFINITY, i;
-  while (x[i] != m) i++;
+  const int64_t i = vm_first_near(n, x, 0, m, -margin);
+  if (x[i] != m) return vm_first_near(n, x, i, m, 0.0f);
+  *clear = !nan;
   return i;
 }
 

@@ -138,7 +138,6 @@ static int32_t sample(const float *x, size_t V, uint64_t *rng) {
   return 0;
 }
 
-
 /* ---------------------------------------------------------- results */
 
 static tolk_status set_result(tolk_generation *out, const int32_t *seq, size_t n, float score,
