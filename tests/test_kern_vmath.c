@@ -99,6 +99,15 @@ static void check_log_softmax(void) {
       kern_log_softmax_f32(n, x, x);
       CHECK_MSG(memcmp(x, y, (size_t)n * sizeof *y) == 0, "log_softmax n=%lld form %d: in place differs",
                 (long long)n, form);
+      /* Its two constants alone give the same bits, on both builds. */
+      float tmx, tmxp;
+      const float lse = kern_log_softmax_terms_f32(n, in, &tmx);
+      const float lsep = kern_log_softmax_terms_f32_portable(n, in, &tmxp);
+      CHECK_MSG(memcmp(&tmx, &tmxp, sizeof tmx) == 0 && memcmp(&lse, &lsep, sizeof lse) == 0,
+                "log_softmax_terms n=%lld form %d: dispatched and portable builds differ", (long long)n, form);
+      for (int64_t i = 0; i < n; i++) x[i] = (in[i] - tmx) - lse;
+      CHECK_MSG(memcmp(x, y, (size_t)n * sizeof *y) == 0, "log_softmax_terms n=%lld form %d: not the kernel's bits",
+                (long long)n, form);
       if (form == 2 || form == 3) continue;
       double mx = -INFINITY, z = 0;
       for (int64_t i = 0; i < n; i++) mx = in[i] > mx ? in[i] : mx;
@@ -124,6 +133,63 @@ static void check_log_softmax(void) {
 }
 
 /* The scan search.c took the greedy token with before kern_argmax_f32. */
+/* What the beam search's scan tested before it moved to the kernel: the
+ * group's best score, NaN passed over, above thr. */
+static int64_t ref_next_group_above(int64_t n, const float *x, int64_t from, float mx, float lse, float add,
+                                    float thr) {
+  int64_t g = from;
+  for (; g + 8 <= n; g += 8) {
+    float best = -INFINITY;
+    for (int l = 0; l < 8; l++) {
+      const float y = ((x[g + l] - mx) - lse) + add;
+      best = y > best ? y : best;
+    }
+    if (best > thr) return g;
+  }
+  return g;
+}
+
+/* kern_next_group_above_f32 against that scan from every group start, with
+ * thresholds taken from the row's own scores (an equal score is not above),
+ * ±Inf, rows with NaN and -Inf, and lengths around the groups. */
+static void check_next_group_above(void) {
+  const int64_t lens[] = {1, 7, 8, 9, 16, 17, 63, 64, 65, 203};
+  float x[203];
+  uint32_t r = 777;
+  int checks = 0, found = 0;
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+    const int64_t n = lens[li];
+    for (int form = 0; form < 3; form++) {
+      for (int64_t i = 0; i < n; i++) {
+        r = r * 1664525u + 1013904223u;
+        x[i] = ((float)(r >> 8) / 16777216.0f - 0.5f) * 20.0f;
+      }
+      if (form == 1)
+        for (int64_t i = 0; i < n; i += 3) x[i] = NAN;
+      if (form == 2)
+        for (int64_t i = 1; i < n; i += 2) x[i] = -INFINITY;
+      float mx;
+      const float lse = kern_log_softmax_terms_f32(n, x, &mx), add = -3.25f;
+      for (int t = 0; t < 6; t++) {
+        const int64_t at = (int64_t)(r >> 8) % n;
+        float thr = t == 0 ? -INFINITY : t == 1 ? INFINITY : ((x[(at * (t + 1)) % n] - mx) - lse) + add;
+        if (thr != thr) thr = 0.0f;
+        for (int64_t from = 0; from + 8 <= n + 7; from += 8) {
+          const int64_t want = ref_next_group_above(n, x, from, mx, lse, add, thr);
+          const int64_t got = kern_next_group_above_f32(n, x, from, mx, lse, add, thr);
+          const int64_t got_p = kern_next_group_above_f32_portable(n, x, from, mx, lse, add, thr);
+          CHECK_MSG(got == want && got_p == want,
+                    "next_group_above n=%lld form %d thr %g from %lld: %lld (portable %lld), want %lld",
+                    (long long)n, form, thr, (long long)from, (long long)got, (long long)got_p, (long long)want);
+          checks++;
+          found += want + 8 <= n;
+        }
+      }
+    }
+  }
+  printf("next_group_above: %d scans, %d found a group\n", checks, found);
+}
+
 static int64_t scan_argmax(const float *x, int64_t n) {
   int64_t best = 0;
   for (int64_t i = 1; i < n; i++)
@@ -244,6 +310,7 @@ static void check_argmax_near(void) {
 
 int main(void) {
   check_log_softmax();
+  check_next_group_above();
   check_argmax();
   check_argmax_near();
   /* The sweep. */

@@ -151,6 +151,23 @@ void kern_log_softmax_f32(int64_t n, float *y, const float *x);
 /* The same at the baseline ISA, for tests. */
 void kern_log_softmax_f32_portable(int64_t n, float *y, const float *x);
 
+/* kern_log_softmax_f32's two constants without its output: it writes y[i] =
+ * (x[i] - *mx) - lse, lse the value returned (both 0 for a row with nothing
+ * above -Inf), so a caller that reads the log-probs once can make them as it
+ * reads, bit for bit. */
+float kern_log_softmax_terms_f32(int64_t n, const float *x, float *mx);
+float kern_log_softmax_terms_f32_portable(int64_t n, const float *x, float *mx);
+
+/* The first g = from, from + 8, … with g + 8 ≤ n such that some element of
+ * x[g .. g + 8) has ((x - mx) - lse) + add > thr, NaN never; the first g
+ * past the whole groups when none has: where a beam search's scan of a row
+ * of log-probs plus its running score next finds a group that can enter its
+ * list of candidates, thr being the list's last. */
+int64_t kern_next_group_above_f32(int64_t n, const float *x, int64_t from, float mx, float lse, float add,
+                                  float thr);
+int64_t kern_next_group_above_f32_portable(int64_t n, const float *x, int64_t from, float mx, float lse,
+                                           float add, float thr);
+
 /* The first index of the largest of x[0..n), as the scan `best = 0; best =
  * i where x[i] > x[best]` gives it on every row: NaN is never taken, but
  * x[0] stays when it is NaN or nothing is above -Inf; 0 when n ≤ 1. */

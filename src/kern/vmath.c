@@ -23,12 +23,17 @@ struct vm_impl {
   void (*f16_to_f32)(const uint16_t *src, float *dst, int64_t n);
   void (*f32_to_f16)(const float *src, uint16_t *dst, int64_t n);
   void (*log_softmax)(int64_t n, float *y, const float *x);
+  float (*log_softmax_terms)(int64_t n, const float *x, float *mx);
+  int64_t (*next_group_above)(int64_t n, const float *x, int64_t from, float mx, float lse, float add,
+                              float thr);
   int64_t (*argmax)(int64_t n, const float *x);
   int64_t (*argmax_near)(int64_t n, const float *x, float margin, int *clear);
 };
 
 static const struct vm_impl impl_portable = {kern_vm_f32_portable, tolk_f16_to_f32_n, tolk_f32_to_f16_n,
-                                             kern_log_softmax_f32_portable, kern_argmax_f32_portable,
+                                             kern_log_softmax_f32_portable,
+                                             kern_log_softmax_terms_f32_portable,
+                                             kern_next_group_above_f32_portable, kern_argmax_f32_portable,
                                              kern_argmax_near_f32_portable};
 
 #if defined(__x86_64__)
@@ -37,11 +42,15 @@ void kern_vm_f32_avx2(enum kern_vm_fn f, int64_t n, float *y, const float *x);
 void kern_f16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n);
 void kern_f32_to_f16_avx2(const float *src, uint16_t *dst, int64_t n);
 void kern_log_softmax_f32_avx2(int64_t n, float *y, const float *x);
+float kern_log_softmax_terms_f32_avx2(int64_t n, const float *x, float *mx);
+int64_t kern_next_group_above_f32_avx2(int64_t n, const float *x, int64_t from, float mx, float lse,
+                                       float add, float thr);
 int64_t kern_argmax_f32_avx2(int64_t n, const float *x);
 int64_t kern_argmax_near_f32_avx2(int64_t n, const float *x, float margin, int *clear);
 
 static const struct vm_impl impl_avx2 = {kern_vm_f32_avx2, kern_f16_to_f32_avx2, kern_f32_to_f16_avx2,
-                                         kern_log_softmax_f32_avx2, kern_argmax_f32_avx2,
+                                         kern_log_softmax_f32_avx2, kern_log_softmax_terms_f32_avx2,
+                                         kern_next_group_above_f32_avx2, kern_argmax_f32_avx2,
                                          kern_argmax_near_f32_avx2};
 
 /* F16C: CPUID leaf 1, ECX bit 29 (every AVX2 CPU has it, but it is a bit
@@ -80,6 +89,15 @@ void kern_f32_to_f16(const float *src, uint16_t *dst, int64_t n) {
 }
 
 void kern_log_softmax_f32(int64_t n, float *y, const float *x) { impl()->log_softmax(n, y, x); }
+
+float kern_log_softmax_terms_f32(int64_t n, const float *x, float *mx) {
+  return impl()->log_softmax_terms(n, x, mx);
+}
+
+int64_t kern_next_group_above_f32(int64_t n, const float *x, int64_t from, float mx, float lse, float add,
+                                  float thr) {
+  return impl()->next_group_above(n, x, from, mx, lse, add, thr);
+}
 
 int64_t kern_argmax_f32(int64_t n, const float *x) { return impl()->argmax(n, x); }
 

@@ -211,22 +211,21 @@ static inline float vm_row_max(int64_t n, const float *x, int *nan) {
   return m;
 }
 
-/* y = x - max - log Σ exp(x - max) over a row of n (y may be x), the
- * log-softmax a beam search takes of every row of logits: 65,001 a row for
- * opus-mt, so every pass is a vectorised loop. The sum goes to eight
- * double lanes, element i to lane i mod 8 in index order, then lane 0 to 7:
- * a fixed order, so every ISA's build gives the same bits. The exps are
- * made a block at a time into a buffer, which keeps each loop simple enough
- * to vectorise. A row whose max is -Inf (all -Inf) is copied unchanged. */
-static inline void vm_log_softmax(int64_t n, float *y, const float *x) {
+/* The two constants of a row's log-softmax, y = (x - mx) - lse with mx
+ * the row's largest and lse = log Σ exp(x - mx): a beam search needs them
+ * for every row of logits, 65,001 a row for opus-mt, so every pass is a
+ * vectorised loop. The sum goes to eight double lanes, element i to lane
+ * i mod 8 in index order, then lane 0 to 7: a fixed order, so every ISA's
+ * build gives the same bits. The exps are made a block at a time into a
+ * buffer, which keeps each loop simple enough to vectorise. A row with
+ * nothing above -Inf gets mx = lse = 0, which leaves it as it is. */
+static inline float vm_log_softmax_terms(int64_t n, const float *x, float *mx_out) {
   enum { BLOCK = 256, LANES = 8 };
   const int64_t whole = n / LANES * LANES;
   int nan;
   const float mx = vm_row_max(n, x, &nan);
-  if (mx == -INFINITY) {
-    for (int64_t i = 0; i < n; i++) y[i] = x[i];
-    return;
-  }
+  *mx_out = 0.0f;
+  if (mx == -INFINITY) return 0.0f;
   double lane[LANES] = {0};
   float e[BLOCK];
   for (int64_t i = 0; i < whole; i += BLOCK) {
@@ -238,8 +237,37 @@ static inline void vm_log_softmax(int64_t n, float *y, const float *x) {
   for (int64_t i = whole; i < n; i++) lane[i - whole] += (double)vm_exp(x[i] - mx);
   double sum = 0;
   for (int l = 0; l < LANES; l++) sum += lane[l];
-  const float lse = (float)log(sum);
+  *mx_out = mx;
+  return (float)log(sum);
+}
+
+/* y = x - max - log Σ exp(x - max) over a row of n (y may be x). */
+static inline void vm_log_softmax(int64_t n, float *y, const float *x) {
+  float mx;
+  const float lse = vm_log_softmax_terms(n, x, &mx);
   for (int64_t i = 0; i < n; i++) y[i] = x[i] - mx - lse;
+}
+
+/* The first group x[g .. g + 8), g = from, from + 8, … while g + 8 ≤ n,
+ * with an element whose ((x - mx) - lse) + add — a candidate's score in a
+ * beam search: its log-prob plus its beam's running score — is above thr;
+ * the first g past the whole groups when none is. NaN is never above. */
+static inline int64_t vm_next_group_above(int64_t n, const float *x, int64_t from, float mx, float lse,
+                                          float add, float thr) {
+  int64_t g = from;
+#if defined(__AVX2__)
+  const __m256 vmx = _mm256_set1_ps(mx), vlse = _mm256_set1_ps(lse), vadd = _mm256_set1_ps(add),
+               vthr = _mm256_set1_ps(thr);
+  for (; g + 8 <= n; g += 8) {
+    const __m256 y = _mm256_add_ps(_mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + g), vmx), vlse), vadd);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(y, vthr, _CMP_GT_OQ))) return g;
+  }
+#else
+  for (; g + 8 <= n; g += 8)
+    for (int l = 0; l < 8; l++)
+      if (((x[g + l] - mx) - lse) + add > thr) return g;
+#endif
+  return g;
 }
 
 /* The first i ≥ from with x[i] - m ≥ lo (lo = 0: x[i] == m, for a finite
@@ -315,6 +343,13 @@ static inline int64_t vm_argmax(int64_t n, const float *x) {
   }                                                                                      \
   void kern_log_softmax_f32_##suffix(int64_t n, float *y, const float *x) {              \
     vm_log_softmax(n, y, x);                                                             \
+  }                                                                                      \
+  float kern_log_softmax_terms_f32_##suffix(int64_t n, const float *x, float *mx) {      \
+    return vm_log_softmax_terms(n, x, mx);                                               \
+  }                                                                                      \
+  int64_t kern_next_group_above_f32_##suffix(int64_t n, const float *x, int64_t from, float mx, \
+                                             float lse, float add, float thr) {          \
+    return vm_next_group_above(n, x, from, mx, lse, add, thr);                           \
   }                                                                                      \
   int64_t kern_argmax_f32_##suffix(int64_t n, const float *x) { return vm_argmax(n, x); }          \
   int64_t kern_argmax_near_f32_##suffix(int64_t n, const float *x, float margin, int *clear) {    \

@@ -160,7 +160,7 @@ static tolk_status group_step(struct mt_batcher *b, struct group *g, bool first,
     t += k;
   }
   if (!reserve_done(b, g->n)) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "batcher: out of memory");
-  const float *logits;
+  float *logits;
   tolk_status st = mt_state_step(g->state, b->tokens, &logits, err);
   float *wide = NULL;
   if (!st && first && rows > g->n) {

@@ -553,9 +553,10 @@ tolk_status mt_state_append(struct mt_state *dst, struct mt_state *src, tolk_err
 }
 
 /* Spreads the candidates-wide logits into s->wide, whose other entries
- * are -inf: they were set so when it was made, and every step writes the
- * same candidate entries (the set only grows, mt_state_append). */
-static tolk_status widen_logits(struct mt_state *s, const float **logits, tolk_error *err) {
+ * are -inf: they were set so when it was made, every step writes the same
+ * candidate entries (the set only grows, mt_state_append), and the caller
+ * leaves the others -inf (mt_state_step). */
+static tolk_status widen_logits(struct mt_state *s, float **logits, tolk_error *err) {
   size_t vocab = (size_t)s->m->vocab;
   if (s->rows > s->cap_rows) {
     size_t cap = s->rows > 2 * s->cap_rows ? s->rows : 2 * s->cap_rows, cells;
@@ -595,7 +596,7 @@ static tolk_status logits_buffer(struct mt_state *s, int64_t width, tolk_tensor 
   return tolk_tensor_wrap(TOLK_FLOAT, 3, dims, s->logit_mem, cells * sizeof(float), out, err);
 }
 
-tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float **logits,
+tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, float **logits,
                           tolk_error *err) {
   const struct mt_model *m = s->m;
   size_t n_kv = (size_t)m->layers * KV_KINDS;

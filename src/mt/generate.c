@@ -84,7 +84,7 @@ static tolk_status step_loop(struct batch *b, struct mt_state *s, struct mt_scra
     }
     const size_t fold = first ? per : 1; /* search rows per state row */
     for (size_t r = 0; fold > 1 && r < t / fold; r++) b->tokens[r] = b->tokens[r * fold];
-    const float *logits;
+    float *logits;
     if ((st = mt_state_step(s, b->tokens, &logits, err))) break;
     for (size_t r = 0; fold > 1 && r < t; r++) b->rows[r] = (int32_t)(r / fold);
     float *wide = fold > 1 ? mt_logits_spread(logits, b->rows, t, vocab) : NULL;

@@ -114,9 +114,11 @@ void mt_state_free(struct mt_state *s);
 tolk_status mt_state_select(struct mt_state *s, const int32_t *keep, size_t n, tolk_error *err);
 
 /* One decoder step: feeds tokens[r] to row r and returns the logits,
- * rows × vocab floats valid until the next call. With a shortlist, the
- * logits of ids that are not candidates of the batch are -inf. */
-tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, const float **logits,
+ * rows × vocab floats valid until the next call, which the caller may
+ * overwrite. With a shortlist, the logits of ids that are not candidates
+ * of the batch are -inf, and the caller must leave them so (the search's
+ * processors only mask or scale, and its forced EOS is a candidate). */
+tolk_status mt_state_step(struct mt_state *s, const int32_t *tokens, float **logits,
                           tolk_error *err);
 
 size_t mt_state_rows(const struct mt_state *s);
@@ -184,13 +186,13 @@ int mt_search_length(const struct mt_search *s);
 
 /* Steps searches s[0..n), which own consecutive rows of the step's logits
  * (rows × vocab, in that order, mt_search_rows each): each consumes its
- * rows, and parents[r] receives, for row r, the row of the same search (0
+ * rows, overwriting them (the processors work in place), and parents[r] receives, for row r, the row of the same search (0
  * for its first) that it continues from, so the caller can reorder the
  * decoder state. Then done() may be true. The searches are shared out over
  * pool's threads (NULL: this one), at most one per slot of sc at a time;
  * each runs exactly as alone. */
 tolk_status mt_search_step_many(struct mt_search *const *s, size_t n, struct mt_scratch *sc,
-                                const float *logits, int32_t *parents, struct tolk_pool *pool,
+                                float *logits, int32_t *parents, struct tolk_pool *pool,
                                 tolk_error *err);
 /* The first step's logits, computed once per source, for the rows of its
  * beams or sample copies: a new buffer (free()) of rows × vocab floats whose

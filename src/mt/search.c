@@ -222,52 +222,50 @@ static void offer(float s, int b, size_t v, size_t V, struct cand *c, int *have,
   c[pos] = (struct cand){s, b, (int32_t)v, b * (int)V + (int)v};
 }
 
-/* Adds the beam's running score to its row of log-probs and offers the
- * row to the candidates, eight at a time: once the list is full, a group
- * whose best does not beat its last is passed over whole (65,001 a row,
- * almost all of them passed over). */
-static void add_and_offer(float *x, size_t V, float add, int b, struct cand *c, int *have, int want) {
+/* Offers row b of log-probs plus the beam's running score, ((x - mx) -
+ * lse) + add — the bits a log-softmax's output plus add would hold — to the
+ * candidates, eight at a time: once the list is full, the vectorised scan
+ * passes over the groups whose best does not beat its last (65,001 a row,
+ * almost all of them passed over), and nothing is written. */
+static void offer_row(const float *x, size_t V, float mx, float lse, float add, int b, struct cand *c,
+                      int *have, int want) {
   enum { G = 8 };
+  const size_t whole = V / G * G;
   size_t v = 0;
-  for (; v + G <= V; v += G) {
-    float best = NEG_INF;
-    for (int l = 0; l < G; l++) {
-      x[v + l] += add;
-      best = x[v + l] > best ? x[v + l] : best;
+  while (v < whole) {
+    if (*have == want) {
+      v = (size_t)kern_next_group_above_f32((int64_t)V, x, (int64_t)v, mx, lse, add, c[want - 1].score);
+      if (v >= whole) break;
     }
-    if (*have == want && !(best > c[want - 1].score)) continue;
-    for (int l = 0; l < G; l++) offer(x[v + l], b, v + (size_t)l, V, c, have, want);
+    for (int l = 0; l < G; l++) offer(((x[v + l] - mx) - lse) + add, b, v + (size_t)l, V, c, have, want);
+    v += G;
   }
-  for (; v < V; v++) {
-    x[v] += add;
-    offer(x[v], b, v, V, c, have, want);
-  }
+  for (v = whole; v < V; v++) offer(((x[v] - mx) - lse) + add, b, v, V, c, have, want);
 }
 
-static void beam_step(struct gen *g, struct beams *bm, const float *logits, int K, int len,
-                      struct beam_scratch *w, float *acc) {
+static void beam_step(struct gen *g, struct beams *bm, float *logits, int K, int len,
+                      struct beam_scratch *w) {
   struct cand *cand = w->cand;
   size_t V = g->vocab, L = (size_t)g->max_length;
   const tolk_generate_params *p = g->p;
   const int want = 2 * K;
   int have = 0;
   for (int b = 0; b < K; b++) {
-    float *x = acc + (size_t)b * V;
-    const float *row = logits + (size_t)b * V;
+    float *x = logits + (size_t)b * V;
     const int32_t *seq = bm->run_seq + (size_t)b * L;
+    float mx = 0.0f, lse = 0.0f;
     if (p->renormalize_logits && masks_only(p)) {
       /* The processors only set tokens to -Inf: renormalising the masked
        * log-probs is the log-softmax of the masked logits, one pass of
-       * exps instead of two. */
-      memcpy(x, row, V * sizeof *x);
+       * exps instead of two, and its output is made as it is offered. */
       process(g, seq, len, x);
-      kern_log_softmax_f32((int64_t)V, x, x);
+      lse = kern_log_softmax_terms_f32((int64_t)V, x, &mx);
     } else {
-      kern_log_softmax_f32((int64_t)V, x, row);
+      kern_log_softmax_f32((int64_t)V, x, x);
       process(g, seq, len, x);
       if (p->renormalize_logits) kern_log_softmax_f32((int64_t)V, x, x);
     }
-    add_and_offer(x, V, bm->run_score[b], b, cand, &have, want);
+    offer_row(x, V, mx, lse, bm->run_score[b], b, cand, &have, want);
   }
   bool *hits = w->hits;
   for (int j = 0; j < want; j++) hits[j] = cand[j].token == g->cfg->eos || len + 1 >= g->max_length;
@@ -303,8 +301,7 @@ static void beam_step(struct gen *g, struct beams *bm, const float *logits, int 
       memcpy(new_fin + (size_t)k * L, bm->run_seq + (size_t)c->beam * L, L * sizeof *new_fin);
       memcpy(new_tok + (size_t)k * L, bm->run_tok + (size_t)c->beam * L, L * sizeof *new_tok);
       new_fin[(size_t)k * L + (size_t)len] = c->token;
-      new_tok[(size_t)k * L + (size_t)len - 1] =
-          acc[(size_t)c->beam * V + (size_t)c->token] - bm->run_score[c->beam];
+      new_tok[(size_t)k * L + (size_t)len - 1] = c->score - bm->run_score[c->beam];
       new_len[k] = len + 1;
       new_fin_flag[k] = hits[m->beam] && m->beam < K;
     }
@@ -318,9 +315,8 @@ static void beam_step(struct gen *g, struct beams *bm, const float *logits, int 
 
 /* The running beams for the next step: the best K candidates that did not
  * stop. parents[k] receives the beam each comes from. */
-static void next_running(struct gen *g, struct beams *bm, int K, int len, const float *acc,
-                         struct beam_scratch *w) {
-  size_t L = (size_t)g->max_length, V = g->vocab;
+static void next_running(struct gen *g, struct beams *bm, int K, int len, struct beam_scratch *w) {
+  size_t L = (size_t)g->max_length;
   int want = 2 * K;
   const struct cand *cand = w->cand;
   struct cand *r = w->run;
@@ -339,7 +335,7 @@ static void next_running(struct gen *g, struct beams *bm, int K, int len, const 
     memcpy(seq + (size_t)k * L, bm->run_seq + (size_t)c->beam * L, L * sizeof *seq);
     memcpy(tok + (size_t)k * L, bm->run_tok + (size_t)c->beam * L, L * sizeof *tok);
     seq[(size_t)k * L + (size_t)len] = c->token;
-    tok[(size_t)k * L + (size_t)len - 1] = acc[(size_t)c->beam * V + (size_t)c->token] - bm->run_score[c->beam];
+    tok[(size_t)k * L + (size_t)len - 1] = cand[c->index].score - bm->run_score[c->beam];
     parents[k] = c->beam;
   }
   for (int k = 0; k < K; k++) bm->run_score[k] = r[k].score;
@@ -377,8 +373,7 @@ struct mt_search {
  * the largest beam and max_length seen. */
 struct slot {
   int K, L;
-  float *row; /* 2 × vocab */
-  float *acc; /* K × vocab */
+  float *row; /* vocab: the warpers' sorted copy */
   struct beam_scratch w;
 };
 
@@ -501,7 +496,7 @@ struct mt_scratch *mt_scratch_new(size_t vocab, int slots) {
   w->n_slots = slots > 1 ? slots : 1;
   w->slot = calloc((size_t)w->n_slots, sizeof *w->slot);
   bool ok = w->slot != NULL;
-  for (int i = 0; ok && i < w->n_slots; i++) ok = (w->slot[i].row = malloc(2 * vocab * sizeof(float))) != NULL;
+  for (int i = 0; ok && i < w->n_slots; i++) ok = (w->slot[i].row = malloc(vocab * sizeof(float))) != NULL;
   if (!ok) {
     mt_scratch_free(w);
     return NULL;
@@ -513,7 +508,6 @@ void mt_scratch_free(struct mt_scratch *w) {
   if (!w) return;
   for (int i = 0; w->slot && i < w->n_slots; i++) {
     free(w->slot[i].row);
-    free(w->slot[i].acc);
     free_beam_scratch(&w->slot[i].w);
   }
   free(w->slot);
@@ -522,20 +516,18 @@ void mt_scratch_free(struct mt_scratch *w) {
 }
 
 /* Makes room in a slot for a beam of K over sequences of L ids. */
-static bool slot_reserve(struct slot *sc, size_t vocab, int K, int L) {
+static bool slot_reserve(struct slot *sc, int K, int L) {
   if (K <= sc->K && L <= sc->L) return true;
   int nk = K > sc->K ? K : sc->K, nl = L > sc->L ? L : sc->L;
-  free(sc->acc);
   free_beam_scratch(&sc->w);
   struct beam_scratch *w = &sc->w;
-  sc->acc = malloc((size_t)nk * vocab * sizeof *sc->acc);
   *w = (struct beam_scratch){
       malloc((size_t)2 * nk * sizeof *w->cand), malloc((size_t)3 * nk * sizeof *w->merged),
       malloc((size_t)2 * nk * sizeof *w->run),  malloc((size_t)2 * nk * sizeof *w->hits),
       malloc((size_t)nk * sizeof *w->score),    malloc((size_t)nk * sizeof *w->len),
       malloc((size_t)nk * sizeof *w->fin),      malloc((size_t)nk * sizeof *w->parents),
       malloc((size_t)nk * nl * sizeof *w->seq), malloc((size_t)nk * nl * sizeof *w->tok)};
-  bool ok = sc->acc && w->cand && w->merged && w->run && w->hits && w->score && w->len && w->fin &&
+  bool ok = w->cand && w->merged && w->run && w->hits && w->score && w->len && w->fin &&
             w->parents && w->seq && w->tok;
   sc->K = ok ? nk : 0;
   sc->L = ok ? nl : 0;
@@ -555,12 +547,10 @@ static bool slot_reserve(struct slot *sc, size_t vocab, int K, int L) {
 /* Greedy or sampling: the next token of the one row; finished at EOS or
  * the length limit. Without output_scores a greedy step may leave its
  * token score 0 (above). */
-static void greedy_step(struct mt_search *s, struct slot *sc, const float *logits) {
+static void greedy_step(struct mt_search *s, struct slot *sc, float *x) {
   struct gen *g = &s->g;
   size_t V = g->vocab;
   g->row = sc->row;
-  float *x = sc->row + V;
-  memcpy(x, logits, V * sizeof *x);
   process(g, s->seq, s->len, x);
   if (s->p.do_sample) warp(g, x);
   int32_t t = -1;
@@ -589,16 +579,16 @@ static void greedy_step(struct mt_search *s, struct slot *sc, const float *logit
 /* Beam search: transformers' step for one sentence. Finished when the
  * result can no longer change — settled by the early-stopping heuristic,
  * or every candidate hit EOS or the length limit. */
-static void beam_step_all(struct mt_search *s, struct slot *sc, const float *logits,
+static void beam_step_all(struct mt_search *s, struct slot *sc, float *logits,
                           int32_t *parents) {
   struct gen *g = &s->g;
   int K = s->K;
   size_t L = (size_t)g->max_length;
   g->row = sc->row;
-  beam_step(g, &s->bm, logits, K, s->len, &sc->w, sc->acc);
+  beam_step(g, &s->bm, logits, K, s->len, &sc->w);
   bool all_hit = true;
   for (int j = 0; j < 2 * K; j++) all_hit &= sc->w.hits[j];
-  next_running(g, &s->bm, K, s->len, sc->acc, &sc->w);
+  next_running(g, &s->bm, K, s->len, &sc->w);
   update_heuristic(g, &s->bm, K, s->len + 1);
   bool all_fin = true;
   for (int k = 0; k < K; k++) all_fin &= s->bm.fin[k];
@@ -617,7 +607,7 @@ struct step_job {
   size_t n;
   struct mt_scratch *sc;
   int tasks;
-  const float *logits;
+  float *logits;
   int32_t *parents;
 };
 
@@ -629,7 +619,7 @@ static void step_tasks(void *arg, int64_t t0, int64_t t1) {
     for (size_t i = j->n * (size_t)t / (size_t)j->tasks; i < i1; i++) {
       struct mt_search *s = j->s[i];
       size_t row = j->sc->first_row[i];
-      const float *logits = j->logits + row * j->sc->vocab;
+      float *logits = j->logits + row * j->sc->vocab;
       if (s->K > 1) {
         beam_step_all(s, slot, logits, j->parents + row);
       } else {
@@ -641,7 +631,7 @@ static void step_tasks(void *arg, int64_t t0, int64_t t1) {
 }
 
 tolk_status mt_search_step_many(struct mt_search *const *s, size_t n, struct mt_scratch *sc,
-                                const float *logits, int32_t *parents, struct tolk_pool *pool,
+                                float *logits, int32_t *parents, struct tolk_pool *pool,
                                 tolk_error *err) {
   if (n > sc->cap_searches) {
     size_t *f = realloc(sc->first_row, n * sizeof *f);
@@ -662,7 +652,7 @@ tolk_status mt_search_step_many(struct mt_search *const *s, size_t n, struct mt_
    * nothing but its own rows, so how they are shared out changes no token. */
   int tasks = n < (size_t)sc->n_slots ? (int)n : sc->n_slots;
   for (int t = 0; t < tasks; t++)
-    if (!slot_reserve(&sc->slot[t], sc->vocab, K, L))
+    if (!slot_reserve(&sc->slot[t], K, L))
       return tolk_fail(err, TOLK_ERR_NO_MEMORY, "generate: out of memory");
   struct step_job job = {s, n, sc, tasks, logits, parents};
   tolk_pool_for(pool, tasks, 1, step_tasks, &job);
