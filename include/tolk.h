@@ -607,6 +607,15 @@ typedef struct tolk_session_params {
    * (relative 2^-9 each; README, "bfloat16 weights"). Int8 weights and the
    * codes of a DequantizeLinear'd matrix stay as they are. 0 by default. */
   int bf16_weights;
+  /* 1: with kv_cache, a pair whose keys attention reads only transposed
+   * (Transpose(0,1,3,2) [→ Mul by a constant] → MatMul, no MatMul reading
+   * them as written) keeps them only that way, not also as written: a third
+   * less cache memory, and less to copy when beams reorder their rows. The
+   * products are the same. tolk_kv_cache_get then refuses such a pair
+   * (TOLK_ERR_UNSUPPORTED: the transposed keys carry the graph's scale, so
+   * they cannot give the keys back bit for bit); tolk_kv_cache_set still
+   * takes it as written. The translator sets it. 0 by default. */
+  int kv_keys_transposed_only;
 } tolk_session_params;
 
 tolk_session_params tolk_session_default_params(void);

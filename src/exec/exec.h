@@ -276,6 +276,10 @@ struct exec_kv_pair {
    * head, so scores read the very operand the graph built each step. */
   bool keys_t;
   float scale;
+  /* The cache keeps the pair as written, [head_dim] per position: always
+   * for values; for keys unless they are kept transposed, nothing else reads
+   * them and the session has kv_keys_transposed_only. */
+  bool plain;
 };
 
 /* match.c: for the rewrites below. The readers of `slot` in xg, at most

@@ -24,7 +24,7 @@ struct tolk_kv_cache {
   size_t spare_floats;
   int64_t *row_len;       /* rows entries when rows differ (a ragged session), else NULL */
   int64_t pending;        /* length after the run in progress, -1: none */
-  float **buf;            /* per pair: [rows, heads, cap, head_dim] */
+  float **buf;            /* per pair kept plain: [rows, heads, cap, head_dim]; else NULL */
   float **tbuf;           /* pairs with keys_t: keys × scale as [rows, heads, head_dim, cap]; else NULL */
   int32_t *source;        /* rows entries: the row of the shared inputs each reads; NULL: its own */
   int64_t sources;        /* rows the shared inputs have when source is set */
@@ -181,7 +181,7 @@ static bool pair_at(const struct xgraph *xg, uint32_t k, struct plan_kv *p) {
     return false;
   uint32_t pair = (uint32_t)p->n_pairs;
   struct xref pref = c->in[0], nref = c->in[1];
-  struct exec_kv_pair kp = {input, pref.slot, c->out[0], ty->dims[1].value, ty->dims[3].value, false, 1.0f};
+  struct exec_kv_pair kp = {input, pref.slot, c->out[0], ty->dims[1].value, ty->dims[3].value, false, 1.0f, false};
   bool seen = false;
   enum { MAXR = 16 };
   struct exec_reader r[MAXR];
@@ -207,6 +207,7 @@ static bool pair_at(const struct xgraph *xg, uint32_t k, struct plan_kv *p) {
     } else if (exec_is_op(x, "MatMul") && x->n_in == 2 && r[i].input == 1) {
       if (!(e = add_edit(p))) return false;
       *e = (struct edit){r[i].node, &tolk_kv_context_def, {x->in[0], pref, nref}, 3, st};
+      kp.plain = true;
     } else {
       return false;
     }
@@ -221,6 +222,7 @@ static bool pair_at(const struct xgraph *xg, uint32_t k, struct plan_kv *p) {
     p->pairs = np;
     p->cap_pairs = nc;
   }
+  if (!kp.keys_t) kp.plain = true;
   p->pairs[p->n_pairs++] = kp;
   return true;
 }
@@ -385,6 +387,7 @@ static tolk_status apply(tolk_session *s, struct xgraph *xg, const struct plan_k
   if (!s->kv || !s->kv_shared) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "rewiring the key/value cache");
   memcpy(s->kv, p->pairs, p->n_pairs * sizeof *s->kv);
   s->n_kv = (uint32_t)p->n_pairs;
+  for (uint32_t k = 0; k < s->n_kv; k++) s->kv[k].plain |= !s->params.kv_keys_transposed_only;
   if (p->n_shared) memcpy(s->kv_shared, p->shared, p->n_shared * sizeof *s->kv_shared);
   s->n_kv_shared = (uint32_t)p->n_shared;
   return TOLK_OK;
@@ -427,6 +430,13 @@ const char *tolk_session_kv_input(const tolk_session *s, size_t i) {
 
 static size_t block(const struct exec_kv_pair *p, int64_t cap) {
   return (size_t)(p->heads * cap * p->head_dim);
+}
+
+/* Pair p's buffer of form t (0: as written, 1: keys transposed), or NULL
+ * when the cache does not keep the pair that way. */
+static float **form(const tolk_kv_cache *c, uint32_t p, int t) {
+  const struct exec_kv_pair *kp = &c->s->kv[p];
+  return t ? (kp->keys_t ? &c->tbuf[p] : NULL) : (kp->plain ? &c->buf[p] : NULL);
 }
 
 tolk_status tolk_kv_cache_create(const tolk_session *s, int64_t rows, tolk_kv_cache **out,
@@ -576,9 +586,10 @@ static tolk_status relayout(tolk_kv_cache *c, int64_t cap_rows, int64_t cap, int
   const tolk_session *s = c->s;
   for (uint32_t p = 0; p < s->n_kv; p++) {
     const struct exec_kv_pair *kp = &s->kv[p];
-    for (int t = 0; t < (kp->keys_t ? 2 : 1); t++) {
-      float **b = t ? &c->tbuf[p] : &c->buf[p];
+    for (int t = 0; t < 2; t++) {
+      float **b = form(c, p, t);
       size_t n;
+      if (!b) continue;
       float *nb = tolk_mul_size(block(kp, cap), (size_t)cap_rows, &n) && tolk_mul_size(n, sizeof(float), &n)
                       ? realloc(*b, n ? n : 1)
                       : NULL;
@@ -592,8 +603,10 @@ static tolk_status relayout(tolk_kv_cache *c, int64_t cap_rows, int64_t cap, int
   }
   for (uint32_t p = 0; c->cap && cap != c->cap && p < s->n_kv; p++) {
     const struct exec_kv_pair *kp = &s->kv[p];
-    for (int t = 0; t < (kp->keys_t ? 2 : 1); t++) {
-      float *b = t ? c->tbuf[p] : c->buf[p];
+    for (int t = 0; t < 2; t++) {
+      float **bp = form(c, p, t);
+      if (!bp) continue;
+      float *b = *bp;
       /* Runs of `run` floats, one per line: a block's positions, or one
        * dim of a transposed block's. */
       int64_t lines = c->rows * kp->heads * (t ? kp->head_dim : 1);
@@ -634,7 +647,7 @@ static void move_row(tolk_kv_cache *c, int64_t to, const float *const *from_buf,
   int32_t f = (int32_t)from;
   for (uint32_t p = 0; p < s->n_kv; p++) {
     const struct exec_kv_pair *kp = &s->kv[p];
-    copy_rows(kp, c->buf[p], c->cap, to, from_buf[p], from_cap, &f, 1, len, false);
+    if (kp->plain) copy_rows(kp, c->buf[p], c->cap, to, from_buf[p], from_cap, &f, 1, len, false);
     if (kp->keys_t) copy_rows(kp, c->tbuf[p], c->cap, to, from_tbuf[p], from_cap, &f, 1, len, true);
   }
 }
@@ -679,7 +692,7 @@ tolk_status tolk_kv_cache_set(tolk_kv_cache *c, size_t n, const char *const *nam
     for (int64_t bh = 0; bh < c->rows * kp->heads; bh++) {
       const float *src = (const float *)by_pair[p]->data + (size_t)bh * run;
       size_t at = (size_t)bh * (size_t)(c->cap * kp->head_dim);
-      memcpy(c->buf[p] + at, src, run * sizeof(float));
+      if (kp->plain) memcpy(c->buf[p] + at, src, run * sizeof(float));
       for (int64_t t = 0; kp->keys_t && t < len; t++)
         for (int64_t d = 0; d < kp->head_dim; d++)
           c->tbuf[p][at + (size_t)(d * c->cap + t)] = src[t * kp->head_dim + d] * kp->scale;
@@ -703,8 +716,8 @@ static void stage_row(tolk_kv_cache *c, int32_t from, int64_t len) {
   for (uint32_t p = 0; p < s->n_kv; p++) {
     const struct exec_kv_pair *kp = &s->kv[p];
     size_t row = (size_t)(kp->heads * len * kp->head_dim);
-    c->stage[p] = at, at += row;
-    copy_rows(kp, c->stage[p], len, 0, c->buf[p], c->cap, &from, 1, len, false);
+    c->stage[p] = kp->plain ? at : NULL, at += kp->plain ? row : 0;
+    if (kp->plain) copy_rows(kp, c->stage[p], len, 0, c->buf[p], c->cap, &from, 1, len, false);
     c->stage[s->n_kv + p] = kp->keys_t ? at : NULL, at += kp->keys_t ? row : 0;
     if (kp->keys_t) copy_rows(kp, c->stage[s->n_kv + p], len, 0, c->tbuf[p], c->cap, &from, 1, len, true);
   }
@@ -733,7 +746,7 @@ static tolk_status permute(tolk_kv_cache *c, const int32_t *keep, size_t n, tolk
   /* Room for a cycle's staged row before any row moves: all or nothing. */
   size_t per_row = 0; /* floats of every buffer's first len positions of one row */
   for (uint32_t p = 0; left && p < s->n_kv; p++)
-    per_row += (s->kv[p].keys_t ? 2 : 1) * (size_t)(s->kv[p].heads * len * s->kv[p].head_dim);
+    per_row += (size_t)(s->kv[p].plain + s->kv[p].keys_t) * (size_t)(s->kv[p].heads * len * s->kv[p].head_dim);
   if (per_row > c->spare_floats) {
     float *sp = realloc(c->spare, per_row * sizeof *sp);
     if (!sp) {
@@ -866,6 +879,9 @@ tolk_status tolk_kv_cache_get(const tolk_kv_cache *c, const char *name, tolk_ten
   uint32_t p = 0;
   while (p < c->s->n_kv && strcmp(name, tolk_session_kv_input(c->s, p))) p++;
   if (p == c->s->n_kv) return tolk_fail(err, TOLK_ERR_NOT_FOUND, "'%s' is not a past input of the cache", name);
+  if (!c->s->kv[p].plain)
+    return tolk_fail(err, TOLK_ERR_UNSUPPORTED,
+                     "'%s': the session keeps these keys only transposed and scaled (kv_keys_transposed_only)", name);
   struct tensor t;
   exec_kv_placeholder(c, p, &t);
   struct tolk_tensor *x = exec_tensor_new(&t);
@@ -891,7 +907,10 @@ void exec_kv_placeholder(const struct tolk_kv_cache *c, uint32_t p, struct tenso
   int64_t dims[4] = {c->rows, kp->heads, c->len, kp->head_dim};
   tensor_set_shape(t, 4, dims);
   t->nbytes = (size_t)t->numel * sizeof(float);
-  t->data = t->numel ? (void *)c->buf[p] : exec_zero_area();
+  /* Only the dims are read (the rewrite made sure); the transposed keys of
+   * a pair not kept plain have room for as many floats. */
+  float *data = kp->plain ? c->buf[p] : c->tbuf[p];
+  t->data = t->numel && data ? (void *)data : exec_zero_area();
 }
 
 tolk_status exec_kv_check(const tolk_session *s, const struct tolk_kv_cache *c, tolk_error *err) {
@@ -919,22 +938,21 @@ tolk_status op_kv_rows(struct op_ctx *ctx, int64_t *rows, int64_t *len, const in
   return TOLK_OK;
 }
 
-float *op_kv_write(struct op_ctx *ctx, uint32_t pair, int64_t need, int64_t *cap) {
+tolk_status op_kv_write(struct op_ctx *ctx, uint32_t pair, int64_t need, float **plain, int64_t *cap) {
   struct tolk_kv_cache *c = ctx->run->kv;
-  if (!c) {
-    op_fail(ctx, TOLK_ERR_INVALID_ARGUMENT,
-            "this session keeps its key/value cache in place: run it with tolk_session_run_kv");
-    return NULL;
-  }
-  if (c->pending >= 0 && c->pending != need) {
-    op_fail(ctx, TOLK_ERR_SHAPE, "cache pairs grow to different lengths (%lld and %lld)",
-            (long long)c->pending, (long long)need);
-    return NULL;
-  }
-  if (reserve(c, need, ctx->err)) return NULL;
+  *plain = NULL;
+  if (!c)
+    return op_fail(ctx, TOLK_ERR_INVALID_ARGUMENT,
+                   "this session keeps its key/value cache in place: run it with tolk_session_run_kv");
+  if (c->pending >= 0 && c->pending != need)
+    return op_fail(ctx, TOLK_ERR_SHAPE, "cache pairs grow to different lengths (%lld and %lld)",
+                   (long long)c->pending, (long long)need);
+  tolk_status st = reserve(c, need, ctx->err);
+  if (st) return st;
   c->pending = need;
   *cap = c->cap;
-  return c->buf[pair];
+  *plain = c->s->kv[pair].plain ? c->buf[pair] : NULL;
+  return TOLK_OK;
 }
 
 tolk_status op_kv_shared_keys_t(struct op_ctx *ctx, const struct tensor *kv, float scale, float **t, bool *fill) {
@@ -990,8 +1008,8 @@ const float *op_kv_read(struct op_ctx *ctx, uint32_t pair, bool keys_t, int64_t 
     return NULL;
   }
   *cap = c->cap;
-  if (keys_t && !c->s->kv[pair].keys_t) {
-    op_fail(ctx, TOLK_ERR_INTERNAL, "cache pair %u keeps no transposed keys", pair);
+  if (keys_t ? !c->s->kv[pair].keys_t : !c->s->kv[pair].plain) {
+    op_fail(ctx, TOLK_ERR_INTERNAL, "cache pair %u keeps no %s", pair, keys_t ? "transposed keys" : "plain form");
     return NULL;
   }
   return keys_t ? c->tbuf[pair] : c->buf[pair];

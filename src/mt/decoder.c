@@ -90,6 +90,9 @@ static tolk_status open_session(const char *path, const tolk_translator_params *
   tolk_session_params sp = tolk_session_default_params();
   sp.threads = tp->threads;
   sp.kv_cache = kv;
+  /* Attention is all that reads a step's keys: held also as written, they
+   * would only be copied at every beam reorder. */
+  sp.kv_keys_transposed_only = kv;
   /* Each step of a sentence has a new past length, and each sentence its own
    * source length: most signatures never recur (tolk.h, plan_on_repeat). */
   sp.plan_on_repeat = 1;

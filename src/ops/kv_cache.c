@@ -84,11 +84,12 @@ static tolk_status kv_append_run(struct op_ctx *c) {
   if (!st) st = ragged_lengths(c, nw->dims[2], &row_len);
   if (st) return st;
   int64_t len = past->dims[2], n = nw->dims[2], heads = nw->dims[1], hd = nw->dims[3], cap;
-  float *buf = op_kv_write(c, k->pair, len + n, &cap);
-  if (!buf) return c->err->status;
+  float *buf;
+  st = op_kv_write(c, k->pair, len + n, &buf, &cap);
+  if (st) return st;
   const float *src = nw->data;
   int64_t blocks = nw->dims[0] * heads;
-  for (int64_t bh = 0; bh < blocks; bh++)
+  for (int64_t bh = 0; buf && bh < blocks; bh++)
     memcpy(buf + (bh * cap + own_len(row_len, bh / heads, len)) * hd, src + bh * n * hd,
            (size_t)(n * hd) * sizeof *buf);
   float scale;

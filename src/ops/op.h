@@ -160,11 +160,13 @@ struct op_kv_node {
   float scale;   /* KvSharedScores: the keys' Mul constant, else 1 */
 };
 
-/* The run's cache buffer of `pair`, [rows, heads, *cap, head_dim] floats,
- * made to hold `need` positions (it may move); also records `need` as the
- * length the cache will have once the run succeeds. NULL with the error set
- * when the run has no cache or memory runs out. */
-float *op_kv_write(struct op_ctx *c, uint32_t pair, int64_t need, int64_t *cap);
+/* Makes the run's cache of `pair` hold `need` positions (its buffers may
+ * move) and records `need` as the length the cache will have once the run
+ * succeeds. *plain: the pair as written, [rows, heads, *cap, head_dim]
+ * floats, or NULL when the cache keeps the keys only transposed
+ * (op_kv_keys_t). Fails with the error set when the run has no cache or
+ * memory runs out. */
+tolk_status op_kv_write(struct op_ctx *c, uint32_t pair, int64_t need, float **plain, int64_t *cap);
 
 /* The same buffer for reading `need` positions, written by this run's
  * KvAppend of the pair; with `keys_t`, its transposed, scaled keys. */

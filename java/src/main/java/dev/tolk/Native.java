@@ -38,7 +38,9 @@ final class Native {
           JAVA_INT.withName("quant_rows"),
           JAVA_INT.withName("int8_lm_head"),
           JAVA_INT.withName("plan_on_repeat"),
-          JAVA_INT.withName("bf16_weights"));
+          JAVA_INT.withName("bf16_weights"),
+          JAVA_INT.withName("kv_keys_transposed_only"),
+          MemoryLayout.paddingLayout(4));
 
   static final StructLayout TRANSLATOR_PARAMS =
       MemoryLayout.structLayout(
