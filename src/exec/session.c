@@ -546,6 +546,29 @@ static tolk_status prepare_all(struct compiler *cp) {
   return TOLK_OK;
 }
 
+/* A Gather of rows of a constant table that a MatMul or Gemm packed whole
+ * as its transposed B — a tied embedding, packed as the LM head — takes its
+ * rows from that copy (tolk_gather_packed_def). Read from the model file,
+ * the table's pages came back one token's row at a time after packing gave
+ * them back: 78 MB of them after 200 sentences in beam 4, half the table,
+ * beside its packed copy. After prepare_all, when every B is packed. */
+static void gather_from_packed(tolk_session *s) {
+  for (uint32_t gi = 0; gi < s->n_graphs; gi++) {
+    struct xgraph *xg = s->graphs[gi];
+    for (uint32_t k = 0; k < xg->n_nodes; k++) {
+      struct xnode *xn = &xg->nodes[k];
+      const struct ir_value *table = xn->n_in == 2 ? xn->node->inputs[0] : NULL;
+      if (!exec_is_op(xn, "Gather") || xn->state || !table || !table->init ||
+          (table->flags & IR_VALUE_GRAPH_INPUT) || ir_attr_int(xn->node, "axis", 0) != 0)
+        continue;
+      void *st = op_gather_packed_state(table);
+      if (!st) continue;
+      xn->def = &tolk_gather_packed_def;
+      xn->state = st;
+    }
+  }
+}
+
 static tolk_status build_info(struct compiler *cp) {
   tolk_session *s = cp->s;
   struct xgraph *xg = s->graphs[0];
@@ -647,6 +670,7 @@ tolk_status exec_session_create_ir(const struct ir_model *m, const tolk_session_
                      cp.first, cp.n_unsupported, cp.ops);
   }
   if (!st) st = prepare_all(&cp);
+  if (!st) gather_from_packed(s);
   if (!st) st = build_info(&cp);
   if (!st) st = tolk_pool_create(s->params.threads, &s->pool, err);
   if (!st) exec_fold_plan(s);

@@ -119,6 +119,10 @@ void kern_free_weights(void *p);
 size_t kern_weights_slab_bytes(void);
 /* Bytes the packed copy holds (for memory statistics). */
 size_t kern_packed_b_bytes(const struct kern_packed_b *pb);
+/* Column j of a B packed as floats (kern_sgemm_pack_b_read, bf16 false)
+ * into out[0..k): the very floats op(B) had there. False, nothing written,
+ * for bfloat16 or 8-bit packings, or j outside [0, n). */
+bool kern_packed_b_column(const struct kern_packed_b *pb, int64_t j, float *out);
 
 /* As kern_sgemm() with B = the packed matrix; n and k must be the ones it was
  * packed with (a programmer error otherwise). */

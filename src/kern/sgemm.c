@@ -641,6 +641,14 @@ void kern_packed_b_free(struct kern_packed_b *pb) {
 
 size_t kern_packed_b_bytes(const struct kern_packed_b *pb) { return pb ? pb->bytes : 0; }
 
+bool kern_packed_b_column(const struct kern_packed_b *pb, int64_t j, float *out) {
+  if (!pb || !pb->data || j < 0 || j >= pb->n) return false;
+  const int64_t nr = pb->u->nr;
+  const float *col = pb->data + (j / nr) * pb->k * nr + j % nr;
+  for (int64_t p = 0; p < pb->k; p++) out[p] = col[p * nr];
+  return true;
+}
+
 static void packed_run(bool trans_a, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                        int64_t lda, const struct kern_packed_b *b, float beta, const float *bias, float *c,
                        int64_t ldc, struct tolk_pool *pool) {

@@ -10,7 +10,9 @@
  */
 #include <string.h>
 
+#include "../kern/kern.h"
 #include "dm.h"
+#include "matmul.h"
 
 /* Checks index value v against an axis of size n and wraps it. */
 static inline bool wrap_index(int64_t v, int64_t n, int64_t *out) {
@@ -85,6 +87,41 @@ static tolk_status gather_run(struct op_ctx *c) {
     gather_rows(&j, 0, rows);
   return TOLK_OK;
 }
+
+/* Gather on axis 0 of a table whose packed copy the state holds
+ * (tolk_gather_packed_def): the table's data is never read. */
+static tolk_status gather_packed_run(struct op_ctx *c) {
+  const struct tensor *x = op_in(c, 0), *ind = op_in(c, 1);
+  const struct kern_packed_b *pb = mm_state_packed(c->state);
+  tolk_status st = need_index_tensor(c, ind, "input 1 (indices)");
+  if (st) return st;
+  if (!pb || !x || x->rank != 2)
+    return op_fail(c, TOLK_ERR_INTERNAL, "a packed table's Gather without its packed table");
+  int r = 1 + ind->rank;
+  if (r > IR_MAX_RANK) return op_fail(c, TOLK_ERR_LIMIT, "output rank %d exceeds %d", r, IR_MAX_RANK);
+  int64_t dims[IR_MAX_RANK], n_axis = x->dims[0], width = x->dims[1];
+  for (int i = 0; i < ind->rank; i++) dims[i] = ind->dims[i];
+  dims[ind->rank] = width;
+  struct tensor *o;
+  if ((st = dm_output(c, 0, TOLK_FLOAT, r, dims, &o))) return st;
+  float *out = o->data;
+  for (int64_t t = 0; t < ind->numel; t++) {
+    int64_t v = dm_index_at(ind, t), row;
+    if (!wrap_index(v, n_axis, &row)) return bad_index(c, "input 1 (indices)", t, v, n_axis);
+    if (!kern_packed_b_column(pb, row, out + t * width))
+      return op_fail(c, TOLK_ERR_INTERNAL, "row %lld of the packed table", (long long)row);
+  }
+  return TOLK_OK;
+}
+
+void *op_gather_packed_state(const struct ir_value *table) { return mm_rows_acquire(table); }
+
+/* Its table: read only as the packed copy, so folding keeps none of it and
+ * its pages stay given back. */
+const struct op_def tolk_gather_packed_def = {"tolk.internal", "GatherPackedRows", 1, 0, NULL, gather_packed_run,
+                                              mm_release, .unaligned_inputs = 1u << 0,
+                                              .packed_input = mm_packed_input,
+                                              .packed_src_dropped = mm_packed_src_dropped};
 
 /* --------------------------------------------------------- GatherElements */
 

@@ -68,6 +68,14 @@ void mm_release(void *state);
 bool mm_packed_input(const void *state, size_t input, struct tensor *shape);
 bool mm_packed_src_dropped(const void *state, const void *data);
 
+/* A state holding the fp32 copy some MatMul or Gemm packed from all of
+ * `table` (an initializer) as op(B) = tableᵀ: column j of the copy is row j
+ * of the table, the same floats. NULL when no node packed it that way (or
+ * memory ran out). Released with mm_release; mm_state_packed gives the copy. */
+void *mm_rows_acquire(const struct ir_value *table);
+struct kern_packed_b;
+const struct kern_packed_b *mm_state_packed(const void *state);
+
 /* The packed copies of constant MatMul/Gemm inputs alive now, across all
  * sessions (shared by content; matmul_pack.c): how many, and their bytes.
  * For tests and diagnostics; either pointer may be NULL. */

@@ -558,6 +558,36 @@ const struct kern_igemm_b *mm_packed_codes(const void *state, const struct tenso
 }
 
 /* The packed B when `b` is the tensor it was made from. */
+void *mm_rows_acquire(const struct ir_value *table) {
+  const struct ir_tensor *t = table->init;
+  if (!t || !t->data || t->dtype != TOLK_FLOAT || t->rank != 2) return NULL;
+  struct mm_state *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  pthread_mutex_lock(&packed_mu);
+  struct packed_entry *found = NULL;
+  for (struct packed_entry *e = packed_list; e && !found; e = e->next) {
+    if (!e->trans || e->int8 || e->bf16 || e->igemm_codes || !e->pb || e->dtype != TOLK_FLOAT ||
+        e->d0 != t->dims[0] || e->d1 != t->dims[1])
+      continue;
+    for (int i = 0; i < e->n_srcs && !found; i++)
+      if (e->srcs[i].p == t->data) found = e;
+  }
+  if (found && entry_add_src(found, t->data)) {
+    found->refs++;
+    *s = (struct mm_state){found, t->data, 0, TOLK_FLOAT, t->dims[0], t->dims[1]};
+  } else {
+    free(s);
+    s = NULL;
+  }
+  pthread_mutex_unlock(&packed_mu);
+  return s;
+}
+
+const struct kern_packed_b *mm_state_packed(const void *state) {
+  const struct mm_state *s = state;
+  return s ? s->e->pb : NULL;
+}
+
 const struct kern_packed_b *mm_packed_for(const struct op_ctx *c, const struct tensor *b) {
   const struct mm_state *s = c->state;
   if (!s || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 || b->dims[1] != s->d1)

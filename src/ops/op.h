@@ -215,6 +215,16 @@ extern const struct op_def tolk_dql_rows_def;
  * src/exec/fuse_mmi.c finds. */
 extern const struct op_def tolk_mmi_scaled_def;
 
+/* Gather on axis 0 of a float table that a MatMul or Gemm packed whole as
+ * its transposed B — a translation model's tied embedding, packed as its LM
+ * head (src/ops/index.c): rows come from the packed copy, the same floats,
+ * so the table's own pages, given back after packing, are not read again
+ * as new tokens come. What a session runs for such a Gather
+ * (src/exec/session.c), with op_gather_packed_state's state: NULL when no
+ * node packed the table so. */
+extern const struct op_def tolk_gather_packed_def;
+void *op_gather_packed_state(const struct ir_value *table);
+
 /* MatMul by a constant B quantized to int8 at prepare, a scale per column
  * (src/ops/matmul.c): what a session made with int8_lm_head runs for the
  * node src/exec/lm_head.c picks. */
