@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Soak for tolk serve: open-loop traffic (bench/serve_load.py's sender, latency from the scheduled
-send) at a fraction of the capacity for a long time on the bundled default model, the server's RSS
+send; the sentences in one shuffled order repeated, so the load is the same from start to end) at a
+fraction of the capacity for a long time on the bundled default model, the server's RSS
 read ten times a second and kept as each window's peak and lowest (--sample-s, 5 s), its open file
 descriptors and threads. After the warm-up (the first 10 %), a least-squares line through the
 windows' peak RSS gives the growth over the run and, extrapolated, over the deployment
@@ -13,7 +14,7 @@ first read: the embedding rows of tokens not seen before, say). File-backed RSS 
 the size of the files mapped, so a linear fit of it says nothing about 24 hours; the 24-hour bound
 is the anonymous part's extrapolation plus every file-backed page not yet resident.
 
-    python bench/serve_soak.py [--minutes 30] [--fraction 0.7] [--rate R] [--model DIR] [--out DIR]
+    python bench/serve_soak.py [--minutes 30] [--fraction 0.7] [--rate R] [--order cycle|random] [--model DIR] [--out DIR]
 
 Writes OUT/soak.jsonl (one sample per line), OUT/soak.png when matplotlib is there, and prints a
 summary JSON line; exit status 1 when a target is missed.
@@ -86,8 +87,20 @@ def fit(xs, ys):
     return slope, my - slope * mx
 
 
+def request_texts(order, sentences, n, seed):
+    """The sentence of each of n requests. "cycle": one shuffled order of all the sentences, repeated,
+    so that every run of len(sentences) requests carries the same mix and the load is the same from
+    start to end; a trend in memory is then the server's. "random": each drawn on its own (with
+    replacement), whose stretches differ by chance in how many long sentences meet in one batch."""
+    rng = random.Random(seed)
+    if order == "random":
+        return [rng.choice(sentences) for _ in range(n)]
+    perm = list(sentences)
+    rng.shuffle(perm)
+    return [perm[i % len(perm)] for i in range(n)]
+
+
 async def soak(a, url, pid, rate, sentences, out):
-    rng = random.Random(1)
     rec, samples, file_max = [], [], []
     conn = aiohttp.TCPConnector(limit=0)
     seconds = a.minutes * 60
@@ -124,15 +137,16 @@ async def soak(a, url, pid, rate, sentences, out):
                 out.flush()
         st = asyncio.create_task(sampler())
         n, tasks = int(rate * seconds), []
+        texts = request_texts(a.order, sentences, n, a.seed)
         t0 = time.monotonic() + 0.05
-        body = lambda: {"texts": [rng.choice(sentences)], "max_new_tokens": a.new_tokens,  # noqa: E731
-                        "min_new_tokens": a.new_tokens, "beam": 1}
+        body = lambda i: {"texts": [texts[i]], "max_new_tokens": a.new_tokens,  # noqa: E731
+                          "min_new_tokens": a.new_tokens, "beam": 1}
         for i in range(n):
             t_sched = t0 + i / rate
             d = t_sched - time.monotonic()
             if d > 0:
                 await asyncio.sleep(d)
-            tasks.append(asyncio.create_task(serve_load.one(session, "native", url + "/v1/translate", body(), t_sched, 60, rec)))
+            tasks.append(asyncio.create_task(serve_load.one(session, "native", url + "/v1/translate", body(i), t_sched, 60, rec)))
             if len(tasks) > 4096:
                 tasks = [t for t in tasks if not t.done()]
         await asyncio.gather(*tasks)
@@ -149,6 +163,10 @@ def main():
     ap.add_argument("--rate", type=float, default=0, help="req/s instead of fraction x capacity")
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--sample-s", type=float, default=5)
+    ap.add_argument("--order", choices=("cycle", "random"), default="cycle",
+                    help="the requests' sentences: one shuffled order repeated (a load the same throughout), "
+                         "or each drawn at random (the runs before 2026-12-07)")
+    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="/tmp/tolk-soak")
     a = ap.parse_args()
     out_dir = Path(a.out)
@@ -166,7 +184,9 @@ def main():
     with open(out_dir / "soak.jsonl", "w") as f:
         rec, samples, file_max = asyncio.run(soak(a, srv.url, srv.proc.pid, rate, sentences, f))
     rc = srv.stop()
-    warm = [s for s in samples if s["t"] >= 0.1 * a.minutes * 60]
+    # After the warm-up and while the load runs: the sampler goes on for 5 s after the last request
+    # is sent, when RSS falls as the batch empties.
+    warm = [s for s in samples if 0.1 * a.minutes * 60 <= s["t"] <= a.minutes * 60]
     xs, ys = [s["t"] for s in warm], [s["rss_mb"] for s in warm]
     slope, icpt = fit(xs, ys)
     base = icpt + slope * xs[0]
@@ -193,7 +213,7 @@ def main():
     five = {k: v for k, v in status.items() if k.startswith("5") or not k.isdigit()}
     fds = [s["fds"] for s in warm]
     ths = [s["threads"] for s in warm]
-    summary = dict(rate=round(rate, 2), minutes=a.minutes, requests=len(rec), status=status,
+    summary = dict(rate=round(rate, 2), minutes=a.minutes, order=a.order, seed=a.seed, requests=len(rec), status=status,
                    p50_ms=round(serve_load.pct(lat, 50) * 1e3, 1), p99_ms=round(serve_load.pct(lat, 99) * 1e3, 1),
                    rss_warm_mb=round(base, 1), rss_end_mb=ys[-1], rss_slope_mb_per_h=round(slope * 3600, 3),
                    rss_growth_run_pct=round(growth_run, 3), rss_growth_24h_pct=round(growth_24h, 2),
