@@ -557,7 +557,6 @@ const struct kern_igemm_b *mm_packed_codes(const void *state, const struct tenso
   return &s->e->qb;
 }
 
-/* The packed B when `b` is the tensor it was made from. */
 void *mm_rows_acquire(const struct ir_value *table) {
   const struct ir_tensor *t = table->init;
   if (!t || !t->data || t->dtype != TOLK_FLOAT || t->rank != 2) return NULL;
@@ -588,6 +587,7 @@ const struct kern_packed_b *mm_state_packed(const void *state) {
   return s ? s->e->pb : NULL;
 }
 
+/* The packed B when `b` is the tensor it was made from. */
 const struct kern_packed_b *mm_packed_for(const struct op_ctx *c, const struct tensor *b) {
   const struct mm_state *s = c->state;
   if (!s || b->dtype != s->dtype || b->rank != 2 || b->dims[0] != s->d0 || b->dims[1] != s->d1)
