@@ -8,8 +8,12 @@
  * call and GOP/s (2·m·n·k) for each implementation this CPU has, or the one
  * --isa names.
  *
- *   bench_igemm [--isa scalar|avx2] [--ms MS]
+ * --f32 writes the float form (sums times row and column scales), as the
+ * quantized MatMuls and the int8 LM head do; --shape runs one shape.
+ *
+ *   bench_igemm [--isa scalar|avx2|avxvnni|avx512vnni] [--ms MS] [--f32] [--shape MxNxK]
  */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +32,7 @@ static double now(void) {
 
 /* Times m × n × k on the implementation in force; the data is a fixed
  * pattern, since the integer path's speed does not depend on the values. */
-static int bench(int64_t m, int64_t n, int64_t k, const char *isa) {
+static int bench(int64_t m, int64_t n, int64_t k, const char *isa, bool f32) {
   uint8_t *a = malloc((size_t)(m * k)), *b = malloc((size_t)(k * n));
   int32_t *c = malloc((size_t)(m * n) * 4);
   struct kern_igemm_b pb;
@@ -41,6 +45,15 @@ static int bench(int64_t m, int64_t n, int64_t k, const char *isa) {
   int32_t za = 3, zb = 0;
   struct kern_igemm p = {.m = m, .n = n, .k = k, .a = a, .lda = k, .b = b, .ldb = n,
                          .b_signed = true, .a_zp = &za, .b_zp = &zb, .c = c, .ldc = n};
+  /* float out: the sums times a row scale and a column scale, as the
+   * quantized MatMuls and the int8 LM head write them */
+  float *rs = malloc((size_t)m * sizeof *rs), *cs = malloc((size_t)n * sizeof *cs);
+  if (!rs || !cs) return 1;
+  for (int64_t i = 0; i < m; i++) rs[i] = 1.0f / (float)(i + 3);
+  for (int64_t j = 0; j < n; j++) cs[j] = 1.0f / (float)(j % 97 + 5);
+  struct kern_igemm_f32 f = {.c = (float *)c, .ldc = n, .row_scale = rs, .col_scale = cs,
+                             .row_scale_stride = 1, .col_scale_stride = 1};
+  if (f32) p.f32 = &f;
   int reps = 0;
   double t0 = now(), t;
   do {
@@ -48,33 +61,41 @@ static int bench(int64_t m, int64_t n, int64_t k, const char *isa) {
     reps++;
   } while ((t = now() - t0) < min_ms / 1000.0);
   double per = t / reps;
-  printf("%-10s %4lld %5lld %5lld %10.1f %8.2f\n", isa, (long long)m, (long long)n, (long long)k,
-         per * 1e6, 2.0 * (double)(m * n * k) / per * 1e-9);
+  printf("%-10s %4lld %5lld %5lld %-5s %10.1f %8.2f\n", isa, (long long)m, (long long)n, (long long)k,
+         f32 ? "f32" : "int32", per * 1e6, 2.0 * (double)(m * n * k) / per * 1e-9);
   fflush(stdout);
-  free(a), free(b), free(c), free(pb.data), free(work);
+  free(a), free(b), free(c), free(pb.data), free(work), free(rs), free(cs);
   return 0;
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: bench_igemm [--isa scalar|avx2|avxvnni|avx512vnni] [--ms MS]\n");
+  fprintf(stderr, "usage: bench_igemm [--isa scalar|avx2|avxvnni|avx512vnni] [--ms MS] [--f32] [--shape MxNxK]\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
   const char *isas[] = {"scalar", "avx2", "avxvnni", "avx512vnni"};
   const char *only = NULL;
+  bool f32 = false;
+  long long one[3] = {0};
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) only = argv[++i];
     else if (strcmp(argv[i], "--ms") == 0 && i + 1 < argc) min_ms = strtod(argv[++i], NULL);
-    else return usage();
+    else if (strcmp(argv[i], "--f32") == 0) f32 = true;
+    else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+      char tail;
+      if (sscanf(argv[++i], "%lldx%lldx%lld%c", &one[0], &one[1], &one[2], &tail) != 3 || one[0] < 1 ||
+          one[1] < 1 || one[2] < 1)
+        return usage();
+    } else return usage();
   }
   if (only) {
     size_t s = 0;
     while (s < sizeof isas / sizeof isas[0] && strcmp(only, isas[s]) != 0) s++;
     if (s == sizeof isas / sizeof isas[0]) return usage();
   }
-  printf("detected %s\n%-10s %4s %5s %5s %10s %8s\n", kern_igemm_isa(), "isa", "m", "n", "k", "us/call",
-         "GOP/s");
+  printf("detected %s\n%-10s %4s %5s %5s %-5s %10s %8s\n", kern_igemm_isa(), "isa", "m", "n", "k", "out",
+         "us/call", "GOP/s");
   static const int64_t shapes[][3] = {
       {1, 2048, 512}, {1, 512, 2048}, {30, 2048, 512}, {30, 512, 512}, {128, 512, 512},
       /* the LM head of the OPUS models, streamed from memory: one to three
@@ -88,8 +109,12 @@ int main(int argc, char **argv) {
       printf("# %s not available here\n", isas[s]);
       continue;
     }
+    if (one[0]) {
+      if (bench(one[0], one[1], one[2], isas[s], f32)) return 1;
+      continue;
+    }
     for (size_t d = 0; d < sizeof shapes / sizeof shapes[0]; d++)
-      if (bench(shapes[d][0], shapes[d][1], shapes[d][2], isas[s])) return 1;
+      if (bench(shapes[d][0], shapes[d][1], shapes[d][2], isas[s], f32)) return 1;
   }
   kern_igemm_force_isa(NULL);
   return 0;

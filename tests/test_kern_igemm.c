@@ -161,7 +161,10 @@ int main(void) {
                                       {6, 16, 16}, {7, 33, 9},  {13, 31, 64}, {30, 48, 65},
                                       {97, 20, 5}, {200, 3, 33}, {5, 4, 0},   {0, 4, 3},
                                       {1, 512, 128}, {3, 100, 1}, {1, 70, 9}, {1, 100, 70},
-                                      {2, 100, 70}, {2, 49, 5},   {3, 70, 33}};
+                                      {2, 100, 70}, {2, 49, 5},   {3, 70, 33},
+                                      /* C finished through a buffer: a second row block
+                                       * of 4, a last group of one panel of 4 columns */
+                                      {100, 4100, 7}, {16, 4096, 5}};
     for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
       for (int combo = 0; combo < 4; combo++)
         for (int zp = 0; zp < 9; zp++) {
@@ -183,7 +186,8 @@ int main(void) {
         run_case(&few, isas[s], pool);
       }
     }
-    static const int64_t fdims[][3] = {{1, 1, 1}, {7, 33, 9}, {64, 100, 512}, {97, 20, 5}, {1, 100, 70}, {2, 100, 70}, {3, 100, 70}};
+    static const int64_t fdims[][3] = {{1, 1, 1},    {7, 33, 9},     {64, 100, 512}, {97, 20, 5},  {1, 100, 70},
+                                       {2, 100, 70}, {3, 100, 70}, {100, 4100, 9}, {16, 4097, 70}};
     for (size_t d = 0; d < sizeof fdims / sizeof fdims[0]; d++)
       for (int form = 0; form < 16; form++)
         run_f32_case(fdims[d][0], fdims[d][1], fdims[d][2], form, isas[s], d % 2 ? pool : NULL);

@@ -222,26 +222,32 @@ static void qtile_portable(int mr, int64_t kq, const uint32_t *pa, int64_t pa_ld
     for (int j = 0; j < KERN_IGEMM_NR; j++) tile[i * KERN_IGEMM_NR + j] = (int32_t)acc[i][j];
 }
 
+#define IGF_NAME kern_igemm_finish_scalar
+#include "igemm_finish.h"
+
 /* ----------------------------------------------------------------- dispatch */
 
-/* One tier: a pair tile (A widened to int16) or a quad tile (VNNI), and
- * the few-rows kernel over several panels where the tier has one. */
+/* One tier: a pair tile (A widened to int16) or a quad tile (VNNI), the
+ * few-rows kernel over several panels where the tier has one, and the
+ * last pass at the tier's width. */
 struct isa_impl {
   const char *name;
   kern_igemm_tile_fn tile;
   kern_igemm_qtile_fn qtile;
   kern_igemm_row_fn row;
   kern_igemm_qrow_fn qrow;
+  kern_igemm_finish_fn finish;
 };
 
-static const struct isa_impl impl_portable = {"scalar", tile_portable, NULL, NULL, NULL};
-static const struct isa_impl impl_vnni_ref = {"vnni-ref", NULL, qtile_portable, NULL, NULL};
+static const struct isa_impl impl_portable = {"scalar", tile_portable, NULL, NULL, NULL, kern_igemm_finish_scalar};
+static const struct isa_impl impl_vnni_ref = {"vnni-ref", NULL, qtile_portable, NULL, NULL, kern_igemm_finish_scalar};
 #if defined(__x86_64__) || defined(__i386__)
-static const struct isa_impl impl_avx2 = {"avx2", kern_igemm_tile_avx2, NULL, kern_igemm_row_avx2, NULL};
+static const struct isa_impl impl_avx2 = {"avx2", kern_igemm_tile_avx2, NULL, kern_igemm_row_avx2, NULL,
+                                          kern_igemm_finish_avx2};
 static const struct isa_impl impl_avxvnni = {"avxvnni", NULL, kern_igemm_qtile_avxvnni, NULL,
-                                             kern_igemm_qrow_avxvnni};
+                                             kern_igemm_qrow_avxvnni, kern_igemm_finish_avxvnni};
 static const struct isa_impl impl_avx512vnni = {"avx512vnni", NULL, kern_igemm_qtile_avx512vnni, NULL,
-                                                kern_igemm_qrow_avx512vnni};
+                                                kern_igemm_qrow_avx512vnni, kern_igemm_finish_avx512vnni};
 
 /* CPUID leaf 7: sub-leaf 0 ECX bit 11 is AVX512_VNNI, sub-leaf 1 EAX bit 4
  * AVX-VNNI. GCC 12's __builtin_cpu_supports knows the first, not the second. */
@@ -332,54 +338,21 @@ bool kern_igemm_force_isa(const char *name) {
 #define ROW_BLOCK (KERN_IGEMM_MR * 16)
 
 struct igemm_job {
-  const struct kern_igemm *p;
+  struct kern_igemm_rows rows; /* the problem, A's row sums, and VNNI's za' per row */
   const struct kern_igemm_b *b;
-  const int32_t *pa, *rowsum;
-  const int32_t *za; /* VNNI: za' per row */
+  const int32_t *pa;
   int64_t kp, panels;
+  int64_t units; /* tasks per row block: panels, or panel groups where C is staged */
+  bool staged;
   const struct isa_impl *impl;
   /* A VNNI tier (quads of uint8 A), and with it an unsigned B flipped to int8. */
   bool vnni, flip;
 };
 
-/* Row i, columns col0 .. col0 + ncols of the float output, from their sums
- * and those columns' scales cs (contiguous, so that the loops vectorise). */
-static void scale_row(const struct kern_igemm_f32 *f, int64_t i, int64_t col0, int ncols,
-                      const float *cs, const int32_t *sums) {
-  float *out = f->c + i * f->ldc + col0;
-  const float rs = f->row_scale[i * f->row_scale_stride];
-  const float *bias = f->bias ? f->bias + col0 : NULL;
-  /* One pass, the bias added after the product is rounded (as the graph's
-   * Add does): a second pass over the output cost more than the scaling at
-   * 16 rows of the LM head, its lines no longer in the cache. */
-  if (f->chained && bias)
-    for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * rs * cs[j] + bias[j];
-  else if (f->chained)
-    for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * rs * cs[j];
-  else if (bias)
-    for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * (rs * cs[j]) + bias[j];
-  else
-    for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * (rs * cs[j]);
-}
-
-/* Columns one task finishes: a panel, or a few-rows group's panels. */
-#define SPAN_COLS (4 * KERN_IGEMM_NR)
-
-/* What a span of columns brings to the sums' corrections and scaling. */
-struct col_terms {
-  int64_t col0;
-  int ncols;
-  /* The pair tiers' sums are final when B has no zero point (symmetric
-   * weights, as ORT quantizes them): no correction pass then. */
-  bool exact;
-  const float *fcs; /* the columns' scales: the job's own when contiguous, else fcs_copy */
-  uint32_t zb[SPAN_COLS], cs[SPAN_COLS];
-  float fcs_copy[SPAN_COLS];
-};
-
-/* Columns col0 .. col0 + ncols (ncols ≤ SPAN_COLS, within n). */
-static void col_terms(const struct igemm_job *job, int64_t col0, int ncols, struct col_terms *ct) {
-  const struct kern_igemm *p = job->p;
+/* What a span of columns brings to the sums' corrections and scaling:
+ * columns col0 .. col0 + ncols (ncols ≤ KERN_IGEMM_SPAN_COLS, within n). */
+static void col_terms(const struct igemm_job *job, int64_t col0, int ncols, struct kern_igemm_cols *ct) {
+  const struct kern_igemm *p = job->rows.p;
   ct->col0 = col0;
   ct->ncols = ncols;
   ct->exact = !job->vnni;
@@ -400,41 +373,24 @@ static void col_terms(const struct igemm_job *job, int64_t col0, int ncols, stru
   }
 }
 
-/* Rows i0 .. i0 + mr of the span from their raw sums (row i at tile + i *
- * ld): the zero-point terms, then C or its float form. */
-static void finish_rows(const struct igemm_job *job, const struct col_terms *ct, int64_t i0, int mr,
-                        int32_t *tile, int ld) {
-  const struct kern_igemm *p = job->p;
-  for (int i = 0; i < mr; i++) {
-    uint32_t rs = (uint32_t)job->rowsum[i0 + i], za = job->vnni ? (uint32_t)job->za[i0 + i] : 0;
-    int32_t *trow = tile + i * ld;
-    if (p->f32) {
-      if (!ct->exact)
-        for (int j = 0; j < ct->ncols; j++)
-          trow[j] = (int32_t)((uint32_t)trow[j] - za * ct->cs[j] - ct->zb[j] * rs);
-      scale_row(p->f32, i0 + i, ct->col0, ct->ncols, ct->fcs, trow);
-    } else {
-      int32_t *crow = p->c + (i0 + i) * p->ldc + ct->col0;
-      if (ct->exact)
-        memcpy(crow, trow, (size_t)ct->ncols * sizeof *crow);
-      else
-        for (int j = 0; j < ct->ncols; j++)
-          crow[j] = (int32_t)((uint32_t)trow[j] - za * ct->cs[j] - ct->zb[j] * rs);
-    }
-  }
-}
-
 static int span_cols(const struct kern_igemm *p, int64_t col0, int want) {
   return p->n - col0 < want ? (int)(p->n - col0) : want;
 }
 
-/* One row block × panel: the tiles' raw sums, then the zero-point terms. */
-static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
-  const struct kern_igemm *p = job->p;
+/* Where row i, column col of C lies (int32 or float: 4 bytes either way). */
+static void *c_at(const struct kern_igemm *p, int64_t i, int64_t col) {
+  if (p->f32) return p->f32->c + i * p->f32->ldc + col;
+  return p->c + i * p->ldc + col;
+}
+
+/* One row block × panel: the tiles' raw sums, then finished into out (the
+ * block's first row at the panel's first column, rows ldo apart). */
+static void block_panel(const struct igemm_job *job, int64_t mb, int64_t pn, char *out, int64_t ldo) {
+  const struct kern_igemm *p = job->rows.p;
   int32_t tile[KERN_IGEMM_MR * KERN_IGEMM_NR];
   int64_t row_end = (mb + 1) * ROW_BLOCK < p->m ? (mb + 1) * ROW_BLOCK : p->m;
   const uint8_t *panel = job->b->data + pn * job->kp * 2 * KERN_IGEMM_NR;
-  struct col_terms ct;
+  struct kern_igemm_cols ct;
   col_terms(job, pn * KERN_IGEMM_NR, span_cols(p, pn * KERN_IGEMM_NR, KERN_IGEMM_NR), &ct);
   for (int64_t i0 = mb * ROW_BLOCK; i0 < row_end; i0 += KERN_IGEMM_MR) {
     int mr = row_end - i0 < KERN_IGEMM_MR ? (int)(row_end - i0) : KERN_IGEMM_MR;
@@ -444,8 +400,43 @@ static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
     else
       job->impl->tile(mr, job->kp, job->pa + i0 * job->kp, job->kp, panel, job->b->is_signed,
                       tile);
-    finish_rows(job, &ct, i0, mr, tile, KERN_IGEMM_NR);
+    job->impl->finish(&job->rows, &ct, i0, mr, tile, KERN_IGEMM_NR, out + (i0 - mb * ROW_BLOCK) * ldo * 4, ldo);
   }
+}
+
+/* Panels a staged task finishes into its buffer, and the width of C from
+ * which tasks are staged. A task of one panel writes a line or two in each
+ * of its rows, which lie a row of C apart: at the LM head's 65,001 columns
+ * the misses of those stores cost a third of the GEMM at 64 rows (Zen 4,
+ * 20 ms against 14 with C's rows on one another). Finished into a buffer
+ * in cache and copied out a row at a time, the same bytes go out in runs
+ * of 512 that the hardware sees coming. */
+#define STAGE_PANELS 8
+#define STAGE_COLS (STAGE_PANELS * KERN_IGEMM_NR)
+#define STAGE_MIN_N 4096
+/* Below this many rows the stores of a panel were no trouble, and the
+ * buffer cost (4 rows: 160 -> 135 GOP/s; 16 rows: 150 -> 175). */
+#define STAGE_MIN_M 16
+
+static bool staged(const struct kern_igemm *p) { return p->n >= STAGE_MIN_N && p->m >= STAGE_MIN_M; }
+
+/* One row block × panel group g (STAGE_PANELS panels) through the buffer. */
+static void igemm_staged_task(const struct igemm_job *job, int64_t mb, int64_t g) {
+  const struct kern_igemm *p = job->rows.p;
+  _Alignas(64) int32_t stage[ROW_BLOCK * STAGE_COLS];
+  const int64_t pn0 = g * STAGE_PANELS, pn_end = pn0 + STAGE_PANELS < job->panels ? pn0 + STAGE_PANELS : job->panels;
+  for (int64_t pn = pn0; pn < pn_end; pn++)
+    block_panel(job, mb, pn, (char *)(stage + (pn - pn0) * KERN_IGEMM_NR), STAGE_COLS);
+  const int64_t row0 = mb * ROW_BLOCK, row_end = row0 + ROW_BLOCK < p->m ? row0 + ROW_BLOCK : p->m;
+  const int ncols = span_cols(p, pn0 * KERN_IGEMM_NR, STAGE_COLS);
+  for (int64_t i = row0; i < row_end; i++)
+    memcpy(c_at(p, i, pn0 * KERN_IGEMM_NR), stage + (i - row0) * STAGE_COLS, (size_t)ncols * 4);
+}
+
+/* One row block × panel, straight into C. */
+static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
+  const struct kern_igemm *p = job->rows.p;
+  block_panel(job, mb, pn, c_at(p, mb * ROW_BLOCK, pn * KERN_IGEMM_NR), p->f32 ? p->f32->ldc : p->ldc);
 }
 
 /* The m ≤ KERN_IGEMM_FEW_ROWS rows of A against panels pn .. pn +
@@ -454,30 +445,39 @@ static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
  * at a time (at one row that pass was a tenth of the LM head's time). */
 static void igemm_few_task(const struct igemm_job *job, int64_t pn) {
   int32_t tiles[KERN_IGEMM_FEW_ROWS * 4 * KERN_IGEMM_NR];
-  const int rows = (int)job->p->m, panels = kern_igemm_few_panels(rows);
+  const int rows = (int)job->rows.p->m, panels = kern_igemm_few_panels(rows);
   const int64_t stride = job->kp * 2 * KERN_IGEMM_NR;
   const uint8_t *panel = job->b->data + pn * stride;
   if (job->vnni)
     job->impl->qrow(rows, job->kp / 2, (const uint32_t *)job->pa, job->kp / 2, panel, stride, job->flip, tiles);
   else
     job->impl->row(rows, job->kp, job->pa, job->kp, panel, stride, job->b->is_signed, tiles);
-  struct col_terms ct;
+  struct kern_igemm_cols ct;
   int64_t col0 = pn * KERN_IGEMM_NR;
-  col_terms(job, col0, span_cols(job->p, col0, panels * KERN_IGEMM_NR), &ct);
-  finish_rows(job, &ct, 0, rows, tiles, panels * KERN_IGEMM_NR);
+  col_terms(job, col0, span_cols(job->rows.p, col0, panels * KERN_IGEMM_NR), &ct);
+  job->impl->finish(&job->rows, &ct, 0, rows, tiles, panels * KERN_IGEMM_NR, c_at(job->rows.p, 0, col0),
+                    job->rows.p->f32 ? job->rows.p->f32->ldc : job->rows.p->ldc);
 }
 
-/* Tasks [begin, end): (row block, panel) pairs. A few rows (a decoder step
- * of one to three sentences, where the tasks are the panels) go several
- * panels at a time. */
+/* Whether the few-rows kernel takes p. */
+static bool few_rows(const struct kern_igemm *p, const struct isa_impl *im) {
+  return p->m <= KERN_IGEMM_FEW_ROWS && (im->row || im->qrow);
+}
+
+/* Tasks [begin, end): (row block, panel) pairs, or (row block, panel
+ * group) where C is staged. A few rows (a decoder step of one to three
+ * sentences, where the tasks are the panels) go several panels at a time. */
 static void igemm_range(void *arg, int64_t begin, int64_t end) {
   const struct igemm_job *job = arg;
   int64_t t = begin;
-  if (job->p->m <= KERN_IGEMM_FEW_ROWS && (job->impl->row || job->impl->qrow)) {
-    const int64_t group = kern_igemm_few_panels((int)job->p->m);
+  if (few_rows(job->rows.p, job->impl)) {
+    const int64_t group = kern_igemm_few_panels((int)job->rows.p->m);
     for (; t + group <= end; t += group) igemm_few_task(job, t);
   }
-  for (; t < end; t++) igemm_task(job, t / job->panels, t % job->panels);
+  if (job->staged)
+    for (; t < end; t++) igemm_staged_task(job, t / job->units, t % job->units);
+  else
+    for (; t < end; t++) igemm_task(job, t / job->panels, t % job->panels);
 }
 
 void kern_igemm_packed(const struct kern_igemm *p, const struct kern_igemm_b *b, void *work,
@@ -492,13 +492,16 @@ void kern_igemm_packed(const struct kern_igemm *p, const struct kern_igemm_b *b,
     pack_a_u8(p, (uint32_t *)(void *)pa, rowsum, za);
   else
     pack_a(p, pa, rowsum);
-  struct igemm_job job = {p, b, pa, rowsum, za, kp, (p->n + KERN_IGEMM_NR - 1) / KERN_IGEMM_NR, im,
-                          vnni, vnni && !b->is_signed};
+  const int64_t panels = (p->n + KERN_IGEMM_NR - 1) / KERN_IGEMM_NR;
+  const bool stage = staged(p) && !few_rows(p, im);
+  struct igemm_job job = {{p, rowsum, vnni ? za : NULL}, b, pa, kp, panels,
+                          stage ? (panels + STAGE_PANELS - 1) / STAGE_PANELS : panels, stage, im, vnni,
+                          vnni && !b->is_signed};
   int64_t mblocks = (p->m + ROW_BLOCK - 1) / ROW_BLOCK;
   /* Aim for chunks of at least ~64K multiply-adds so that handing a chunk to
    * a thread costs little against its work. */
   int64_t rows = p->m < ROW_BLOCK ? p->m : ROW_BLOCK;
-  int64_t per_task = rows * KERN_IGEMM_NR * (p->k > 0 ? p->k : 1);
+  int64_t per_task = rows * KERN_IGEMM_NR * (stage ? STAGE_PANELS : 1) * (p->k > 0 ? p->k : 1);
   int64_t grain = per_task >= 65536 ? 1 : 65536 / per_task;
-  tolk_pool_for(pool, mblocks * job.panels, grain, igemm_range, &job);
+  tolk_pool_for(pool, mblocks * job.units, grain, igemm_range, &job);
 }

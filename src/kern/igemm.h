@@ -178,6 +178,42 @@ void kern_igemm_qrow_avx512vnni(int rows, int64_t kq, const uint32_t *pa, int64_
                                 int64_t panel_stride, bool b_flip, int32_t *tiles);
 void kern_igemm_qrow_avxvnni(int rows, int64_t kq, const uint32_t *pa, int64_t pa_ld, const uint8_t *panel,
                              int64_t panel_stride, bool b_flip, int32_t *tiles);
+
+/* Columns one task finishes: a panel, or a few-rows group's panels. */
+#define KERN_IGEMM_SPAN_COLS (4 * KERN_IGEMM_NR)
+
+/* What a span of columns brings to the sums' corrections and scaling. */
+struct kern_igemm_cols {
+  int64_t col0;
+  int ncols;
+  /* The pair tiers' sums are final when B has no zero point (symmetric
+   * weights, as ORT quantizes them): no correction pass then. */
+  bool exact;
+  const float *fcs; /* the columns' scales: the problem's own when contiguous, else fcs_copy */
+  uint32_t zb[KERN_IGEMM_SPAN_COLS], cs[KERN_IGEMM_SPAN_COLS];
+  float fcs_copy[KERN_IGEMM_SPAN_COLS];
+};
+
+/* What the rows bring: their sums of A - za, and for the VNNI tiers za'
+ * per row (NULL for the pair tiers). */
+struct kern_igemm_rows {
+  const struct kern_igemm *p;
+  const int32_t *rowsum, *za;
+};
+
+/* Rows i0 .. i0 + mr of a span from their raw sums (row i at tile + i *
+ * ld): the zero-point terms, then C or its float form, written to out,
+ * the place of row i0, column ct->col0, rows ldo elements apart (C itself,
+ * or a buffer). igemm_finish.h, one build per tier. */
+#define KERN_IGEMM_FINISH_ARGS                                                                            \
+  const struct kern_igemm_rows *r, const struct kern_igemm_cols *ct, int64_t i0, int mr, int32_t *tile, int ld, \
+      void *out, int64_t ldo
+typedef void (*kern_igemm_finish_fn)(KERN_IGEMM_FINISH_ARGS);
+void kern_igemm_finish_scalar(KERN_IGEMM_FINISH_ARGS);
+void kern_igemm_finish_avx2(KERN_IGEMM_FINISH_ARGS);
+void kern_igemm_finish_avxvnni(KERN_IGEMM_FINISH_ARGS);
+void kern_igemm_finish_avx512vnni(KERN_IGEMM_FINISH_ARGS);
+
 /* Whether the compiler built those two (it knew the flags). */
 bool kern_igemm_avx512vnni_built(void);
 bool kern_igemm_avxvnni_built(void);

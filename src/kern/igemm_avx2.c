@@ -50,3 +50,6 @@ static inline void igt_store(int32_t *row, __m256i c0, __m256i c1) {
 #define IGT_ROW_NAME kern_igemm_row_avx2
 #define IGT_A int32_t
 #include "igemm_tmpl.h"
+
+#define IGF_NAME kern_igemm_finish_avx2
+#include "igemm_finish.h"

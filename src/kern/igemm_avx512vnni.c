@@ -68,3 +68,6 @@ static inline void igt_store(int32_t *row, __m512i c0, __m512i c1) {
 #define IGT_A uint32_t
 #define IGT_BUILT_FN kern_igemm_avx512vnni_built
 #include "igemm_tmpl.h"
+
+#define IGF_NAME kern_igemm_finish_avx512vnni
+#include "igemm_finish.h"

@@ -58,3 +58,6 @@ static inline void igt_store(int32_t *row, __m256i c0, __m256i c1) {
 #define IGT_A uint32_t
 #define IGT_BUILT_FN kern_igemm_avxvnni_built
 #include "igemm_tmpl.h"
+
+#define IGF_NAME kern_igemm_finish_avxvnni
+#include "igemm_finish.h"
