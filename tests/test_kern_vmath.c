@@ -6,7 +6,9 @@
  * the dispatched (AVX2) build against the portable one, bit for bit; and the
  * F16C float16 conversions against half.h on every pattern and a sweep.
  */
+#include <float.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,11 +310,59 @@ static void check_argmax_near(void) {
   free(y);
 }
 
+/* The scan quant.c made: the first smallest and largest, NaN passed over. */
+static void scan_minmax(const float *x, int64_t n, float *mn, float *mx) {
+  *mn = FLT_MAX, *mx = -FLT_MAX;
+  for (int64_t i = 0; i < n; i++) {
+    *mn = x[i] < *mn ? x[i] : *mn;
+    *mx = x[i] > *mx ? x[i] : *mx;
+  }
+}
+
+/* kern_minmax_f32, dispatched and portable, against the scan on rows of
+ * every length around the lanes: random floats, with NaNs, all NaN, ±Inf,
+ * and rows of ±0 only (where which zero comes back is free, so zeros are
+ * compared by value and anything else bit for bit). */
+static void check_minmax(void) {
+  const int64_t lens[] = {0, 1, 2, 15, 16, 17, 31, 33, 64, 1000, 2048};
+  const float pool[] = {-0.0f, 0.0f, INFINITY, -INFINITY, NAN};
+  float *x = malloc(2048 * sizeof *x);
+  uint32_t r = 4242;
+  int rows = 0;
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+    for (int form = 0; form < 6; form++) {
+      const int64_t n = lens[li];
+      for (int64_t i = 0; i < n; i++) {
+        r = r * 1664525u + 1013904223u;
+        const float v = ((float)(r >> 8) / 16777216.0f - 0.5f) * 1e3f;
+        x[i] = form == 0 ? v
+               : form == 1 ? ((r >> 5) % 3 ? v : NAN)
+               : form == 2 ? NAN
+               : form == 3 ? ((r >> 5) % 7 ? v : pool[(r >> 12) % 5])
+               : form == 4 ? pool[(r >> 12) % 2]
+                           : -v; /* form 5: the extremes' places swapped */
+      }
+      float wn, wx, gn, gx, pn, px;
+      scan_minmax(x, n, &wn, &wx);
+      kern_minmax_f32(n, x, &gn, &gx);
+      kern_minmax_f32_portable(n, x, &pn, &px);
+      const bool zero = wn == 0.0f || wx == 0.0f;
+      CHECK_MSG(zero ? gn == wn && gx == wx && pn == wn && px == wx
+                     : !memcmp(&gn, &wn, 4) && !memcmp(&gx, &wx, 4) && !memcmp(&pn, &wn, 4) && !memcmp(&px, &wx, 4),
+                "minmax n=%lld form %d: %g %g, portable %g %g, the scan %g %g", (long long)n, form, gn, gx, pn, px,
+                wn, wx);
+      rows++;
+    }
+  CHECK_MSG(rows == 11 * 6, "minmax: %d rows", rows);
+  free(x);
+}
+
 int main(void) {
   check_log_softmax();
   check_next_group_above();
   check_argmax();
   check_argmax_near();
+  check_minmax();
   /* The sweep. */
   size_t cap = 200000, n = 0;
   float *x = malloc(cap * sizeof *x);

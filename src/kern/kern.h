@@ -188,6 +188,12 @@ int64_t kern_argmax_f32_portable(int64_t n, const float *x);
 int64_t kern_argmax_near_f32(int64_t n, const float *x, float margin, int *clear);
 int64_t kern_argmax_near_f32_portable(int64_t n, const float *x, float margin, int *clear);
 
+/* The smallest and largest of x[0..n), NaN passed over: *mn = FLT_MAX and
+ * *mx = -FLT_MAX when nothing else is there. Where an extreme is a zero,
+ * which zero (+0 or -0) is unspecified. */
+void kern_minmax_f32(int64_t n, const float *x, float *mn, float *mx);
+void kern_minmax_f32_portable(int64_t n, const float *x, float *mn, float *mx);
+
 /* float16 ⇄ float for n elements (F16C when available), as half.h rounds. */
 void kern_f16_to_f32(const uint16_t *src, float *dst, int64_t n);
 void kern_f32_to_f16(const float *src, uint16_t *dst, int64_t n);

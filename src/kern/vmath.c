@@ -28,13 +28,14 @@ struct vm_impl {
                               float thr);
   int64_t (*argmax)(int64_t n, const float *x);
   int64_t (*argmax_near)(int64_t n, const float *x, float margin, int *clear);
+  void (*minmax)(int64_t n, const float *x, float *mn, float *mx);
 };
 
 static const struct vm_impl impl_portable = {kern_vm_f32_portable, tolk_f16_to_f32_n, tolk_f32_to_f16_n,
                                              kern_log_softmax_f32_portable,
                                              kern_log_softmax_terms_f32_portable,
                                              kern_next_group_above_f32_portable, kern_argmax_f32_portable,
-                                             kern_argmax_near_f32_portable};
+                                             kern_argmax_near_f32_portable, kern_minmax_f32_portable};
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -47,11 +48,12 @@ int64_t kern_next_group_above_f32_avx2(int64_t n, const float *x, int64_t from, 
                                        float add, float thr);
 int64_t kern_argmax_f32_avx2(int64_t n, const float *x);
 int64_t kern_argmax_near_f32_avx2(int64_t n, const float *x, float margin, int *clear);
+void kern_minmax_f32_avx2(int64_t n, const float *x, float *mn, float *mx);
 
 static const struct vm_impl impl_avx2 = {kern_vm_f32_avx2, kern_f16_to_f32_avx2, kern_f32_to_f16_avx2,
                                          kern_log_softmax_f32_avx2, kern_log_softmax_terms_f32_avx2,
                                          kern_next_group_above_f32_avx2, kern_argmax_f32_avx2,
-                                         kern_argmax_near_f32_avx2};
+                                         kern_argmax_near_f32_avx2, kern_minmax_f32_avx2};
 
 /* F16C: CPUID leaf 1, ECX bit 29 (every AVX2 CPU has it, but it is a bit
  * of its own; read directly as not every compiler knows the feature name). */
@@ -104,3 +106,5 @@ int64_t kern_argmax_f32(int64_t n, const float *x) { return impl()->argmax(n, x)
 int64_t kern_argmax_near_f32(int64_t n, const float *x, float margin, int *clear) {
   return impl()->argmax_near(n, x, margin, clear);
 }
+
+void kern_minmax_f32(int64_t n, const float *x, float *mn, float *mx) { impl()->minmax(n, x, mn, mx); }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "kern/kern.h"
 #include "quant_util.h"
 
 /* ------------------------------------------------------------------ helpers */
@@ -30,11 +31,10 @@ bool quant_range(int32_t dtype, int32_t *lo, int32_t *hi) {
 }
 
 void quant_dynamic_params_u8(const float *x, int64_t n, float *scale, int32_t *zp) {
-  float mn = FLT_MAX, mx = -FLT_MAX;
-  for (int64_t i = 0; i < n; i++) {
-    mn = x[i] < mn ? x[i] : mn;
-    mx = x[i] > mx ? x[i] : mx;
-  }
+  /* A zero extreme becomes +0 below, so which zero the kernel gives does
+   * not matter. */
+  float mn, mx;
+  kern_minmax_f32(n, x, &mn, &mx);
   mn = mn < 0.0f ? mn : 0.0f;
   mx = mx > 0.0f ? mx : 0.0f;
   float s = mx == mn ? 1.0f : (mx - mn) / 255.0f;
