@@ -12,50 +12,62 @@
  *
  * The includer defines IGF_NAME, the kern_igemm_finish_fn to define.
  */
-#include <string.h>
+#include <stdbool.h>
 
 #include "igemm.h"
 
 #define IGF_AI static inline __attribute__((always_inline))
 
-/* A row's columns of the float output, from their sums, the row's scale
- * rs, and the columns' scales cs and bias (contiguous, so that the loops
- * vectorise). */
-IGF_AI void igf_scale_row(const struct kern_igemm_f32 *f, float rs, const float *bias, int ncols, const float *cs,
-                          const int32_t *sums, float *out) {
-  /* One pass, the bias added after the product is rounded (as the graph's
-   * Add does): a second pass over the output cost more than the scaling at
-   * 16 rows of the LM head, its lines no longer in the cache. */
+/* The sum of column j corrected: as the tile gave it where the sums are
+ * exact, else less za'·colsum'_j and zb'_j·rowsum (igemm.h). */
+#define IGF_SUM(j) (exact ? sums[j] : (int32_t)((uint32_t)sums[j] - za * ct->cs[j] - ct->zb[j] * rsum))
+
+/* A row's columns of the float output from their sums, in one pass with
+ * the corrections: the row's scale rs, the columns' scales cs and bias
+ * (contiguous, so that the loops vectorise). The bias is added after the
+ * product is rounded, as the graph's Add does. `exact` is a constant where
+ * this is inlined. */
+IGF_AI void igf_scale_row(const struct kern_igemm_cols *ct, const struct kern_igemm_f32 *f, const bool exact,
+                          uint32_t za, uint32_t rsum, float rs, const float *bias, const int32_t *sums, float *out) {
+  const int ncols = ct->ncols;
+  const float *cs = ct->fcs;
   if (f->chained && bias)
-    for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * rs * cs[j] + bias[j];
+    for (int j = 0; j < ncols; j++) out[j] = (float)IGF_SUM(j) * rs * cs[j] + bias[j];
   else if (f->chained)
-    for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * rs * cs[j];
+    for (int j = 0; j < ncols; j++) out[j] = (float)IGF_SUM(j) * rs * cs[j];
   else if (bias)
-    for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * (rs * cs[j]) + bias[j];
+    for (int j = 0; j < ncols; j++) out[j] = (float)IGF_SUM(j) * (rs * cs[j]) + bias[j];
   else
-    for (int j = 0; j < ncols; j++) out[j] = (float)sums[j] * (rs * cs[j]);
+    for (int j = 0; j < ncols; j++) out[j] = (float)IGF_SUM(j) * (rs * cs[j]);
+}
+
+/* A row of C itself. */
+IGF_AI void igf_int_row(const struct kern_igemm_cols *ct, const bool exact, uint32_t za, uint32_t rsum,
+                        const int32_t *sums, int32_t *out) {
+  for (int j = 0; j < ct->ncols; j++) out[j] = IGF_SUM(j);
 }
 
 void IGF_NAME(KERN_IGEMM_FINISH_ARGS) {
   const struct kern_igemm *p = r->p;
-  const int ncols = ct->ncols;
+  const struct kern_igemm_f32 *f = p->f32;
+  const float *bias = f && f->bias ? f->bias + ct->col0 : NULL;
   for (int i = 0; i < mr; i++) {
-    uint32_t rs = (uint32_t)r->rowsum[i0 + i], za = r->za ? (uint32_t)r->za[i0 + i] : 0;
-    int32_t *trow = tile + i * ld;
-    if (p->f32) {
-      const struct kern_igemm_f32 *f = p->f32;
-      if (!ct->exact)
-        for (int j = 0; j < ncols; j++) trow[j] = (int32_t)((uint32_t)trow[j] - za * ct->cs[j] - ct->zb[j] * rs);
-      igf_scale_row(f, f->row_scale[(i0 + i) * f->row_scale_stride], f->bias ? f->bias + ct->col0 : NULL, ncols,
-                    ct->fcs, trow, (float *)out + i * ldo);
-    } else {
-      int32_t *crow = (int32_t *)out + i * ldo;
+    const uint32_t rsum = (uint32_t)r->rowsum[i0 + i], za = r->za ? (uint32_t)r->za[i0 + i] : 0;
+    const int32_t *sums = tile + i * ld;
+    if (f) {
+      const float rs = f->row_scale[(i0 + i) * f->row_scale_stride];
+      float *o = (float *)out + i * ldo;
       if (ct->exact)
-        memcpy(crow, trow, (size_t)ncols * sizeof *crow);
+        igf_scale_row(ct, f, true, za, rsum, rs, bias, sums, o);
       else
-        for (int j = 0; j < ncols; j++) crow[j] = (int32_t)((uint32_t)trow[j] - za * ct->cs[j] - ct->zb[j] * rs);
+        igf_scale_row(ct, f, false, za, rsum, rs, bias, sums, o);
+    } else if (ct->exact) {
+      igf_int_row(ct, true, za, rsum, sums, (int32_t *)out + i * ldo);
+    } else {
+      igf_int_row(ct, false, za, rsum, sums, (int32_t *)out + i * ldo);
     }
   }
 }
 
+#undef IGF_SUM
 #undef IGF_AI
