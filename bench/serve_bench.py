@@ -134,11 +134,12 @@ def meets_objective(r, base, natural):
 
 
 def capacity(a, srv, emit):
-    """Rates rise by 1.5x with short probes until the objective fails. Then the last rate that met it is
-    probed again, and the interval between it and the first that failed is halved twice, with probes long
-    enough for --min-requests answers each (at most LONG_PROBE_S seconds, which the slowest peers reach):
-    the P99 of 40 answers is their largest, so one slow answer would decide, and a 1.5x step alone puts
-    any two servers' ratio on a 1.5x grid."""
+    """Rates rise by 1.5x with short probes while the objective holds; a short probe that fails it is
+    repeated long, and only a long failure ends the rise. Then the last rate that met it is probed again,
+    and the interval between it and the first that failed is halved twice, with probes long enough for
+    --min-requests answers each (at most LONG_PROBE_S seconds, which the slowest peers reach): the P99 of
+    40 answers is their largest, so one slow answer would decide, and a 1.5x step alone puts any two
+    servers' ratio on a 1.5x grid."""
     natural = a.new_tokens == 0
     seconds = lambda rate: max(a.seconds, CYCLE / rate) if natural else a.seconds  # noqa: E731
     rate, good, bad, base = a.start_rate, 0.0, None, None
@@ -155,11 +156,14 @@ def capacity(a, srv, emit):
     while rate <= a.max_rate:
         r = probe(rate, False)
         base = base or (r if r["p50_ms"] else dict(p50_ms=1e9, p99_ms=1e9))
-        if not meets_objective(r, base, natural) and not good:
-            # The first probe has ~4 answers, so one slow one (a neighbour on the cores) failed it and
-            # made the server's capacity 0: a long probe at the same rate decides, and is the base.
+        if not meets_objective(r, base, natural):
+            # A short probe's P99 is its largest answer or next to it: one slow answer (a neighbour on the
+            # cores, one of the mix's two-sentence lines) fails it at any rate, and the first probe's
+            # ~4 answers made a server's capacity 0 that way. A long probe at the same rate decides; the
+            # first rate's is the base.
             r = probe(rate, True)
-            base = r if r["p50_ms"] else base
+            if not good:
+                base = r if r["p50_ms"] else base
         if not meets_objective(r, base, natural):
             bad = rate
             break
