@@ -156,13 +156,10 @@ static void pack_a(const struct kern_igemm *p, int32_t *pa, int32_t *rowsum) {
   }
 }
 
-/* A for the VNNI tiers: raw uint8 (int8 A plus 128, by flipping the sign
- * bit) in words of 4 k, zero past k so that padding adds 0 * b; the row sums
- * of A - za as pack_a makes them, and za' (za + 128 for int8 A). */
 /* Row i into dst, and Σ A over it (wrapping), from k elements of type T
  * (int8_t or uint8_t), in a loop the compiler vectorises: a decoder step
- * packs A for every MatMul on one thread, and a loop with a branch per
- * byte took 7 % of a beam search's time at 64 rows. */
+ * packs A for every MatMul on the calling thread, and a loop with a
+ * branch per byte took 7 % of that thread in a beam search at 64 rows. */
 #define PACK_QUADS(T)                                          \
   do {                                                         \
     const T *restrict src = (const T *)p->a + i * p->lda;      \
@@ -174,6 +171,9 @@ static void pack_a(const struct kern_igemm *p, int32_t *pa, int32_t *rowsum) {
     }                                                          \
   } while (0)
 
+/* A for the VNNI tiers: raw uint8 (int8 A plus 128, by flipping the sign
+ * bit) in words of 4 k, zero past k so that padding adds 0 * b; the row sums
+ * of A - za as pack_a makes them, and za' (za + 128 for int8 A). */
 static void pack_a_u8(const struct kern_igemm *p, uint32_t *pa, int32_t *rowsum, int32_t *za_u8) {
   int64_t kq = kern_igemm_pairs(p->k) / 2;
   const uint8_t flip = p->a_signed ? 0x80 : 0;

@@ -10,7 +10,6 @@
  * the same integers here as there, so the formulas below follow MLAS rather
  * than any algebraically equal rewrite.
  */
-#include <float.h>
 #include <math.h>
 #include <string.h>
 
