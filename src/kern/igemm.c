@@ -399,10 +399,13 @@ static int span_cols(const struct kern_igemm *p, int64_t col0, int want) {
   return p->n - col0 < want ? (int)(p->n - col0) : want;
 }
 
-/* Where row i, column col of C lies (int32 or float: 4 bytes either way). */
+/* C's row stride in elements, and where row i, column col of it lies
+ * (int32 or float: 4 bytes either way). */
+static int64_t c_ld(const struct kern_igemm *p) { return p->f32 ? p->f32->ldc : p->ldc; }
+
 static void *c_at(const struct kern_igemm *p, int64_t i, int64_t col) {
-  if (p->f32) return p->f32->c + i * p->f32->ldc + col;
-  return p->c + i * p->ldc + col;
+  if (p->f32) return p->f32->c + i * c_ld(p) + col;
+  return p->c + i * c_ld(p) + col;
 }
 
 /* One row block × panel: the tiles' raw sums, then finished into out (the
@@ -458,7 +461,7 @@ static void igemm_staged_task(const struct igemm_job *job, int64_t mb, int64_t g
 /* One row block × panel, straight into C. */
 static void igemm_task(const struct igemm_job *job, int64_t mb, int64_t pn) {
   const struct kern_igemm *p = job->rows.p;
-  block_panel(job, mb, pn, c_at(p, mb * ROW_BLOCK, pn * KERN_IGEMM_NR), p->f32 ? p->f32->ldc : p->ldc);
+  block_panel(job, mb, pn, c_at(p, mb * ROW_BLOCK, pn * KERN_IGEMM_NR), c_ld(p));
 }
 
 /* The m ≤ KERN_IGEMM_FEW_ROWS rows of A against panels pn .. pn +
@@ -478,7 +481,7 @@ static void igemm_few_task(const struct igemm_job *job, int64_t pn) {
   int64_t col0 = pn * KERN_IGEMM_NR;
   col_terms(job, col0, span_cols(job->rows.p, col0, panels * KERN_IGEMM_NR), &ct);
   job->impl->finish(&job->rows, &ct, 0, rows, tiles, panels * KERN_IGEMM_NR, c_at(job->rows.p, 0, col0),
-                    job->rows.p->f32 ? job->rows.p->f32->ldc : job->rows.p->ldc);
+                    c_ld(job->rows.p));
 }
 
 /* Whether the few-rows kernel takes p. */
