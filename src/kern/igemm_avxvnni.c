@@ -15,8 +15,26 @@
 
 #include "igemm.h"
 
-#if defined(__AVXVNNI__) && defined(__AVX2__)
+#if (defined(__AVXVNNI__) || defined(KERN_EMULATE_AVXVNNI)) && defined(__AVX2__)
 #include <immintrin.h>
+
+#ifdef KERN_EMULATE_AVXVNNI
+/* vpdpbusd done exactly in AVX2, for tests/kern_igemm_avxvnni_emu.c: the
+ * machines CI runs on have lacked AVX-VNNI (and QEMU's TCG lacks it), so a
+ * test build runs the rest of this tier's code with this stand-in on any
+ * AVX2 CPU. Each 32-bit lane adds its four uint8 x int8 products: the even
+ * and the odd bytes widened to 16 bits, vpmaddwd summing pairs (at most
+ * 2 x 255 x 128, no saturation) and the two sums added, wrapping as
+ * vpdpbusd does. */
+static inline __m256i igt_dpbusd(__m256i c, __m256i a, __m256i b) {
+  __m256i a_even = _mm256_and_si256(a, _mm256_set1_epi16(0x00ff)), a_odd = _mm256_srli_epi16(a, 8);
+  __m256i b_even = _mm256_srai_epi16(_mm256_slli_epi16(b, 8), 8), b_odd = _mm256_srai_epi16(b, 8);
+  __m256i s = _mm256_add_epi32(_mm256_madd_epi16(a_even, b_even), _mm256_madd_epi16(a_odd, b_odd));
+  return _mm256_add_epi32(c, s);
+}
+#else
+#define igt_dpbusd _mm256_dpbusd_avx_epi32
+#endif
 
 #define IGT_BUILT 1
 #define IGT_V __m256i
@@ -39,8 +57,8 @@ static inline void igt_load(const uint8_t *panel, int64_t t, bool flip, __m256i 
 
 static inline void igt_madd(__m256i *c0, __m256i *c1, const uint32_t *a, __m256i lo, __m256i hi) {
   __m256i av = _mm256_set1_epi32((int)*a);
-  *c0 = _mm256_dpbusd_avx_epi32(*c0, av, lo);
-  *c1 = _mm256_dpbusd_avx_epi32(*c1, av, hi);
+  *c0 = igt_dpbusd(*c0, av, lo);
+  *c1 = igt_dpbusd(*c1, av, hi);
 }
 
 /* c0 holds columns 0-3 | 8-11, c1 4-7 | 12-15. */
