@@ -206,6 +206,24 @@ def main():
     anon_24h = max(0.0, aslope) * 86400
     file_headroom = max(0.0, file_max - warm[-1]["file_mb"])
     bound_24h = 100 * (anon_24h + file_headroom) / base
+    # A soak longer than the 30 minutes is also fitted in 30-minute stretches after the warm-up,
+    # and from its 30th minute to the end: growth that is the last of the warming (caches and pools
+    # reaching the sizes the load asks for) shrinks from one stretch to the next; a leak does not.
+    stretches = []
+    for k in range(int((xs[-1] - xs[0]) // 1800)):
+        lo = xs[0] + 1800 * k
+        part = [(x, y) for x, y in zip(xs, ys) if lo <= x < lo + 1800]
+        s_, i_ = fit(*zip(*part))
+        b_ = i_ + s_ * part[0][0]
+        stretches.append(dict(from_min=round(lo / 60, 1), growth_pct=round(100 * s_ * 1800 / b_, 3),
+                              growth_24h_pct=round(100 * s_ * 86400 / b_, 2)))
+    late = [(x, y) for x, y in zip(xs, ys) if x >= 1800]
+    if a.minutes >= 60 and len(late) > 2:
+        s_, i_ = fit(*zip(*late))
+        b_ = i_ + s_ * late[0][0]
+        stretches.append(dict(from_min=30, to_min=round(late[-1][0] / 60, 1),
+                              growth_pct=round(100 * s_ * (late[-1][0] - late[0][0]) / b_, 3),
+                              growth_24h_pct=round(100 * s_ * 86400 / b_, 2)))
     status = {}
     for stt, _, _, _ in rec:
         status[stt] = status.get(stt, 0) + 1
@@ -226,7 +244,7 @@ def main():
                    rss_floor_growth_24h_pct=round(100 * fslope * 86400 / fbase, 2),
                    heap_used_warm_end_mb=[warm[0]["heap_used_mb"], warm[-1]["heap_used_mb"]],
                    heap_free_warm_end_mb=[warm[0]["heap_free_mb"], warm[-1]["heap_free_mb"]],
-                   fds_min_max=[min(fds), max(fds)], threads_min_max=[min(ths), max(ths)], exit_status=rc)
+                   stretches=stretches, fds_min_max=[min(fds), max(fds)], threads_min_max=[min(ths), max(ths)], exit_status=rc)
     # Connections come and go with the traffic; what must not happen is fds that keep piling up.
     half = len(fds) // 2
     ok = (growth_run < 1 and min(growth_24h, bound_24h) < 5 and not five and max(ths) == min(ths)
