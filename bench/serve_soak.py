@@ -87,6 +87,14 @@ def fit(xs, ys):
     return slope, my - slope * mx
 
 
+def growth(xs, ys, span):
+    """The least-squares line through (xs, ys): its growth over span seconds and over 24 hours, in %
+    of its value at xs[0], with its slope and that value."""
+    slope, icpt = fit(xs, ys)
+    base = icpt + slope * xs[0]
+    return 100 * slope * span / base, 100 * slope * 86400 / base, slope, base
+
+
 def request_texts(order, sentences, n, seed):
     """The sentence of each of n requests. "cycle": one shuffled order of all the sentences, repeated,
     so that every run of len(sentences) requests carries the same mix and the load is the same from
@@ -188,10 +196,7 @@ def main():
     # is sent, when RSS falls as the batch empties.
     warm = [s for s in samples if 0.1 * a.minutes * 60 <= s["t"] <= a.minutes * 60]
     xs, ys = [s["t"] for s in warm], [s["rss_mb"] for s in warm]
-    slope, icpt = fit(xs, ys)
-    base = icpt + slope * xs[0]
-    growth_run = 100 * slope * (xs[-1] - xs[0]) / base
-    growth_24h = 100 * slope * 86400 / base
+    growth_run, growth_24h, slope, base = growth(xs, ys, xs[-1] - xs[0])
     # The floor: each minute's lowest RSS. Bursts of load lift RSS for a while and the trims bring it
     # back; a leak lifts the floor too. Reported beside the fit of the peaks, which decides.
     minutes = {}
@@ -212,18 +217,15 @@ def main():
     stretches = []
     for k in range(int((xs[-1] - xs[0]) // 1800)):
         lo = xs[0] + 1800 * k
-        part = [(x, y) for x, y in zip(xs, ys) if lo <= x < lo + 1800]
-        s_, i_ = fit(*zip(*part))
-        b_ = i_ + s_ * part[0][0]
-        stretches.append(dict(from_min=round(lo / 60, 1), growth_pct=round(100 * s_ * 1800 / b_, 3),
-                              growth_24h_pct=round(100 * s_ * 86400 / b_, 2)))
+        px, py = zip(*[(x, y) for x, y in zip(xs, ys) if lo <= x < lo + 1800])
+        run, day, _, _ = growth(px, py, 1800)
+        stretches.append(dict(from_min=round(lo / 60, 1), growth_pct=round(run, 3), growth_24h_pct=round(day, 2)))
     late = [(x, y) for x, y in zip(xs, ys) if x >= 1800]
     if a.minutes >= 60 and len(late) > 2:
-        s_, i_ = fit(*zip(*late))
-        b_ = i_ + s_ * late[0][0]
-        stretches.append(dict(from_min=30, to_min=round(late[-1][0] / 60, 1),
-                              growth_pct=round(100 * s_ * (late[-1][0] - late[0][0]) / b_, 3),
-                              growth_24h_pct=round(100 * s_ * 86400 / b_, 2)))
+        px, py = zip(*late)
+        run, day, _, _ = growth(px, py, px[-1] - px[0])
+        stretches.append(dict(from_min=30, to_min=round(px[-1] / 60, 1), growth_pct=round(run, 3),
+                              growth_24h_pct=round(day, 2)))
     status = {}
     for stt, _, _, _ in rec:
         status[stt] = status.get(stt, 0) + 1
@@ -258,7 +260,7 @@ def main():
         fig, ax = plt.subplots(figsize=(8, 4))
         ax.plot([s["t"] / 60 for s in samples], [s["rss_mb"] for s in samples], label="RSS")
         ax.plot([s["t"] / 60 for s in samples], [s["anon_mb"] for s in samples], label="of which anonymous")
-        ax.plot([x / 60 for x in xs], [icpt + slope * x for x in xs], "--", label=f"fit: {slope * 3600:+.2f} MB/h")
+        ax.plot([x / 60 for x in xs], [base + slope * (x - xs[0]) for x in xs], "--", label=f"fit: {slope * 3600:+.2f} MB/h")
         ax.set_xlabel("minutes"), ax.set_ylabel("RSS, MB"), ax.legend(), ax.grid(True, alpha=0.3)
         fig.savefig(out_dir / "soak.png", dpi=110, bbox_inches="tight")
     except ImportError:
