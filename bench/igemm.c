@@ -11,7 +11,7 @@
  * --f32 writes the float form (sums times row and column scales), as the
  * quantized MatMuls and the int8 LM head do; --shape runs one shape.
  *
- *   bench_igemm [--isa scalar|avx2|avxvnni|avx512vnni] [--ms MS] [--f32] [--shape MxNxK]
+ *   bench_igemm [--isa scalar|avx2|avxvnni|avx512vnni|amx] [--ms MS] [--f32] [--shape MxNxK]
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -69,12 +69,12 @@ static int bench(int64_t m, int64_t n, int64_t k, const char *isa, bool f32) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: bench_igemm [--isa scalar|avx2|avxvnni|avx512vnni] [--ms MS] [--f32] [--shape MxNxK]\n");
+  fprintf(stderr, "usage: bench_igemm [--isa scalar|avx2|avxvnni|avx512vnni|amx] [--ms MS] [--f32] [--shape MxNxK]\n");
   return 2;
 }
 
 int main(int argc, char **argv) {
-  const char *isas[] = {"scalar", "avx2", "avxvnni", "avx512vnni"};
+  const char *isas[] = {"scalar", "avx2", "avxvnni", "avx512vnni", "amx"};
   const char *only = NULL;
   bool f32 = false;
   long long one[3] = {0};

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The int8 GEMM's tiers on a CPU other than the build machine's (the lent
-# device machine's, where AVX-VNNI or AVX-512 VNNI may be present): prints
+# device machine's, where AVX-VNNI, AVX-512 VNNI or AMX may be present): prints
 # the CPU and its flags, builds the kernel tests and bench_igemm with -j16,
 # runs them. Uses CMake when libcjson is there; otherwise compiles only what
 # the kernel tests need with the compiler directly (the engine's layers below
@@ -32,6 +32,7 @@ else
   for s in $srcs; do
     f=""
     case $s in
+      *_amx.c) f="-mamx-tile -mamx-int8 -mavx512f -mavx512bw -mavx512vnni -mavx2" ;;
       *_avx512vnni.c) f="-mavx512f -mavx512bw -mavx512vnni -mavx2" ;;
       *_avxvnni.c) f="-mavx2 -mavxvnni" ;;
       *_avx512.c) f="-mavx512f -mavx512bw -mavx512dq -mavx512vl -mavx2 -mfma -mf16c" ;;

@@ -23,3 +23,19 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|i.86")
   add_test(NAME test_kern_igemm_avxvnni_emu COMMAND test_kern_igemm_avxvnni_emu avxvnni)
   set_tests_properties(test_kern_igemm_avxvnni_emu PROPERTIES LABELS unit)
 endif()
+
+# The amx tier's code with its tile instructions done in C (see
+# kern_igemm_amx_emu.c), linked the same way; it needs AVX-512 VNNI, which
+# every AMX CPU has, and says so where the CPU lacks it.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|i.86" AND TOLK_CC_AVX512VNNI)
+  add_executable(test_kern_igemm_amx_emu test_kern_igemm.c kern_igemm_amx_emu.c
+                 ${PROJECT_SOURCE_DIR}/src/kern/igemm.c)
+  target_compile_definitions(test_kern_igemm_amx_emu PRIVATE KERN_EMULATE_AMX)
+  target_compile_options(test_kern_igemm_amx_emu PRIVATE ${TOLK_WARNINGS})
+  set_source_files_properties(kern_igemm_amx_emu.c PROPERTIES COMPILE_OPTIONS
+    "-mavx512f;-mavx512bw;-mavx512vnni;-mavx2")
+  target_include_directories(test_kern_igemm_amx_emu PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(test_kern_igemm_amx_emu PRIVATE tolk_static)
+  add_test(NAME test_kern_igemm_amx_emu COMMAND test_kern_igemm_amx_emu amx)
+  set_tests_properties(test_kern_igemm_amx_emu PROPERTIES LABELS unit)
+endif()

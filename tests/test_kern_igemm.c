@@ -5,7 +5,8 @@
  * strides, transposed packing, and sums that wrap int32. Results must be
  * bit-identical, for every tier this build and CPU have: the pair tiers
  * (scalar, avx2) and the VNNI ones (vnni-ref, the portable form of their
- * algorithm that runs anywhere; avxvnni; avx512vnni). The float output
+ * algorithm that runs anywhere; avxvnni; avx512vnni; amx, which takes row
+ * blocks of 16 rows or more). The float output
  * (kern_igemm_f32: scale per tensor, row or column, bias or none, the
  * product and the chained forms) must equal, bit for bit, the int32 result
  * converted, scaled and biased by separate float operations, as the graph's
@@ -144,7 +145,7 @@ static void run_f32_case(int64_t m, int64_t n, int64_t k, int form, const char *
 /* Every tier by default; the tiers named as arguments instead (the build
  * with avxvnni's instruction emulated runs that tier alone). */
 int main(int argc, char **argv) {
-  static const char *all[] = {"scalar", "vnni-ref", "avx2", "avxvnni", "avx512vnni"};
+  static const char *all[] = {"scalar", "vnni-ref", "avx2", "avxvnni", "avx512vnni", "amx"};
   const char *const *isas = argc > 1 ? (const char *const *)argv + 1 : all;
   size_t n_isas = argc > 1 ? (size_t)argc - 1 : sizeof all / sizeof all[0];
   char ran[128] = "", lacked[128] = "";
@@ -155,6 +156,9 @@ int main(int argc, char **argv) {
   printf("igemm: detected implementation %s\n", kern_igemm_isa());
 #ifdef KERN_EMULATE_AVXVNNI
   printf("igemm: this build's avxvnni does vpdpbusd in AVX2\n");
+#endif
+#ifdef KERN_EMULATE_AMX
+  printf("igemm: this build's amx does its tile instructions in C\n");
 #endif
   for (size_t s = 0; s < n_isas; s++) {
     if (!kern_igemm_force_isa(isas[s])) {
@@ -187,6 +191,9 @@ int main(int argc, char **argv) {
       run_case(&pr, isas[s], pool);
       pr.zpb = 0;
       run_case(&pr, isas[s], NULL);
+      /* A whole tile of rows and one row more (AMX: a staged tile of one row). */
+      struct prob many = {17, 20, 70001, combo & 1, (combo >> 1) & 1, 2, 2, combo == 3, true};
+      run_case(&many, isas[s], pool);
       /* One to three rows: several panels at a time (a decoder step of a few sentences). */
       for (int64_t m = 1; m <= 3; m++) {
         struct prob few = {m, 70, 70001, combo & 1, (combo >> 1) & 1, 1, combo & 1, false, true};

@@ -44,7 +44,8 @@ static void add_feature(size_t *used, const char *name) {
 }
 
 /* The features the dispatchers test (sgemm.c, igemm.c, the F16C
- * conversions), and VNNI, which says what an int8 kernel could gain. */
+ * conversions), and VNNI and AMX, which say what an int8 kernel could gain
+ * (amx-int8 is the CPU's: igemm.c also needs the OS's leave). */
 static void read_features(void) {
   size_t used = 0;
 #if defined(__x86_64__) || defined(__i386__)
@@ -70,6 +71,7 @@ static void read_features(void) {
   if (__get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1)) add_feature(&used, "f16c");
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (c >> 11 & 1)) add_feature(&used, "avx512vnni");
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1)) add_feature(&used, "avxvnni");
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 25 & 1)) add_feature(&used, "amx-int8");
 #endif
   if (!used) add_feature(&used, "baseline");
 }

@@ -11,6 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <asm/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "core/core.h"
 #include "core/pool.h"
 
@@ -245,7 +254,8 @@ static void qtile_portable(int mr, int64_t kq, const uint32_t *pa, int64_t pa_ld
 
 /* One tier: a pair tile (A widened to int16) or a quad tile (VNNI), the
  * few-rows kernel over several panels where the tier has one and the most
- * rows it takes, and the last pass at the tier's width. */
+ * rows it takes, the last pass at the tier's width, and AMX's kernel for
+ * whole row blocks. */
 struct isa_impl {
   const char *name;
   kern_igemm_tile_fn tile;
@@ -254,33 +264,62 @@ struct isa_impl {
   kern_igemm_qrow_fn qrow;
   int few_rows;
   kern_igemm_finish_fn finish;
+  kern_igemm_qblock_fn qblock;
 };
 
-static const struct isa_impl impl_portable = {"scalar", tile_portable, NULL, NULL, NULL, 0, kern_igemm_finish_scalar};
+static const struct isa_impl impl_portable = {"scalar", tile_portable, NULL, NULL, NULL, 0, kern_igemm_finish_scalar,
+                                              NULL};
 static const struct isa_impl impl_vnni_ref = {"vnni-ref", NULL, qtile_portable, NULL, NULL, 0,
-                                              kern_igemm_finish_scalar};
+                                              kern_igemm_finish_scalar, NULL};
 #if defined(__x86_64__) || defined(__i386__)
 static const struct isa_impl impl_avx2 = {"avx2", kern_igemm_tile_avx2, NULL, kern_igemm_row_avx2, NULL, 3,
-                                          kern_igemm_finish_avx2};
+                                          kern_igemm_finish_avx2, NULL};
 static const struct isa_impl impl_avxvnni = {"avxvnni", NULL, kern_igemm_qtile_avxvnni, NULL,
-                                             kern_igemm_qrow_avxvnni, 3, kern_igemm_finish_avxvnni};
+                                             kern_igemm_qrow_avxvnni, 3, kern_igemm_finish_avxvnni, NULL};
 /* Three rows go to the tile: a decoder step of three sentences, int8 with
  * the int8 head, batch 3, 24 sentences, Zen 4, 2 threads: 24.4-26.2 sent/s
  * over two panels at a time, 27.6 one panel at a time with the tile's
  * prefetch; two rows alike, one row 67 against 70-72 ms a sentence. */
 static const struct isa_impl impl_avx512vnni = {"avx512vnni", NULL, kern_igemm_qtile_avx512vnni, NULL,
-                                                kern_igemm_qrow_avx512vnni, 2, kern_igemm_finish_avx512vnni};
+                                                kern_igemm_qrow_avx512vnni, 2, kern_igemm_finish_avx512vnni, NULL};
+/* AVX-512 VNNI's tier with AMX for the row blocks of 16 rows or more. */
+static const struct isa_impl impl_amx = {"amx", NULL, kern_igemm_qtile_avx512vnni, NULL, kern_igemm_qrow_avx512vnni,
+                                         2, kern_igemm_finish_avx512vnni, kern_igemm_qblock_amx};
 
 /* CPUID leaf 7: sub-leaf 0 ECX bit 11 is AVX512_VNNI, sub-leaf 1 EAX bit 4
  * AVX-VNNI. GCC 12's __builtin_cpu_supports knows the first, not the second. */
-static bool cpuid7(unsigned sub, unsigned *eax, unsigned *ecx) {
+static bool cpu_avx512vnni(void) {
   unsigned a, b, c, d;
-  __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(0u), "c"(0u));
-  if (a < 7) return false;
-  __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7u), "c"(sub));
-  *eax = a;
-  *ecx = c;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c >> 11 & 1);
+}
+
+static bool cpu_avxvnni(void) {
+#ifdef KERN_EMULATE_AVXVNNI /* the test build whose avxvnni tier needs AVX2 only */
   return true;
+#else
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1);
+#endif
+}
+
+/* AMX-TILE and AMX-INT8 (CPUID leaf 7 EDX bits 24, 25), tile state enabled
+ * by the OS (XCR0 bits 17, 18), and Linux's leave for this process to use
+ * it (5.16 and later; granted once, to every thread): without that the
+ * first tile instruction kills the process. */
+static bool cpu_amx(void) {
+#ifdef KERN_EMULATE_AMX /* the test build whose tile instructions are C */
+  return true;
+#elif defined(__linux__) && defined(__x86_64__)
+  unsigned a, b, c, d, lo, hi;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || (d >> 24 & 3) != 3) return false;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c >> 27 & 1)) return false; /* OSXSAVE: xgetbv works */
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0u));
+  (void)hi;
+  if ((lo >> 17 & 3) != 3) return false;
+  return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, 18 /* XFEATURE_XTILEDATA */) == 0;
+#else
+  return false;
+#endif
 }
 #endif
 
@@ -289,18 +328,12 @@ static bool have(const char *tier) {
   __builtin_cpu_init();
   /* __builtin_cpu_supports checks that the OS saves the registers too
    * (XCR0), so an "avx2" or "avx512bw" answer covers that for VNNI. */
-  unsigned eax = 0, ecx = 0;
   if (!strcmp(tier, "avx2")) return __builtin_cpu_supports("avx2");
   if (!strcmp(tier, "avx512vnni"))
-    return kern_igemm_avx512vnni_built() && __builtin_cpu_supports("avx512bw") &&
-           cpuid7(0, &eax, &ecx) && (ecx >> 11 & 1);
+    return kern_igemm_avx512vnni_built() && __builtin_cpu_supports("avx512bw") && cpu_avx512vnni();
+  if (!strcmp(tier, "amx")) return kern_igemm_amx_built() && have("avx512vnni") && cpu_amx();
   if (!strcmp(tier, "avxvnni"))
-    return kern_igemm_avxvnni_built() && __builtin_cpu_supports("avx2") &&
-#ifdef KERN_EMULATE_AVXVNNI /* the test build whose avxvnni tier needs AVX2 only */
-           true;
-#else
-           cpuid7(1, &eax, &ecx) && (eax >> 4 & 1);
-#endif
+    return kern_igemm_avxvnni_built() && __builtin_cpu_supports("avx2") && cpu_avxvnni();
 #endif
   (void)tier;
   return false;
@@ -310,12 +343,14 @@ static const struct isa_impl *impl_by_name(const char *name) {
   if (!strcmp(name, "scalar")) return &impl_portable;
   if (!strcmp(name, "vnni-ref")) return &impl_vnni_ref;
 #if defined(__x86_64__) || defined(__i386__)
+  if (!strcmp(name, "amx") && have("amx")) return &impl_amx;
   if (!strcmp(name, "avx512vnni") && have("avx512vnni")) return &impl_avx512vnni;
   if (!strcmp(name, "avxvnni") && have("avxvnni")) return &impl_avxvnni;
   if (!strcmp(name, "avx2") && have("avx2")) return &impl_avx2;
   /* avx512, the kernels' name for "the widest there is": the best tier. */
   if (!strcmp(name, "avx512")) {
-    const struct isa_impl *i = impl_by_name("avx512vnni");
+    const struct isa_impl *i = impl_by_name("amx");
+    if (!i) i = impl_by_name("avx512vnni");
     if (!i) i = impl_by_name("avxvnni");
     return i ? i : impl_by_name("avx2");
   }
@@ -362,6 +397,7 @@ bool kern_igemm_force_isa(const char *name) {
 /* ------------------------------------------------------------------- driver */
 
 #define ROW_BLOCK (KERN_IGEMM_MR * 16)
+_Static_assert(ROW_BLOCK <= 6 * 16, "AMX's kernel holds a row block in six tiles");
 
 struct igemm_job {
   struct kern_igemm_rows rows; /* the problem, A's row sums, and VNNI's za' per row */
@@ -421,7 +457,15 @@ static void block_panel(const struct igemm_job *job, int64_t mb, int64_t pn, cha
   const uint8_t *panel = job->b->data + pn * job->kp * 2 * KERN_IGEMM_NR;
   struct kern_igemm_cols ct;
   col_terms(job, pn * KERN_IGEMM_NR, span_cols(p, pn * KERN_IGEMM_NR, KERN_IGEMM_NR), &ct);
-  for (int64_t i0 = mb * ROW_BLOCK; i0 < row_end; i0 += KERN_IGEMM_MR) {
+  const int64_t row0 = mb * ROW_BLOCK;
+  if (job->impl->qblock && row_end - row0 >= KERN_IGEMM_AMX_MIN_ROWS) {
+    int32_t sums[ROW_BLOCK * KERN_IGEMM_NR];
+    job->impl->qblock((int)(row_end - row0), job->kp / 2, (const uint32_t *)job->pa + row0 * (job->kp / 2),
+                      job->kp / 2, panel, job->flip, sums);
+    job->impl->finish(&job->rows, &ct, row0, (int)(row_end - row0), sums, KERN_IGEMM_NR, out, ldo);
+    return;
+  }
+  for (int64_t i0 = row0; i0 < row_end; i0 += KERN_IGEMM_MR) {
     int mr = row_end - i0 < KERN_IGEMM_MR ? (int)(row_end - i0) : KERN_IGEMM_MR;
     if (job->vnni)
       job->impl->qtile(mr, job->kp / 2, (const uint32_t *)job->pa + i0 * (job->kp / 2),

@@ -35,9 +35,12 @@
  * keeps them bit-identical to the reference. "vnni-ref" is that algorithm in
  * portable C, so any CPU tests the driver of the VNNI tiers.
  *
- * The implementation is picked once from the CPU (AVX-512 VNNI, AVX-VNNI,
- * AVX2, else portable C); TOLK_ISA in the environment caps it: scalar,
- * avx2 (no VNNI), avx512 (the best there is).
+ * The AMX tier ("amx") is the AVX-512 VNNI tier with its row blocks of 16
+ * rows or more done by tdpbusd on tiles (igemm_amx.c), the same sums.
+ *
+ * The implementation is picked once from the CPU (AMX, AVX-512 VNNI,
+ * AVX-VNNI, AVX2, else portable C); TOLK_ISA in the environment caps it:
+ * scalar, avx2 (no VNNI), avx512 (the best there is).
  */
 #ifndef TOLK_IGEMM_H
 #define TOLK_IGEMM_H
@@ -128,7 +131,7 @@ size_t kern_igemm_work_size(int64_t m, int64_t k);
 void kern_igemm_packed(const struct kern_igemm *p, const struct kern_igemm_b *b, void *work,
                        struct tolk_pool *pool);
 
-/* Name of the implementation in use ("avx512vnni", "avxvnni", "avx2",
+/* Name of the implementation in use ("amx", "avx512vnni", "avxvnni", "avx2",
  * "vnni-ref", "scalar"), for logs and tests. */
 const char *kern_igemm_isa(void);
 
@@ -179,6 +182,17 @@ void kern_igemm_qrow_avx512vnni(int rows, int64_t kq, const uint32_t *pa, int64_
 void kern_igemm_qrow_avxvnni(int rows, int64_t kq, const uint32_t *pa, int64_t pa_ld, const uint8_t *panel,
                              int64_t panel_stride, bool b_flip, int32_t *tiles);
 
+/* The AMX tier's kernel (igemm_amx.c): rows ≤ 6 × 16 of A (rows pa_ld
+ * apart, kq quads each) against one panel, the raw sums as the quad tile
+ * gives them into sums[i*16 + j], which holds ceil(rows / 16) × 16 rows. */
+typedef void (*kern_igemm_qblock_fn)(int rows, int64_t kq, const uint32_t *pa, int64_t pa_ld, const uint8_t *panel,
+                                     bool b_flip, int32_t *sums);
+void kern_igemm_qblock_amx(int rows, int64_t kq, const uint32_t *pa, int64_t pa_ld, const uint8_t *panel,
+                           bool b_flip, int32_t *sums);
+/* Fewer rows than a tile's 16 in a row block go to the AVX-512 VNNI tiles:
+ * most of a tile would multiply zeros. */
+#define KERN_IGEMM_AMX_MIN_ROWS 16
+
 /* Columns one task finishes: a panel, or a few-rows group's panels. */
 #define KERN_IGEMM_SPAN_COLS (4 * KERN_IGEMM_NR)
 
@@ -214,8 +228,9 @@ void kern_igemm_finish_avx2(KERN_IGEMM_FINISH_ARGS);
 void kern_igemm_finish_avxvnni(KERN_IGEMM_FINISH_ARGS);
 void kern_igemm_finish_avx512vnni(KERN_IGEMM_FINISH_ARGS);
 
-/* Whether the compiler built those two (it knew the flags). */
+/* Whether the compiler built those three (it knew the flags). */
 bool kern_igemm_avx512vnni_built(void);
 bool kern_igemm_avxvnni_built(void);
+bool kern_igemm_amx_built(void);
 
 #endif /* TOLK_IGEMM_H */
