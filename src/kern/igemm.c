@@ -305,7 +305,9 @@ static bool cpu_avxvnni(void) {
 /* AMX-TILE and AMX-INT8 (CPUID leaf 7 EDX bits 24, 25), tile state enabled
  * by the OS (XCR0 bits 17, 18), and Linux's leave for this process to use
  * it (5.16 and later; granted once, to every thread): without that the
- * first tile instruction kills the process. */
+ * first tile instruction kills the process. Linux refuses it where a
+ * thread's signal stack is too small for the larger signal frame; then
+ * the AVX-512 VNNI tier runs. */
 static bool cpu_amx(void) {
 #ifdef KERN_EMULATE_AMX /* the test build whose tile instructions are C */
   return true;
