@@ -406,8 +406,10 @@ struct igemm_job {
   const struct kern_igemm_b *b;
   const int32_t *pa;
   int64_t kp, panels;
-  int64_t units; /* tasks per row block: panels, or panel groups where C is staged */
-  bool staged;
+  /* A task: a row block and `group` panels (one; STAGE_PANELS where C is
+   * staged; the few-rows kernel's group), `units` of them per row block. */
+  int64_t group, units;
+  bool staged, few;
   const struct isa_impl *impl;
   /* A VNNI tier (quads of uint8 A), and with it an unsigned B flipped to int8. */
   bool vnni, flip;
@@ -539,20 +541,23 @@ static bool few_rows(const struct kern_igemm *p, const struct isa_impl *im) {
   return p->m <= im->few_rows && (im->row || im->qrow);
 }
 
-/* Tasks [begin, end): (row block, panel) pairs, or (row block, panel
- * group) where C is staged. A few rows (a decoder step of one to three
- * sentences, where the tasks are the panels) go several panels at a time. */
+/* Tasks [begin, end): (row block, panel), (row block, panel group) where
+ * C is staged, or for a few rows (a decoder step of one to three
+ * sentences) the few-rows kernel's group of panels, a last short group a
+ * panel at a time. */
 static void igemm_range(void *arg, int64_t begin, int64_t end) {
   const struct igemm_job *job = arg;
-  int64_t t = begin;
-  if (few_rows(job->rows.p, job->impl)) {
-    const int64_t group = kern_igemm_few_panels((int)job->rows.p->m);
-    for (; t + group <= end; t += group) igemm_few_task(job, t);
+  for (int64_t t = begin; t < end; t++) {
+    const int64_t mb = t / job->units, pn = t % job->units * job->group;
+    if (job->staged) {
+      igemm_staged_task(job, mb, pn / STAGE_PANELS);
+    } else if (job->few && pn + job->group <= job->panels) {
+      igemm_few_task(job, pn);
+    } else {
+      const int64_t pn_end = pn + job->group < job->panels ? pn + job->group : job->panels;
+      for (int64_t q = pn; q < pn_end; q++) igemm_task(job, mb, q);
+    }
   }
-  if (job->staged)
-    for (; t < end; t++) igemm_staged_task(job, t / job->units, t % job->units);
-  else
-    for (; t < end; t++) igemm_task(job, t / job->panels, t % job->panels);
 }
 
 void kern_igemm_packed(const struct kern_igemm *p, const struct kern_igemm_b *b, void *work,
@@ -568,15 +573,17 @@ void kern_igemm_packed(const struct kern_igemm *p, const struct kern_igemm_b *b,
   else
     pack_a(p, pa, rowsum);
   const int64_t panels = (p->n + KERN_IGEMM_NR - 1) / KERN_IGEMM_NR;
-  const bool stage = staged(p) && !few_rows(p, im);
-  struct igemm_job job = {{p, rowsum, vnni ? za : NULL}, b, pa, kp, panels,
-                          stage ? (panels + STAGE_PANELS - 1) / STAGE_PANELS : panels, stage, im, vnni,
-                          vnni && !b->is_signed};
+  const bool few = few_rows(p, im), stage = staged(p) && !few;
+  /* A few rows' tasks are whole groups: chunks of the pool that cut a group
+   * ran its panels one at a time (two rows, 512 columns: a quarter of them). */
+  const int64_t group = few ? kern_igemm_few_panels((int)p->m) : stage ? STAGE_PANELS : 1;
+  struct igemm_job job = {{p, rowsum, vnni ? za : NULL}, b, pa, kp, panels, group, (panels + group - 1) / group,
+                          stage, few, im, vnni, vnni && !b->is_signed};
   int64_t mblocks = (p->m + ROW_BLOCK - 1) / ROW_BLOCK;
   /* Aim for chunks of at least ~64K multiply-adds so that handing a chunk to
    * a thread costs little against its work. */
   int64_t rows = p->m < ROW_BLOCK ? p->m : ROW_BLOCK;
-  int64_t per_task = rows * KERN_IGEMM_NR * (stage ? STAGE_PANELS : 1) * (p->k > 0 ? p->k : 1);
+  int64_t per_task = rows * KERN_IGEMM_NR * group * (p->k > 0 ? p->k : 1);
   int64_t grain = per_task >= 65536 ? 1 : 65536 / per_task;
   tolk_pool_for(pool, mblocks * job.units, grain, igemm_range, &job);
 }
