@@ -196,18 +196,17 @@ def main():
     # is sent, when RSS falls as the batch empties.
     warm = [s for s in samples if 0.1 * a.minutes * 60 <= s["t"] <= a.minutes * 60]
     xs, ys = [s["t"] for s in warm], [s["rss_mb"] for s in warm]
-    growth_run, growth_24h, slope, base = growth(xs, ys, xs[-1] - xs[0])
+    span = xs[-1] - xs[0]
+    growth_run, growth_24h, slope, base = growth(xs, ys, span)
     # The floor: each minute's lowest RSS. Bursts of load lift RSS for a while and the trims bring it
     # back; a leak lifts the floor too. Reported beside the fit of the peaks, which decides.
     minutes = {}
     for s in warm:
         minutes.setdefault(int(s["t"] // 60), []).append((s["t"], s["rss_low_mb"]))
     floor = [min(v, key=lambda p: p[1]) for _, v in sorted(minutes.items()) if len(v) > 1]
-    fslope, ficpt = fit([p[0] for p in floor], [p[1] for p in floor]) if len(floor) > 2 else (0.0, base)
-    fbase = ficpt + fslope * floor[0][0] if floor else base
+    floor_run, floor_24h, fslope, _ = growth(*zip(*floor), span) if len(floor) > 2 else (0.0, 0.0, 0.0, base)
     anon = [s["anon_mb"] for s in warm]
-    aslope, aicpt = fit(xs, anon)
-    abase = aicpt + aslope * xs[0]
+    anon_run, _, aslope, abase = growth(xs, anon, span)
     anon_24h = max(0.0, aslope) * 86400
     file_headroom = max(0.0, file_max - warm[-1]["file_mb"])
     bound_24h = 100 * (anon_24h + file_headroom) / base
@@ -215,7 +214,7 @@ def main():
     # and from its 30th minute to the end: growth that is the last of the warming (caches and pools
     # reaching the sizes the load asks for) shrinks from one stretch to the next; a leak does not.
     stretches = []
-    for k in range(int((xs[-1] - xs[0]) // 1800)):
+    for k in range(int(span // 1800)):
         lo = xs[0] + 1800 * k
         px, py = zip(*[(x, y) for x, y in zip(xs, ys) if lo <= x < lo + 1800])
         run, day, _, _ = growth(px, py, 1800)
@@ -238,12 +237,12 @@ def main():
                    rss_warm_mb=round(base, 1), rss_end_mb=ys[-1], rss_slope_mb_per_h=round(slope * 3600, 3),
                    rss_growth_run_pct=round(growth_run, 3), rss_growth_24h_pct=round(growth_24h, 2),
                    anon_warm_mb=round(abase, 2), anon_end_mb=anon[-1], anon_slope_mb_per_h=round(aslope * 3600, 3),
-                   anon_growth_run_pct=round(100 * aslope * (xs[-1] - xs[0]) / abase, 3),
+                   anon_growth_run_pct=round(anon_run, 3),
                    file_warm_mb=warm[0]["file_mb"], file_end_mb=warm[-1]["file_mb"], file_mapped_mb=round(file_max, 1),
                    rss_bound_24h_pct=round(bound_24h, 2),
                    rss_floor_slope_mb_per_h=round(fslope * 3600, 3),
-                   rss_floor_growth_run_pct=round(100 * fslope * (xs[-1] - xs[0]) / fbase, 3),
-                   rss_floor_growth_24h_pct=round(100 * fslope * 86400 / fbase, 2),
+                   rss_floor_growth_run_pct=round(floor_run, 3),
+                   rss_floor_growth_24h_pct=round(floor_24h, 2),
                    heap_used_warm_end_mb=[warm[0]["heap_used_mb"], warm[-1]["heap_used_mb"]],
                    heap_free_warm_end_mb=[warm[0]["heap_free_mb"], warm[-1]["heap_free_mb"]],
                    stretches=stretches, fds_min_max=[min(fds), max(fds)], threads_min_max=[min(ths), max(ths)], exit_status=rc)
