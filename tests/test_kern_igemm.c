@@ -142,8 +142,8 @@ static void run_f32_case(int64_t m, int64_t n, int64_t k, int form, const char *
   free(got_ref), free(pb.data), free(work);
 }
 
-/* Every tier by default; the tiers named as arguments instead (the build
- * with avxvnni's instruction emulated runs that tier alone). */
+/* Every tier by default; the tiers named as arguments instead (the builds
+ * with avxvnni's instruction or amx's emulated run that tier alone). */
 int main(int argc, char **argv) {
   static const char *all[] = {"scalar", "vnni-ref", "avx2", "avxvnni", "avx512vnni", "amx"};
   const char *const *isas = argc > 1 ? (const char *const *)argv + 1 : all;
