@@ -204,7 +204,9 @@ struct kern_igemm_cols {
    * weights, as ORT quantizes them): no correction pass then. */
   bool exact;
   const float *fcs; /* the columns' scales: the problem's own when contiguous, else fcs_copy */
-  uint32_t zb[KERN_IGEMM_SPAN_COLS], cs[KERN_IGEMM_SPAN_COLS];
+  const uint32_t *cs; /* B's column sums as int8 (kern_igemm_b.colsum), read by the VNNI tiers */
+  const uint32_t *zb; /* zb'_j: zeros where B has no zero point and is not flipped, else zb_copy */
+  uint32_t zb_copy[KERN_IGEMM_SPAN_COLS];
   float fcs_copy[KERN_IGEMM_SPAN_COLS];
 };
 

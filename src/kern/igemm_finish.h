@@ -20,7 +20,7 @@
 
 /* The sum of column j corrected: as the tile gave it where the sums are
  * exact, else less za'·colsum'_j and zb'_j·rowsum (igemm.h). */
-#define IGF_SUM(j) (exact ? sums[j] : (int32_t)((uint32_t)sums[j] - za * ct->cs[j] - ct->zb[j] * rsum))
+#define IGF_SUM(j) (exact ? sums[j] : (int32_t)((uint32_t)sums[j] - za * cs[j] - zb[j] * rsum))
 
 /* A row's columns of the float output from their sums, in one pass with
  * the corrections: the row's scale rs, the columns' scales cs and bias
@@ -30,20 +30,22 @@
 IGF_AI void igf_scale_row(const struct kern_igemm_cols *ct, const struct kern_igemm_f32 *f, const bool exact,
                           uint32_t za, uint32_t rsum, float rs, const float *bias, const int32_t *sums, float *out) {
   const int ncols = ct->ncols;
-  const float *cs = ct->fcs;
+  const float *fcs = ct->fcs;
+  const uint32_t *cs = ct->cs, *zb = ct->zb;
   if (f->chained && bias)
-    for (int j = 0; j < ncols; j++) out[j] = (float)IGF_SUM(j) * rs * cs[j] + bias[j];
+    for (int j = 0; j < ncols; j++) out[j] = (float)IGF_SUM(j) * rs * fcs[j] + bias[j];
   else if (f->chained)
-    for (int j = 0; j < ncols; j++) out[j] = (float)IGF_SUM(j) * rs * cs[j];
+    for (int j = 0; j < ncols; j++) out[j] = (float)IGF_SUM(j) * rs * fcs[j];
   else if (bias)
-    for (int j = 0; j < ncols; j++) out[j] = (float)IGF_SUM(j) * (rs * cs[j]) + bias[j];
+    for (int j = 0; j < ncols; j++) out[j] = (float)IGF_SUM(j) * (rs * fcs[j]) + bias[j];
   else
-    for (int j = 0; j < ncols; j++) out[j] = (float)IGF_SUM(j) * (rs * cs[j]);
+    for (int j = 0; j < ncols; j++) out[j] = (float)IGF_SUM(j) * (rs * fcs[j]);
 }
 
 /* A row of C itself. */
 IGF_AI void igf_int_row(const struct kern_igemm_cols *ct, const bool exact, uint32_t za, uint32_t rsum,
                         const int32_t *sums, int32_t *out) {
+  const uint32_t *cs = ct->cs, *zb = ct->zb;
   for (int j = 0; j < ct->ncols; j++) out[j] = IGF_SUM(j);
 }
 
