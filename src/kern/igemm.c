@@ -506,11 +506,11 @@ static void block_panel(const struct igemm_job *job, int64_t mb, int64_t pn, cha
 
 static bool staged(const struct kern_igemm *p) { return p->n >= STAGE_MIN_N && p->m >= STAGE_MIN_M; }
 
-/* One row block × panel group g (STAGE_PANELS panels) through the buffer. */
-static void igemm_staged_task(const struct igemm_job *job, int64_t mb, int64_t g) {
+/* One row block × the STAGE_PANELS panels from pn0 through the buffer. */
+static void igemm_staged_task(const struct igemm_job *job, int64_t mb, int64_t pn0) {
   const struct kern_igemm *p = job->rows.p;
   _Alignas(64) int32_t stage[ROW_BLOCK * STAGE_COLS];
-  const int64_t pn0 = g * STAGE_PANELS, pn_end = pn0 + STAGE_PANELS < job->panels ? pn0 + STAGE_PANELS : job->panels;
+  const int64_t pn_end = pn0 + STAGE_PANELS < job->panels ? pn0 + STAGE_PANELS : job->panels;
   for (int64_t pn = pn0; pn < pn_end; pn++)
     block_panel(job, mb, pn, (char *)(stage + (pn - pn0) * KERN_IGEMM_NR), STAGE_COLS);
   const int64_t row0 = mb * ROW_BLOCK, row_end = row0 + ROW_BLOCK < p->m ? row0 + ROW_BLOCK : p->m;
@@ -559,7 +559,7 @@ static void igemm_range(void *arg, int64_t begin, int64_t end) {
   for (int64_t t = begin; t < end; t++) {
     const int64_t mb = t / job->units, pn = t % job->units * job->group;
     if (job->staged) {
-      igemm_staged_task(job, mb, pn / STAGE_PANELS);
+      igemm_staged_task(job, mb, pn);
     } else if (job->few && pn + job->group <= job->panels) {
       igemm_few_task(job, pn);
     } else {

@@ -269,12 +269,16 @@ static void bias_span(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t 
  * beyond (an encoder batch of 4,096 tokens against 512 × 2048). */
 #define IN_PLACE_A_BYTES ((size_t)2 << 20)
 
+/* Whether B was packed ahead (floats, 8-bit codes or bfloat16): the paths
+ * that run its panels, the few-rows kernel's among them. */
+static bool b_packed(const struct gemm_job *j) { return j->packed || j->codes || j->bf16; }
+
 /* C rows [i0, i1) × panels [jp0, jp1). */
 static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t jp0,
                        int64_t jp1) {
   const struct sgemm_ukr *u = j->u;
   const int64_t nr = u->nr, mr = u->mr, KC = u->kc, MC = u->mc;
-  const bool packed = j->packed || j->codes || j->bf16;
+  const bool packed = b_packed(j);
   _Alignas(64) float scratch[SGEMM_MAX_KC * SGEMM_MAX_NR]; /* a dequantized piece of a panel */
   assert(KC <= SGEMM_MAX_KC && MC <= SGEMM_MAX_MC && nr <= SGEMM_MAX_NR &&
          SGEMM_NC % nr == 0 && SGEMM_ROWS_NC % nr == 0 && MC % mr == 0);
@@ -458,8 +462,7 @@ static void gemm_run(struct gemm_job *j, struct tolk_pool *pool) {
      * one. A decoder step's 512 x 512 weights at one row made 8 tasks of 2
      * AVX-512 panels: 55.5 us a product, 37.1 in 4 tasks of 4 (2 threads,
      * Zen 4, cold weights, medians of 6; 2048 x 512 187.6 -> 134.9). */
-    const bool packed = j->packed || j->codes || j->bf16;
-    if (packed && j->m <= SGEMM_FEW_ROWS && j->m <= mr) {
+    if (b_packed(j) && j->m <= SGEMM_FEW_ROWS && j->m <= mr) {
       const int64_t group = sgemm_few_panels((int)j->m);
       j->panels_per_task = ceil_div(j->panels_per_task, group) * group;
     }
