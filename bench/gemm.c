@@ -7,12 +7,16 @@
  * kern_sgemm (B unpacked), kern_sgemm_packed (B prepacked, as sessions run
  * constant weights) and, when built with OpenBLAS, cblas_sgemm.
  *
+ * --pack bf16 packs B as bfloat16 (tolk_session_params.bf16_weights 1),
+ * --pack bf16dot as bfloat16 pairs for AVX512-BF16's dot products (2);
+ * GB/s(B) then counts the packed bytes.
+ *
  * Weights are "cold" as in a real decoder step, which walks ~230 MB of
  * weights and so never finds them in the cache: the benchmark rotates
  * through enough copies of B to exceed 384 MB (this 32 MB-L3 VM still reads
  * 96 MB sets at twice its DRAM rate; --hot: one copy, warm).
  *
- *   bench_gemm [--threads N] [--isa avx2|avx512|scalar] [--hot] [--ms MS]
+ *   bench_gemm [--threads N] [--isa avx2|avx512|scalar] [--pack f32|bf16|bf16dot] [--hot] [--ms MS]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +48,7 @@ struct shape {
 static int threads = 1;
 static double min_ms = 300;
 static bool hot;
+static const char *pack = "f32";
 
 /* Median seconds per call of `impl` on m × k × n, rotating over `copies`
  * B matrices. */
@@ -88,6 +93,7 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = (int)strtol(argv[++i], NULL, 10);
     else if (strcmp(argv[i], "--ms") == 0 && i + 1 < argc) min_ms = strtod(argv[++i], NULL);
     else if (strcmp(argv[i], "--hot") == 0) hot = true;
+    else if (strcmp(argv[i], "--pack") == 0 && i + 1 < argc) pack = argv[++i];
     else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
       const char *want = argv[++i];
       bool ok = false;
@@ -98,10 +104,17 @@ int main(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr, "usage: bench_gemm [--threads N] [--isa avx2|avx512|scalar] [--hot] [--ms MS]\n");
+      fprintf(stderr, "usage: bench_gemm [--threads N] [--isa avx2|avx512|scalar] [--pack f32|bf16|bf16dot] "
+                      "[--hot] [--ms MS]\n");
       return 2;
     }
   }
+  if (strcmp(pack, "f32") && strcmp(pack, "bf16") && strcmp(pack, "bf16dot")) {
+    fprintf(stderr, "bench_gemm: --pack takes f32, bf16 or bf16dot, not %s\n", pack);
+    return 2;
+  }
+  if (!strcmp(pack, "bf16dot") && !kern_bf16dot_fast())
+    fprintf(stderr, "bench_gemm: no AVX512-BF16 here: bf16dot runs its portable tier\n");
   struct tolk_pool *pool = NULL;
   tolk_error err = {0};
   if (tolk_pool_create(threads, &pool, &err) != TOLK_OK) {
@@ -111,8 +124,8 @@ int main(int argc, char **argv) {
 #ifdef TOLK_BENCH_OPENBLAS
   openblas_set_num_threads(threads);
 #endif
-  printf("isa %s, threads %d (pool runs %d), B %s\n", kern_isa_name(kern_isa_active()), threads,
-         tolk_pool_threads(pool), hot ? "hot (one copy)" : "cold (rotating copies > 384 MB)");
+  printf("isa %s, threads %d (pool runs %d), B %s, packed as %s\n", kern_isa_name(kern_isa_active()), threads,
+         tolk_pool_threads(pool), hot ? "hot (one copy)" : "cold (rotating copies > 384 MB)", pack);
   printf("%4s %6s %6s  %-12s %10s %9s %8s\n", "m", "k", "n", "impl", "us/call", "GFLOP/s", "GB/s(B)");
   static const struct shape shapes[] = {
       {512, 512, "attention q/k/v/o"},
@@ -136,7 +149,10 @@ int main(int argc, char **argv) {
       b[x] = malloc(bbytes);
       if (!b[x]) return 1;
       for (int64_t i = 0; i < k * n; i++) b[x][i] = (float)((i * 104729 + x) % 1000) / 1000.0f - 0.5f;
-      if (kern_sgemm_pack_b(false, k, n, b[x], n, &pb[x], &err) != TOLK_OK) {
+      tolk_status st = !strcmp(pack, "bf16dot")
+                           ? kern_sgemm_pack_b_bf16dot(false, k, n, b[x], n, NULL, &pb[x], &err)
+                           : kern_sgemm_pack_b_read(false, k, n, b[x], n, !strcmp(pack, "bf16"), NULL, &pb[x], &err);
+      if (st != TOLK_OK) {
         fprintf(stderr, "bench_gemm: %s\n", err.message);
         return 1;
       }
@@ -149,9 +165,10 @@ int main(int argc, char **argv) {
         if (impl == IMPL_OPENBLAS) continue;
 #endif
         double t = time_one((enum impl)impl, m, k, n, a, b, pb, copies, c, pool);
+        const size_t read = impl == IMPL_PACKED ? kern_packed_b_bytes(pb[0]) : bbytes;
         printf("%4lld %6lld %6lld  %-12s %10.1f %9.2f %8.2f\n", (long long)m, (long long)k,
                (long long)n, impl_name[impl], t * 1e6, 2.0 * (double)(m * k * n) / t * 1e-9,
-               (double)bbytes / t * 1e-9);
+               (double)read / t * 1e-9);
         fflush(stdout);
       }
     }

@@ -43,7 +43,7 @@ static void add_feature(size_t *used, const char *name) {
   if (n > 0 && (size_t)n < sizeof features - *used) *used += (size_t)n;
 }
 
-/* The features the dispatchers test (sgemm.c, igemm.c, the F16C
+/* The features the dispatchers test (sgemm.c, igemm.c, bf16dot.c, the F16C
  * conversions), and VNNI and AMX, which say what an int8 kernel could gain
  * (amx-int8 is the CPU's: igemm.c also needs the OS's leave). */
 static void read_features(void) {
@@ -64,13 +64,14 @@ static void read_features(void) {
            {"avx512vl", __builtin_cpu_supports("avx512vl")}};
   for (size_t i = 0; i < sizeof f / sizeof *f; i++)
     if (f[i].has) add_feature(&used, f[i].name);
-  /* F16C and VNNI from CPUID itself, as vmath.c's and igemm.c's
-   * dispatchers read them: clang 14 (the fuzz build's) knows no feature
+  /* F16C, VNNI and BF16 from CPUID itself, as vmath.c's, igemm.c's and
+   * bf16dot.c's dispatchers read them: clang 14 (the fuzz build's) knows no feature
    * string for them. */
   unsigned a, b, c, d;
   if (__get_cpuid(1, &a, &b, &c, &d) && (c >> 29 & 1)) add_feature(&used, "f16c");
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (c >> 11 & 1)) add_feature(&used, "avx512vnni");
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 4 & 1)) add_feature(&used, "avxvnni");
+  if (__get_cpuid_count(7, 1, &a, &b, &c, &d) && (a >> 5 & 1)) add_feature(&used, "avx512bf16");
   if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (d >> 25 & 1)) add_feature(&used, "amx-int8");
 #endif
   if (!used) add_feature(&used, "baseline");

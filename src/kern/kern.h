@@ -137,6 +137,30 @@ void kern_sgemm_packed_bias(int64_t m, int64_t n, int64_t k, const float *a, int
                             const struct kern_packed_b *b, const float *bias, float *c, int64_t ldc,
                             struct tolk_pool *pool);
 
+/* ------------------------------------------------ bfloat16 dot products */
+
+/* op(B) rounded to bfloat16 and packed in pairs along k (B as for
+ * kern_sgemm_pack_b; read as for kern_sgemm_pack_b_read). kern_sgemm_packed
+ * and kern_sgemm_packed_bias then round A to bfloat16 too and take the
+ * products in pairs as AVX512-BF16's VDPBF16PS does (bf16dot.h gives the
+ * arithmetic exactly): twice the products an instruction of fp32 FMAs, half
+ * the weight memory, C off the fp32 product by both operands' rounding.
+ * The same bits on every CPU. */
+tolk_status kern_sgemm_pack_b_bf16dot(bool trans_b, int64_t k, int64_t n, const void *b, int64_t ldb,
+                                      kern_read_fn read, struct kern_packed_b **out, tolk_error *err);
+/* Whether those products run on AVX512-BF16 here: the CPU has it, the build
+ * took -mavx512bf16 and the active ISA is AVX-512 (TOLK_ISA=avx2 turns it
+ * off). Elsewhere they run in portable C, bit for bit the same and many
+ * times slower: a session refuses the option there (tolk.h). */
+bool kern_bf16dot_fast(void);
+/* The reference: C (m×n, ldc) from float A (m×k, lda) and B (k×n, ldb), one
+ * element at a time, bias NULL or n floats. */
+void kern_bf16dot_ref(int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda, const float *b,
+                      int64_t ldb, float beta, const float *bias, float *c, int64_t ldc);
+/* For tests: true runs the products in portable C even where AVX512-BF16 is.
+ * Not safe while other threads run kernels. */
+void kern_bf16dot_force_portable(bool on);
+
 /* ---------------------------------------------------------------- vmath
  * Fast float functions (vmath.h has the method and error bounds), used by
  * the elementwise operators and the translator's log-softmax. */

@@ -494,17 +494,6 @@ void kern_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, flo
 /* --------------------------------------------------------------- packed */
 
 #define HUGE_PAGE ((size_t)2 << 20)
-struct kern_packed_b {
-  const struct sgemm_ukr *u;
-  int64_t k, n;
-  float *data;    /* ceil(n / NR) panels of k × NR */
-  uint8_t *codes; /* or the same as 8-bit codes (kern_sgemm_pack_b_q8) */
-  uint16_t *bf16; /* or as bfloat16 (kern_sgemm_pack_b_bf16) */
-  bool is_signed;
-  int32_t zp;
-  float scale;
-  size_t bytes;
-};
 
 /* A packed matrix of ceil(n / NR) panels of k × NR elements of elem_size
  * bytes, with its memory (*mem, not filled; the caller stores it as data,
@@ -649,6 +638,7 @@ void kern_packed_b_free(struct kern_packed_b *pb) {
   kern_free_weights(pb->data);
   kern_free_weights(pb->codes);
   kern_free_weights(pb->bf16);
+  kern_free_weights(pb->pairs);
   free(pb);
 }
 
@@ -671,6 +661,10 @@ static void packed_run(bool trans_a, int64_t m, int64_t n, int64_t k, float alph
     scale_c(m, n, beta, c, ldc);
     struct gemm_job z = {.c = c, .ldc = ldc, .bias = bias};
     add_bias(&z, 0, m, 0, n);
+    return;
+  }
+  if (b->pairs) {
+    kern_bf16dot_run(trans_a, m, alpha, a, lda, b, beta, bias, c, ldc, pool);
     return;
   }
   struct gemm_job j = {

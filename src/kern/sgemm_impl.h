@@ -83,6 +83,27 @@ struct sgemm_ukr {
   sgemm_few_rows_fn few_rows;
 };
 
+/* A packed op(B) (kern.h), in one of its forms. */
+struct kern_packed_b {
+  const struct sgemm_ukr *u;
+  int64_t k, n;
+  float *data;    /* ceil(n / NR) panels of k × NR */
+  uint8_t *codes; /* or the same as 8-bit codes (kern_sgemm_pack_b_q8) */
+  uint16_t *bf16; /* or as bfloat16 (kern_sgemm_pack_b_bf16) */
+  /* or as bfloat16 pairs along k for the dot-product GEMM (bf16dot.c):
+   * ceil(n / BF16DOT_NR) panels of ceil(k / 2) × BF16DOT_NR pairs */
+  uint32_t *pairs;
+  bool is_signed;
+  int32_t zp;
+  float scale;
+  size_t bytes;
+};
+
+/* bf16dot.c: kern_sgemm_packed's product for a B of pairs. */
+void kern_bf16dot_run(bool trans_a, int64_t m, float alpha, const float *a, int64_t lda,
+                      const struct kern_packed_b *b, float beta, const float *bias, float *c, int64_t ldc,
+                      struct tolk_pool *pool);
+
 extern const struct sgemm_ukr kern_sgemm_ukr_scalar;
 #if defined(__x86_64__) || defined(__i386__)
 extern const struct sgemm_ukr kern_sgemm_ukr_avx2;
