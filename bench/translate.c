@@ -13,7 +13,7 @@
  * the RSS split at the end (anonymous vs memory-mapped model files), and the
  * process's CPU time over the throughput pass (throughput_cpu_ms).
  *
- *   bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--bf16] [--beam N] [--new-tokens N]
+ *   bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--bf16 | --bf16-products] [--beam N] [--new-tokens N]
  *                   [--threads N] [--batch N] [--latency-n N] [--skip-latency]
  *                   [--skip-throughput] [--no-verify] [--engine NAME] [--mode NAME] [--vmap FILE]
  *                   [--opt basic|extended|all]
@@ -181,12 +181,13 @@ int main(int argc, char **argv) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--int8")) int8 = 1;
     else if (!strcmp(a, "--int8-lm-head")) int8_lm_head = 1;
-    else if (!strcmp(a, "--bf16")) bf16 = 1;
+    else if (!strcmp(a, "--bf16")) bf16 = TOLK_BF16_WEIGHTS;
+    else if (!strcmp(a, "--bf16-products")) bf16 = TOLK_BF16_PRODUCTS;
     else if (!strcmp(a, "--no-verify")) verify = 0;
     else if (!strcmp(a, "--skip-latency")) do_latency = 0;
     else if (!strcmp(a, "--skip-throughput")) do_throughput = 0;
     else if (!v) {
-      fprintf(stderr, "usage: bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--bf16] [--beam N] [--new-tokens N] "
+      fprintf(stderr, "usage: bench_translate -m DIR --ids FILE [--int8] [--int8-lm-head] [--bf16 | --bf16-products] [--beam N] [--new-tokens N] "
                       "[--threads N] [--batch N] [--latency-n N] [--skip-latency] [--skip-throughput] [--no-verify] "
                       "[--vmap FILE] [--opt basic|extended|all]\n");
       return 2;

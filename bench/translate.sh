@@ -13,8 +13,9 @@
 # WORK (sentences.txt / ids.txt / results.jsonl, default /tmp/tolk-bench-translate),
 # N (sentences, 200), NEW_TOKENS (32), BATCH (sentences per throughput batch, 16),
 # LATENCY_N (sentences timed alone, default all), BEAMS ("1,4"),
-# ENGINES (subset of tolk,tolk-lmh,tolk-bf16,transformers,optimum,ct2; default all;
-# tolk-lmh: tolk int8 with --int8-lm-head; tolk-bf16: tolk fp32 with --bf16).
+# ENGINES (subset of tolk,tolk-lmh,tolk-bf16,tolk-bf16p,transformers,optimum,ct2; default all;
+# tolk-lmh: tolk int8 with --int8-lm-head; tolk-bf16: tolk fp32 with --bf16; tolk-bf16p: with
+# --bf16-products, on CPUs with AVX512-BF16).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 model=${1:-/tmp/tolk-bench}

@@ -36,12 +36,14 @@ TAG = ">>cmn_Hans<<"
 # (engine, precision) rows in table order; tolk rows run bench_translate, tolk-lmh with
 # --int8-lm-head (the LM head in int8 as well, as CTranslate2 int8 has it), tolk-bf16 with --bf16
 # (the fp32 graphs' weights held as bfloat16; no peer has that precision on a CPU without
-# AVX512-BF16, so its ratios are against the fp32 rows, marked as such).
-ENGINES = [("tolk", "fp32"), ("tolk-bf16", "bf16"), ("tolk", "int8"), ("tolk-lmh", "int8"),
+# AVX512-BF16, so its ratios are against the fp32 rows, marked as such), tolk-bf16p with
+# --bf16-products (the activations rounded too, AVX512-BF16's products; CPUs with it only).
+ENGINES = [("tolk", "fp32"), ("tolk-bf16", "bf16"), ("tolk-bf16p", "bf16"), ("tolk", "int8"), ("tolk-lmh", "int8"),
            ("transformers", "fp32"), ("optimum", "fp32"), ("optimum", "int8"), ("ct2", "fp32"), ("ct2", "int8")]
 LABEL = {"tolk": "tolk", "tolk-lmh": "tolk --int8-lm-head", "tolk-bf16": "tolk --bf16",
+         "tolk-bf16p": "tolk --bf16-products",
          "transformers": "transformers+PyTorch", "optimum": "Optimum ORT", "ct2": "CTranslate2"}
-TOLKS = ("tolk", "tolk-lmh", "tolk-bf16")
+TOLKS = ("tolk", "tolk-lmh", "tolk-bf16", "tolk-bf16p")
 
 
 def log(*a):
@@ -280,6 +282,8 @@ def cmd_table(a):
                         cmd.append("--int8-lm-head")
                     if eng == "tolk-bf16":
                         cmd.append("--bf16")
+                    if eng == "tolk-bf16p":
+                        cmd.append("--bf16-products")
                 else:
                     cmd = [sys.executable, __file__, "run", "--model", str(model), "--engine", eng, "--precision", prec,
                            "--beam", str(beam)] + common
@@ -406,7 +410,7 @@ def main(argv=None):
     p.add_argument("--bench-bin", required=True, help="path of bench_translate")
     p.add_argument("--n", type=int, default=200)
     p.add_argument("--beams", default="1,4")
-    p.add_argument("--engines", default="", help="comma-separated subset of tolk,tolk-lmh,tolk-bf16,transformers,optimum,ct2")
+    p.add_argument("--engines", default="", help="comma-separated subset of tolk,tolk-lmh,tolk-bf16,tolk-bf16p,transformers,optimum,ct2")
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--jsonl", default="", help="append every run's result here")
     p.add_argument("--from-jsonl", default="", help="run nothing: print the table from these results")

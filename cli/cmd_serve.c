@@ -11,7 +11,7 @@
 #include "tolk_serve.h"
 
 enum {
-  OPT_MODEL, OPT_HOST, OPT_PORT, OPT_THREADS, OPT_INT8, OPT_INT8_LM_HEAD, OPT_BF16, OPT_MAX_BATCH_TOKENS, OPT_MAX_BATCH_ROWS, OPT_MAX_STEP_GROWTH, OPT_MAX_WAIT_MS,
+  OPT_MODEL, OPT_HOST, OPT_PORT, OPT_THREADS, OPT_INT8, OPT_INT8_LM_HEAD, OPT_BF16, OPT_BF16_PRODUCTS, OPT_MAX_BATCH_TOKENS, OPT_MAX_BATCH_ROWS, OPT_MAX_STEP_GROWTH, OPT_MAX_WAIT_MS,
   OPT_MAX_QUEUE, OPT_MAX_QUEUE_WAIT, OPT_TIMEOUT, OPT_DRAIN, OPT_CONN_TIMEOUT, OPT_MAX_BODY, OPT_MAX_CHARS,
   OPT_MAX_TEXTS, OPT_MAX_CONNECTIONS, OPT_API_KEYS, OPT_RATE_LIMIT, OPT_CORS_ORIGIN,
   OPT_TRUSTED_PROXY, OPT_ACCESS_LOG, OPT_CHECK, OPT_VMAP
@@ -25,6 +25,7 @@ static const struct cli_option options[] = {
     [OPT_INT8] = {"int8", 0, NULL, "use the *_quantized.onnx graphs"},
     [OPT_INT8_LM_HEAD] = {"int8-lm-head", 0, NULL, "multiply the LM head in int8 too (see `tolk translate --help`)"},
     [OPT_BF16] = {"bf16", 0, NULL, "hold the float weights as bfloat16 (see `tolk translate --help`)"},
+    [OPT_BF16_PRODUCTS] = {"bf16-products", 0, NULL, "bfloat16 activations and AVX512-BF16 products too (see\n`tolk translate --help`)"},
     [OPT_MAX_BATCH_TOKENS] = {"max-batch-tokens", 0, "N", "rows x padded source tokens in one decoding batch"},
     [OPT_MAX_BATCH_ROWS] = {"max-batch-rows", 0, "N", "rows (beams count) in one decoding batch when a request\njoins it (0: no bound), more wait in the queue; while none\nwaits, a request's sentences join together, up to twice N"},
     [OPT_MAX_STEP_GROWTH] = {"max-step-growth", 0, "G", "bound the rows as measured: a request joins the batch only\nwhile a step of its rows took at most G times a step of one\nsentence (try 1.5; 0: off); rows not timed yet are tried,\nup to twice the most timed; with --max-batch-rows, the smaller"},
@@ -149,7 +150,8 @@ static bool serve_option(const struct cli_args *a, int opt, struct tolk_serve_co
   case OPT_THREADS: return whole(a, 1, 1024, &c->threads);
   case OPT_INT8: c->int8 = true; return true;
   case OPT_INT8_LM_HEAD: c->int8_lm_head = true; return true;
-  case OPT_BF16: c->bf16 = true; return true;
+  case OPT_BF16: c->bf16 = c->bf16 > TOLK_BF16_WEIGHTS ? c->bf16 : TOLK_BF16_WEIGHTS; return true;
+  case OPT_BF16_PRODUCTS: c->bf16 = TOLK_BF16_PRODUCTS; return true;
   case OPT_VMAP: c->vmap = a->value; return true;
   case OPT_MAX_BATCH_TOKENS: return whole(a, 1, 1 << 24, &c->max_batch_tokens);
   case OPT_MAX_BATCH_ROWS: return whole(a, 0, 1 << 20, &c->max_batch_rows);

@@ -19,7 +19,8 @@
 
 struct tr_opts {
   const char *model, *to, *input, *output, *vmap;
-  bool json, resume, int8, int8_lm_head, bf16, no_verify, sample;
+  bool json, resume, int8, int8_lm_head, no_verify, sample;
+  int bf16; /* TOLK_BF16_* */
   int beam, max_new_tokens, threads, batch_tokens, top_k;
   float temperature, top_p;
   unsigned long long seed;
@@ -33,7 +34,7 @@ static void on_sigint(int sig) {
 }
 
 enum {
-  OPT_MODEL, OPT_TO, OPT_BEAM, OPT_MAX_NEW_TOKENS, OPT_THREADS, OPT_BATCH_TOKENS, OPT_INT8, OPT_INT8_LM_HEAD, OPT_BF16,
+  OPT_MODEL, OPT_TO, OPT_BEAM, OPT_MAX_NEW_TOKENS, OPT_THREADS, OPT_BATCH_TOKENS, OPT_INT8, OPT_INT8_LM_HEAD, OPT_BF16, OPT_BF16_PRODUCTS,
   OPT_NO_VERIFY, OPT_SAMPLE, OPT_TEMPERATURE, OPT_TOP_K, OPT_TOP_P, OPT_SEED, OPT_JSON,
   OPT_INPUT, OPT_OUTPUT, OPT_RESUME, OPT_VMAP
 };
@@ -54,6 +55,9 @@ static const struct cli_option options[] = {
     [OPT_BF16] = {"bf16", 0, NULL,
                   "hold the float weight matrices as bfloat16, computing in fp32:\n"
                   "half their memory, ~2x faster one sentence at a time (fp32 models)"},
+    [OPT_BF16_PRODUCTS] = {"bf16-products", 0, NULL,
+                           "--bf16, and the activations rounded to bfloat16 too, the products\n"
+                           "AVX512-BF16's: ~2x faster again in batches and beams (CPUs with it)"},
     [OPT_NO_VERIFY] = {"no-verify", 0, NULL, "skip the tolk-manifest.json checksums"},
     [OPT_SAMPLE] = {"sample", 0, NULL, "sample instead of searching (--temperature, --top-k, --top-p, --seed)"},
     [OPT_TEMPERATURE] = {"temperature", 0, "T", "sampling temperature, above 0"},
@@ -110,7 +114,8 @@ static bool translate_option(const struct cli_args *a, int opt, struct tr_opts *
   case OPT_BATCH_TOKENS: return whole(a, 1, 1 << 24, &o->batch_tokens);
   case OPT_INT8: o->int8 = true; return true;
   case OPT_INT8_LM_HEAD: o->int8_lm_head = true; return true;
-  case OPT_BF16: o->bf16 = true; return true;
+  case OPT_BF16: o->bf16 = o->bf16 > TOLK_BF16_WEIGHTS ? o->bf16 : TOLK_BF16_WEIGHTS; return true;
+  case OPT_BF16_PRODUCTS: o->bf16 = TOLK_BF16_PRODUCTS; return true;
   case OPT_NO_VERIFY: o->no_verify = true; return true;
   case OPT_SAMPLE: o->sample = true; return true;
   case OPT_TEMPERATURE: return fraction(a, false, &o->temperature);

@@ -558,6 +558,9 @@ typedef struct tolk_session tolk_session;
 
 
 
+/* tolk_session_params.bf16_weights. */
+enum { TOLK_BF16_OFF = 0, TOLK_BF16_WEIGHTS = 1, TOLK_BF16_PRODUCTS = 2 };
+
 typedef struct tolk_session_params {
   /* Intra-op threads, the caller's included; <= 0: the machine's cores. */
   int threads;
@@ -598,14 +601,20 @@ typedef struct tolk_session_params {
    * translator sets this) would otherwise pay for plans it never uses. The
    * last 256 signatures run without a plan are remembered. 0 by default. */
   int plan_on_repeat;
-  /* 1: MatMul and Gemm by a constant float matrix hold it as bfloat16
-   * (rounded to nearest even) and widen it as the product reads it: half
-   * the weight memory, and half the bytes a step that streams its weights
-   * (a decoder at batch 1) reads. Activations, products and sums stay fp32,
-   * so each result is bit for bit the fp32 product by the rounded matrix,
-   * on every CPU; it differs from the fp32 model's by the weights' rounding
-   * (relative 2^-9 each; README, "bfloat16 weights"). Int8 weights and the
-   * codes of a DequantizeLinear'd matrix stay as they are. 0 by default. */
+  /* TOLK_BF16_WEIGHTS (1): MatMul and Gemm by a constant float matrix hold
+   * it as bfloat16 (rounded to nearest even) and widen it as the product
+   * reads it: half the weight memory, and half the bytes a step that streams
+   * its weights (a decoder at batch 1) reads. Activations, products and sums
+   * stay fp32, so each result is bit for bit the fp32 product by the rounded
+   * matrix, on every CPU; it differs from the fp32 model's by the weights'
+   * rounding (relative 2^-9 each; README, "bfloat16 weights").
+   * TOLK_BF16_PRODUCTS (2): the same weights, and the activations rounded
+   * to bfloat16 as well, the products taken in pairs by AVX512-BF16's
+   * VDPBF16PS (sums fp32): twice the multiply-adds an instruction, so about
+   * twice the speed where a product is compute-bound (a batch, a beam); the
+   * same bits on every CPU that has it, and session creation fails with
+   * TOLK_ERR_UNSUPPORTED on one that has not. Int8 weights and the codes of
+   * a DequantizeLinear'd matrix stay as they are. 0 by default. */
   int bf16_weights;
   /* 1: with kv_cache, a pair whose keys attention reads only transposed
    * (Transpose(0,1,3,2) [→ Mul by a constant] → MatMul, no MatMul reading
@@ -1029,10 +1038,13 @@ typedef struct tolk_translator_params {
    * the sessions' default, BASIC. EXTENDED and ALL apply the fusions of
    * `tolk optimize` as the sessions are created. */
   int opt_level;
-  /* 1: the graphs' float weight matrices held as bfloat16
+  /* TOLK_BF16_WEIGHTS: the graphs' float weight matrices held as bfloat16
    * (tolk_session_params.bf16_weights): for fp32 models, half the weight
    * memory and about twice the speed where a step streams its weights (one
-   * sentence at a time), at the accuracy the README measures. 0 by default. */
+   * sentence at a time), at the accuracy the README measures.
+   * TOLK_BF16_PRODUCTS: the activations rounded too and the products
+   * AVX512-BF16's, faster again for batches and beams (CPUs with
+   * AVX512-BF16 only). 0 by default. */
   int bf16;
   /* A vocabulary shortlist (NULL: none, the default), read at creation: the
    * path of a file in CTranslate2's vocabulary map format (README,

@@ -42,7 +42,7 @@ struct tolk_serve_config {
   size_t n_trusted;
   const char *access_log;             /* file, "-" for stdout, NULL for none */
   bool int8_lm_head;                  /* tolk_translator_params.int8_lm_head */
-  bool bf16;                          /* tolk_translator_params.bf16 */
+  int bf16;                           /* tolk_translator_params.bf16 (TOLK_BF16_*) */
   const char *vmap;                   /* tolk_translator_params.vmap (NULL: none) */
 };
 

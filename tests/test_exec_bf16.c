@@ -6,12 +6,19 @@
  * several-panels path, and many); a MatMul whose B is an input is
  * untouched; the packed weights take half the bytes; and the option does
  * change the numbers on weights that do not round to themselves.
+ *
+ * With TOLK_BF16_PRODUCTS, where the CPU has AVX512-BF16, the two products
+ * come out bit for bit as kern_bf16dot_ref gives them (the Gemm's C added
+ * after, as without the option); where it has not (or the test makes the
+ * kernel portable), creation fails with TOLK_ERR_UNSUPPORTED. A value past
+ * TOLK_BF16_PRODUCTS is refused.
  */
 #include <stdbool.h>
 #include <string.h>
 
 #include "core/half.h"
 #include "exec/exec.h"
+#include "kern/kern.h"
 #include "exec_graph.h"
 #include "ops/matmul.h" /* op_packed_stats */
 #include "testutil.h"
@@ -42,7 +49,7 @@ static struct ir_model *model(bool round, const float *w1, const float *w2) {
   return m;
 }
 
-static tolk_session *session(const struct ir_model *m, bool bf16) {
+static tolk_session *session(const struct ir_model *m, int bf16) {
   tolk_session_params p = tolk_session_default_params();
   p.threads = 2;
   p.bf16_weights = bf16;
@@ -69,6 +76,43 @@ static void run(tolk_session *s, int64_t rows, const float *x, const float *b3, 
   }
   tolk_tensor_free(in[0]);
   tolk_tensor_free(in[1]);
+}
+
+/* TOLK_BF16_PRODUCTS against the reference, or refused. */
+static void products(const struct ir_model *m, const float *w1, const float *w2, const float *x,
+                     const float *b3) {
+  tolk_session_params p = tolk_session_default_params();
+  p.bf16_weights = TOLK_BF16_PRODUCTS + 1;
+  tolk_session *s = NULL;
+  tolk_error err;
+  CHECK(exec_session_create_ir(m, &p, NULL, &s, &err) == TOLK_ERR_INVALID_ARGUMENT && !s);
+  p.bf16_weights = TOLK_BF16_PRODUCTS;
+  kern_bf16dot_force_portable(true);
+  CHECK(exec_session_create_ir(m, &p, NULL, &s, &err) == TOLK_ERR_UNSUPPORTED && !s);
+  CHECK_MSG(strstr(err.message, "AVX512-BF16") != NULL, "%s", err.message);
+  kern_bf16dot_force_portable(false);
+  if (!kern_bf16dot_fast()) {
+    printf("bfloat16 products: no AVX512-BF16 here, only the refusal tested\n");
+    return;
+  }
+  s = session(m, TOLK_BF16_PRODUCTS);
+  enum { R = 13, OUT = R * (N + 2 * N2) };
+  static float y[OUT], want[R * N], want2[R * N2], w2t[K * N2];
+  for (int j = 0; j < N2; j++)
+    for (int p2 = 0; p2 < K; p2++) w2t[p2 * N2 + j] = w2[j * K + p2];
+  static const int64_t rows[] = {1, 2, 9, 13};
+  for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+    const int64_t r = rows[i];
+    run(s, r, x, b3, y);
+    kern_bf16dot_ref(r, N, K, 1.0f, x, K, w1, N, 0.0f, NULL, want, N);
+    kern_bf16dot_ref(r, N2, K, 1.0f, x, K, w2t, N2, 0.0f, NULL, want2, N2);
+    for (int64_t e = 0; e < r * N2; e++) want2[e] = want2[e] + ((float)(e % N2) * 0.125f - 2.0f);
+    CHECK_MSG(!memcmp(y, want, (size_t)(r * N) * sizeof *y), "%lld rows: MatMul off kern_bf16dot_ref", (long long)r);
+    CHECK_MSG(!memcmp(y + r * N, want2, (size_t)(r * N2) * sizeof *y), "%lld rows: Gemm off kern_bf16dot_ref",
+              (long long)r);
+  }
+  tolk_session_free(s);
+  printf("bfloat16 products: AVX512-BF16, as the reference\n");
 }
 
 static size_t packed_bytes(void) {
@@ -111,6 +155,7 @@ int main(void) {
     /* The weights do not round to themselves: y1 and y2 change. */
     CHECK(memcmp(a, c, y3 * sizeof *a) != 0);
   }
+  products(exact, w1, w2, x, b3);
   tolk_session_free(bf);
   tolk_session_free(ref);
   tolk_session_free(plain);

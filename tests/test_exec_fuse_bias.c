@@ -5,7 +5,8 @@
  *   out = Add(MatMul(x, W), bias)   or   Add(bias, MatMul(x, W))
  *
  * Each form gives bit for bit the outputs of the graph as written (opt
- * level none) — with W as floats, as bfloat16 (bf16_weights) and as the
+ * level none) — with W as floats, as bfloat16 (bf16_weights), as bfloat16
+ * pairs for AVX512-BF16's products where the CPU has them, and as the
  * int8 head (int8_lm_head); on 1, 3, 13 and 64 rows (the few-rows, one-tile
  * and blocked paths of the GEMM) of 2-D and 3-D x; k over more than one
  * block; a bias [N], [1, N] (as final_logits_bias) or [1, 1, N], the output
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "int8_graph.h"
+#include "kern/kern.h"
 
 enum { K = 300, N = 133 };
 
@@ -51,11 +53,11 @@ static struct ir_model *pair_model(const struct form *f, int rank) {
   return m;
 }
 
-/* kind: 0 float W, 1 bf16_weights, 2 int8_lm_head. */
+/* kind: 0 float W, 1 bf16_weights, 2 int8_lm_head, 3 bf16_weights products. */
 static tolk_session *session(const struct ir_model *m, bool as_written, int kind) {
   tolk_session_params p = tolk_session_default_params();
   p.threads = 2;
-  p.bf16_weights = kind == 1;
+  p.bf16_weights = kind == 1 ? TOLK_BF16_WEIGHTS : kind == 3 ? TOLK_BF16_PRODUCTS : TOLK_BF16_OFF;
   p.int8_lm_head = kind == 2;
   if (as_written) p.opt_level = TOLK_OPT_NONE;
   tolk_session *s = NULL;
@@ -125,6 +127,7 @@ int main(void) {
   };
   for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++)
     for (int rank = 2; rank <= 3; rank++)
-      for (int kind = 0; kind < 3; kind++) check_form(&forms[i], rank, kind);
+      for (int kind = 0; kind < 4; kind++)
+        if (kind < 3 || kern_bf16dot_fast()) check_form(&forms[i], rank, kind);
   return tu_finish("test_exec_fuse_bias");
 }

@@ -277,7 +277,7 @@ static int translator_init(PyObject *self, PyObject *args, PyObject *kw) {
     tpy_fail(TOLK_ERR_INVALID_ARGUMENT, "translator already created");
     return -1;
   }
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|pippp", names, PyUnicode_FSConverter, &dir, &p.int8, &p.threads,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O&|pippi", names, PyUnicode_FSConverter, &dir, &p.int8, &p.threads,
                                    &p.verify, &p.int8_lm_head, &p.bf16))
     return -1;
   tolk_translator *tr = NULL;
@@ -445,7 +445,7 @@ static PyMethodDef translator_methods[] = {
 static PyType_Slot translator_slots[] = {
     {Py_tp_new, PyType_GenericNew},     {Py_tp_init, translator_init},
     {Py_tp_dealloc, translator_dealloc}, {Py_tp_methods, translator_methods},
-    {Py_tp_doc, "_Translator(model_dir, int8=False, threads=0, verify=True, int8_lm_head=False, bf16=False): a Marian model folder."},
+    {Py_tp_doc, "_Translator(model_dir, int8=False, threads=0, verify=True, int8_lm_head=False, bf16=0): a Marian model folder (bf16: TOLK_BF16_*)."},
     {0, NULL}};
 
 PyType_Spec tpy_translator_spec = {"tolk._tolk._Translator", sizeof(translator), 0, Py_TPFLAGS_DEFAULT,

@@ -1,13 +1,14 @@
 """tolk.Translator and tolk.Tokenizer against the CLI (`tolk translate --json`,
 `tolk tokenize`, `tolk detokenize`): the same ids, texts and scores, on the
 fixture model and the bundled one; several threads at once; errors."""
+import subprocess
 import threading
 import time
 
 import pytest
 
 import tolk
-from conftest import DEMO, MARIAN_TINY, cli, cli_json
+from conftest import CLI, DEMO, MARIAN_TINY, cli, cli_json
 
 SENTENCES = ["Zip archive", "Open the file.", "The weather is nice today.", "Save your work before you close it."]
 
@@ -96,6 +97,23 @@ def test_bf16_matches_cli():
     # marian-tiny's fp32 graphs: the option holds their weights as bfloat16.
     t = tolk.Translator(MARIAN_TINY, threads=1, to="zh-Hant", bf16=True)
     want = cli_json("translate", "-m", str(MARIAN_TINY), "--bf16", "--to", "zh-Hant", "--json", SENTENCES[1])[0]
+    assert t.translate_batch([SENTENCES[1]])[0].ids[0] == want["ids"]
+
+
+def test_bf16_products_match_cli_or_both_refuse():
+    # Where the CPU has AVX512-BF16 the products run and give the CLI's ids;
+    # elsewhere both refuse, naming what is missing.
+    with pytest.raises(tolk.InvalidArgument):
+        tolk.Translator(MARIAN_TINY, bf16="fast")
+    args = ("translate", "-m", str(MARIAN_TINY), "--bf16-products", "--to", "zh-Hant", "--json", SENTENCES[1])
+    try:
+        t = tolk.Translator(MARIAN_TINY, threads=1, to="zh-Hant", bf16="products")
+    except tolk.Unsupported as e:
+        assert "AVX512-BF16" in str(e)
+        r = subprocess.run([str(CLI), *args], capture_output=True, text=True)
+        assert r.returncode != 0 and "AVX512-BF16" in r.stderr
+        return
+    want = cli_json(*args)[0]
     assert t.translate_batch([SENTENCES[1]])[0].ids[0] == want["ids"]
 
 

@@ -165,14 +165,19 @@ class Translator:
     translate --to`` (zh, zh-Hant, yue, or a tag like ">>cmn_Hans<<"), for
     models whose texts need a tag; ``verify`` checks tolk-manifest.json;
     ``int8_lm_head`` multiplies the LM head in int8 (``--int8-lm-head``);
-    ``bf16`` holds the float weights as bfloat16 (``--bf16``).
+    ``bf16`` holds the float weights as bfloat16 (``--bf16``); ``bf16="products"``
+    rounds the activations too and multiplies with AVX512-BF16
+    (``--bf16-products``; raises Unsupported on a CPU without it).
     Translations may run from several threads at once; each releases the GIL.
     """
 
     def __init__(self, model_dir: Union[str, "os.PathLike[str]"], int8: bool = False, threads: int = 0,
-                 to: Optional[str] = None, verify: bool = True, int8_lm_head: bool = False, bf16: bool = False):
+                 to: Optional[str] = None, verify: bool = True, int8_lm_head: bool = False, bf16: Union[bool, str] = False):
+        modes = {False: 0, True: 1, "weights": 1, "products": 2}
+        if not isinstance(bf16, (bool, str)) or bf16 not in modes:
+            raise InvalidArgument(f"bf16 is {bf16!r}: False, True, 'weights' or 'products'")
         self._t = _tolk._Translator(str(model_dir), bool(int8), int(threads), bool(verify), bool(int8_lm_head),
-                                    bool(bf16))
+                                    modes[bf16])
         self.tag = _resolve_tag(to, self._t.language_tags())
 
     def _tagged(self, text: str) -> str:

@@ -340,9 +340,9 @@ int exec_fuse_kv_attention(tolk_session *s, struct xgraph *xg);
  * through an Add: the LM head) the int8 kernel
  * (tolk_session_params.int8_lm_head). */
 void exec_int8_head_rewrite(struct xgraph *xg);
-/* bf16.c: MatMul and Gemm run tolk_matmul_bf16_def / tolk_gemm_bf16_def
- * (tolk_session_params.bf16_weights). */
-void exec_bf16_rewrite(struct xgraph *xg);
+/* bf16.c: MatMul and Gemm run tolk_matmul_bf16_def / tolk_gemm_bf16_def,
+ * or with products their _bf16dot_ forms (tolk_session_params.bf16_weights). */
+void exec_bf16_rewrite(struct xgraph *xg, bool products);
 /* Whether `slot` (value v, a MatMul's result) is a graph output, or read
  * only by one Add whose result is; *add receives that Add, else NULL. */
 bool exec_head_output(const struct xgraph *xg, int32_t slot, const struct ir_value *v,

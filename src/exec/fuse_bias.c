@@ -28,6 +28,7 @@
 /* The fused def for the MatMul kernel the session chose, or NULL. */
 static const struct op_def *fused_def(const struct op_def *d) {
   if (d == &tolk_matmul_bf16_def) return &tolk_matmul_bf16_bias_def;
+  if (d == &tolk_matmul_bf16dot_def) return &tolk_matmul_bf16dot_bias_def;
   if (d == &tolk_matmul_int8_def) return &tolk_matmul_int8_bias_def;
   if (d && d->domain && !d->domain[0] && !strcmp(d->op_type, "MatMul")) return &tolk_matmul_bias_def;
   return NULL;

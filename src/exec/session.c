@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exec.h"
+#include "../kern/kern.h"
 
 /* Compilation state shared across the recursion. */
 struct compiler {
@@ -505,7 +506,7 @@ static tolk_status compile_graph(struct compiler *cp, const struct ir_graph *g,
 
   if (s->params.quant_rows) exec_quant_rows_rewrite(xg);
   if (s->params.int8_lm_head) exec_int8_head_rewrite(xg);
-  if (s->params.bf16_weights) exec_bf16_rewrite(xg);
+  if (s->params.bf16_weights) exec_bf16_rewrite(xg, s->params.bf16_weights == TOLK_BF16_PRODUCTS);
   if (!parent && s->params.kv_cache) {
     if ((st = exec_kv_rewrite(s, xg, cp->err))) return st;
     if (s->n_kv) last_reads(xg, b.last);
@@ -648,6 +649,14 @@ tolk_status exec_session_create_ir(const struct ir_model *m, const tolk_session_
   if (!out) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "out is NULL");
   *out = NULL;
   if (!m || !m->graph) return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "model is NULL");
+  if (p && (p->bf16_weights < 0 || p->bf16_weights > TOLK_BF16_PRODUCTS))
+    return tolk_fail(err, TOLK_ERR_INVALID_ARGUMENT, "bf16_weights is %d: 0, 1 (weights) or 2 (products)",
+                     p->bf16_weights);
+  /* Elsewhere the products would run in portable C, many times slower
+   * than the fp32 path the user meant to speed up. */
+  if (p && p->bf16_weights == TOLK_BF16_PRODUCTS && !kern_bf16dot_fast())
+    return tolk_fail(err, TOLK_ERR_UNSUPPORTED,
+                     "bfloat16 products need AVX512-BF16, which this CPU lacks (or TOLK_ISA turned AVX-512 off)");
   tolk_session *s = calloc(1, sizeof *s);
   if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "session");
   s->m = m;

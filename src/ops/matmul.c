@@ -182,6 +182,11 @@ static tolk_status matmul_bf16_prepare(const struct ir_node *node, int64_t opset
   return mm_pack_b(node, false, MM_BF16, state, err);
 }
 
+static tolk_status matmul_bf16dot_prepare(const struct ir_node *node, int64_t opset, void **state,
+                                          tolk_error *err) {
+  return mm_pack_b(node, false, MM_BF16DOT, state, err);
+}
+
 static tolk_status check_pair(struct op_ctx *c, const struct tensor *a, const struct tensor *b) {
   if (!a || !b) return op_fail(c, TOLK_ERR_INVALID_ARGUMENT, "inputs A and B are required");
   if (a->dtype != b->dtype)
@@ -311,6 +316,11 @@ static tolk_status gemm_prepare(const struct ir_node *node, int64_t opset, void 
 static tolk_status gemm_bf16_prepare(const struct ir_node *node, int64_t opset, void **state,
                                      tolk_error *err) {
   return mm_pack_b(node, ir_attr_int(node, "transB", 0) != 0, MM_BF16, state, err);
+}
+
+static tolk_status gemm_bf16dot_prepare(const struct ir_node *node, int64_t opset, void **state,
+                                        tolk_error *err) {
+  return mm_pack_b(node, ir_attr_int(node, "transB", 0) != 0, MM_BF16DOT, state, err);
 }
 
 /* C's broadcast to the m×n result: its rows *c0 (1 or m) and columns *c1
@@ -506,6 +516,12 @@ const struct op_def tolk_matmul_bf16_def = {
     "tolk.internal", "MatMulBf16", 1, 0, matmul_bf16_prepare, matmul_run, mm_release,
     .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
 
+/* bf16_weights TOLK_BF16_PRODUCTS: the same with B as bfloat16 pairs
+ * (kern_sgemm_pack_b_bf16dot), A rounded as the product reads it. */
+const struct op_def tolk_matmul_bf16dot_def = {
+    "tolk.internal", "MatMulBf16Dot", 1, 0, matmul_bf16dot_prepare, matmul_run, mm_release,
+    .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
+
 /* src/exec/fuse_bias.c: MatMul (float, bfloat16 or int8 weights) and the
  * Add of a constant bias vector after it, as one node. */
 const struct op_def tolk_matmul_bias_def = {
@@ -514,11 +530,18 @@ const struct op_def tolk_matmul_bias_def = {
 const struct op_def tolk_matmul_bf16_bias_def = {
     "tolk.internal", "MatMulBf16Bias", 1, 0, matmul_bf16_prepare, matmul_bias_run, mm_release,
     .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
+const struct op_def tolk_matmul_bf16dot_bias_def = {
+    "tolk.internal", "MatMulBf16DotBias", 1, 0, matmul_bf16dot_prepare, matmul_bias_run, mm_release,
+    .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
 const struct op_def tolk_matmul_int8_bias_def = {
     "tolk.internal", "MatMulInt8Bias", 1, 0, matmul_int8_prepare, matmul_int8_bias_run, mm_release,
     .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
 const struct op_def tolk_gemm_bf16_def = {
     "tolk.internal", "GemmBf16", 1, 0, gemm_bf16_prepare, gemm_run, mm_release,
+    .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
+
+const struct op_def tolk_gemm_bf16dot_def = {
+    "tolk.internal", "GemmBf16Dot", 1, 0, gemm_bf16dot_prepare, gemm_run, mm_release,
     .packed_input = mm_packed_input, .packed_src_dropped = mm_packed_src_dropped};
 
 const struct op_def tolk_ops_matmul[] = {

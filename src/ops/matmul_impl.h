@@ -69,8 +69,9 @@ struct packed_entry {
    * packed for kern_igemm_packed; no fp32 copy is kept. */
   bool int8;
   /* tolk_matmul_bf16_def / tolk_gemm_bf16_def: pb holds op(B) rounded to
-   * bfloat16 (kern_sgemm_pack_b_bf16). */
-  bool bf16;
+   * bfloat16 (kern_sgemm_pack_b_bf16); their _bf16dot_ forms: as pairs
+   * (kern_sgemm_pack_b_bf16dot). */
+  bool bf16, bf16dot;
   /* mm_pack_b_codes: qb holds the initializer's own 8-bit codes as they are
    * (the MatMulInteger family's B); no col_scale. */
   bool igemm_codes;
@@ -92,7 +93,8 @@ struct mm_state {
 enum mm_form {
   MM_F32,  /* floats (a DequantizeLinear'd B: its codes) */
   MM_INT8, /* int8 with a scale per column, for kern_igemm_packed */
-  MM_BF16  /* bfloat16 (a DequantizeLinear'd B: its codes, which are smaller) */
+  MM_BF16, /* bfloat16 (a DequantizeLinear'd B: its codes, which are smaller) */
+  MM_BF16DOT /* bfloat16 pairs for AVX512-BF16's products (a DequantizeLinear'd B: its codes) */
 };
 
 /* Packs node input 1 for kern_sgemm_packed (MM_INT8: kern_igemm_packed)

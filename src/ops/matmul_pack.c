@@ -356,7 +356,7 @@ static void entry_key(struct packed_entry *e, const struct ir_tensor *t, bool tr
 static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa,
                              const struct dq *dq, enum mm_form form, struct packed_entry **out,
                              tolk_error *err) {
-  const bool int8 = form == MM_INT8, bf16 = form == MM_BF16;
+  const bool int8 = form == MM_INT8, bf16 = form == MM_BF16, bf16dot = form == MM_BF16DOT;
   const int64_t k = trans ? t->dims[1] : t->dims[0], n = trans ? t->dims[0] : t->dims[1];
   /* The pack reads bytewise, so a float initializer left misaligned in the
    * mapping (ir_tensor.misaligned) packs in place; the widening below reads
@@ -391,6 +391,9 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
   if (keep_codes)
     st = kern_sgemm_pack_b_q8(trans, k, n, t->data, t->dims[1], t->dtype == TOLK_INT8, dq->scale, dq->zp,
                               &e->pb, err);
+  else if (bf16dot)
+    st = kern_sgemm_pack_b_bf16dot(trans, k, n, f, t->dims[1], f == t->data && t->file_pages ? drop_read : NULL,
+                                   &e->pb, err);
   else if (!int8)
     st = kern_sgemm_pack_b_read(trans, k, n, f, t->dims[1], bf16, f == t->data && t->file_pages ? drop_read : NULL,
                                 &e->pb, err);
@@ -411,6 +414,7 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
   }
   e->int8 = int8;
   e->bf16 = bf16;
+  e->bf16dot = bf16dot;
   entry_key(e, t, trans, isa, dq);
   *out = e;
   return TOLK_OK;
@@ -440,13 +444,14 @@ static tolk_status new_codes_entry(const struct ir_tensor *t, enum kern_isa isa,
  * initializer first (no bytes read), then equal bytes from another model:
  * hashed only if some entry has the same key. */
 static struct packed_entry *shared_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa, bool int8,
-                                         bool bf16, bool igemm_codes, const struct dq *dq) {
+                                         bool bf16, bool bf16dot, bool igemm_codes, const struct dq *dq) {
   for (int by_content = 0; by_content < 2; by_content++) {
     bool hashed = false;
     uint64_t h = 0;
     for (struct packed_entry *e = packed_list; e; e = e->next) {
       if (e->dtype != t->dtype || e->d0 != t->dims[0] || e->d1 != t->dims[1] || e->trans != trans ||
-          e->isa != isa || e->int8 != int8 || e->bf16 != bf16 || e->igemm_codes != igemm_codes ||
+          e->isa != isa || e->int8 != int8 || e->bf16 != bf16 || e->bf16dot != bf16dot ||
+          e->igemm_codes != igemm_codes ||
           e->nbytes != t->nbytes ||
           e->n_srcs < 1 || (dq && (e->dq.scale != dq->scale || e->dq.zp != dq->zp)))
         continue;
@@ -491,7 +496,7 @@ tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, enum mm_form for
   const bool trans = trans_b != transposed;
   const enum kern_isa isa = kern_isa_active();
   /* A DequantizeLinear'd B keeps its 8-bit codes: smaller than bfloat16. */
-  if (form == MM_BF16 && has_dq) form = MM_F32;
+  if ((form == MM_BF16 || form == MM_BF16DOT) && has_dq) form = MM_F32;
   struct mm_state *s = calloc(1, sizeof *s);
   if (!s) return tolk_fail(err, TOLK_ERR_NO_MEMORY, "out of memory");
   s->input = 1;
@@ -502,7 +507,8 @@ tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, enum mm_form for
   /* Holding the lock while packing keeps two nodes from packing one weight
    * twice; sessions are created rarely, so the wait costs nothing. */
   pthread_mutex_lock(&packed_mu);
-  s->e = shared_entry(t, trans, isa, form == MM_INT8, form == MM_BF16, false, has_dq ? &dq : NULL);
+  s->e = shared_entry(t, trans, isa, form == MM_INT8, form == MM_BF16, form == MM_BF16DOT, false,
+                      has_dq ? &dq : NULL);
   tolk_status st = TOLK_OK;
   if (!s->e && (st = new_entry(t, trans, isa, has_dq ? &dq : NULL, form, &s->e, err)) == TOLK_OK) {
     s->e->next = packed_list;
@@ -534,7 +540,7 @@ tolk_status mm_pack_b_codes(const struct ir_node *node, size_t b_idx, void **sta
   s->d1 = t->dims[1];
   s->src = t->data;
   pthread_mutex_lock(&packed_mu);
-  s->e = shared_entry(t, false, isa, false, false, true, NULL);
+  s->e = shared_entry(t, false, isa, false, false, false, true, NULL);
   tolk_status st = TOLK_OK;
   if (!s->e && (st = new_codes_entry(t, isa, &s->e, err)) == TOLK_OK) {
     s->e->next = packed_list;
@@ -565,7 +571,7 @@ void *mm_rows_acquire(const struct ir_value *table) {
   pthread_mutex_lock(&packed_mu);
   struct packed_entry *found = NULL;
   for (struct packed_entry *e = packed_list; e && !found; e = e->next) {
-    if (!e->trans || e->int8 || e->bf16 || e->igemm_codes || !e->pb || e->dtype != TOLK_FLOAT ||
+    if (!e->trans || e->int8 || e->bf16 || e->bf16dot || e->igemm_codes || !e->pb || e->dtype != TOLK_FLOAT ||
         e->d0 != t->dims[0] || e->d1 != t->dims[1])
       continue;
     for (int i = 0; i < e->n_srcs && !found; i++)

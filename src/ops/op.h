@@ -234,6 +234,10 @@ extern const struct op_def tolk_matmul_int8_def;
  * what a session made with bf16_weights runs for them (src/exec/bf16.c). */
 extern const struct op_def tolk_matmul_bf16_def;
 extern const struct op_def tolk_gemm_bf16_def;
+/* The same holding B as bfloat16 pairs, A rounded too, the products
+ * AVX512-BF16's (bf16_weights TOLK_BF16_PRODUCTS; kern_sgemm_pack_b_bf16dot). */
+extern const struct op_def tolk_matmul_bf16dot_def;
+extern const struct op_def tolk_gemm_bf16dot_def;
 
 /* MatMul by a constant B (float, bfloat16 or the int8 head) with the Add of a
  * constant bias vector after it as one node, inputs (A, B, bias): what a
@@ -241,6 +245,7 @@ extern const struct op_def tolk_gemm_bf16_def;
  * nodes' result. */
 extern const struct op_def tolk_matmul_bias_def;
 extern const struct op_def tolk_matmul_bf16_bias_def;
+extern const struct op_def tolk_matmul_bf16dot_bias_def;
 extern const struct op_def tolk_matmul_int8_bias_def;
 
 /* ---------------------------------------------------------- LM head column subset */

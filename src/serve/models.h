@@ -53,7 +53,7 @@ struct models_config {
   struct sched_params sched;
   bool int8_lm_head;
   const char *vmap; /* tolk_translator_params.vmap, for every model */
-  bool bf16;        /* tolk_translator_params.bf16 */
+  int bf16;         /* tolk_translator_params.bf16 */
 };
 
 struct models;

@@ -110,7 +110,7 @@ int tolk_serve_check(const struct tolk_serve_config *c) {
     printf("ok  %s: %s ->", e->dir, e->source);
     for (size_t k = 0; k < e->n_targets; k++) printf(" %s", e->targets[k].code);
     printf("  (%s%s%s, checksums %s, version %s)\n", e->int8 ? "int8" : "fp32",
-           c->int8_lm_head ? ", int8 LM head" : "", c->bf16 ? ", bfloat16 weights" : "", e->verified ? "match tolk-manifest.json" : "not checked: no manifest", e->version);
+           c->int8_lm_head ? ", int8 LM head" : "", c->bf16 == TOLK_BF16_PRODUCTS ? ", bfloat16 products" : c->bf16 ? ", bfloat16 weights" : "", e->verified ? "match tolk-manifest.json" : "not checked: no manifest", e->version);
     engine_close(e);
   }
   metrics_free(m);
