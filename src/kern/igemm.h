@@ -144,6 +144,13 @@ bool kern_igemm_force_isa(const char *name);
 /* Rows per micro-tile. */
 #define KERN_IGEMM_MR 6
 
+/* The 512-bit tiers' vpermw index over one quad row of a panel (two pair
+ * rows, 64 bytes): word 2j of the result is word j of the first pair row
+ * (k 4t, 4t+1 of column j), word 2j+1 word j of the second (k 4t+2, 4t+3),
+ * so that each column's 4 bytes lie in its own 32-bit lane. */
+static const int16_t kern_igemm_quad_perm[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
+                                                 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+
 /* Pairs of k per packed row of A and per panel of B: even, see above. */
 static inline int64_t kern_igemm_pairs(int64_t k) { return (k + 3) / 4 * 2; }
 

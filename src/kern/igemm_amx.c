@@ -106,14 +106,9 @@ static const struct {
 } amx_config = {1, 0, {0}, {64, 64, 64, 64, 64, 64, 64, 64}, {16, 16, 16, 16, 16, 16, 16, 16}};
 _Static_assert(sizeof amx_config == 64, "ldtilecfg reads 64 bytes");
 
-/* As igemm_avx512vnni.c's: word 2j is column j's pair from pair row 2t, word
- * 2j + 1 its pair from row 2t + 1. */
-static const int16_t quad_perm[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-                                      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-
 /* Quads t0 .. t0 + quads of the panel in tile B's order, zero past them. */
 static void relay_b(const uint8_t *panel, int64_t t0, int quads, bool flip, uint8_t *out) {
-  const __m512i perm = _mm512_loadu_si512((const void *)quad_perm);
+  const __m512i perm = _mm512_loadu_si512((const void *)kern_igemm_quad_perm);
   const __m512i x = _mm512_set1_epi8(flip ? (char)0x80 : 0);
   for (int q = 0; q < quads; q++) {
     __m512i b = _mm512_loadu_si512((const void *)(panel + (t0 + q) * 64));

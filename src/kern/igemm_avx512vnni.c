@@ -25,17 +25,12 @@
 #define IGT_STEP 2
 #define IGT_T_BYTES 64
 
-/* Word 2j of the result is word j of the first pair row (k 4t, 4t+1 of
- * column j), word 2j+1 word j of the second (k 4t+2, 4t+3). */
-static const int16_t quad_perm[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-                                      8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-
 static inline __m512i igt_zero(void) { return _mm512_setzero_si512(); }
 
 /* Quad t of the panel, each column's 4 bytes in its lane. The index vector
  * is loop-invariant: the compiler keeps it in a register. */
 static inline __m512i igt_load_last(const uint8_t *panel, int64_t t, bool flip) {
-  const __m512i perm = _mm512_loadu_si512((const void *)quad_perm);
+  const __m512i perm = _mm512_loadu_si512((const void *)kern_igemm_quad_perm);
   __m512i b = _mm512_permutexvar_epi16(perm, _mm512_loadu_si512((const void *)(panel + t * IGT_T_BYTES)));
   return flip ? _mm512_xor_si512(b, _mm512_set1_epi8((char)0x80)) : b;
 }
