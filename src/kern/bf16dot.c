@@ -106,25 +106,33 @@ tolk_status kern_sgemm_pack_b_bf16dot(bool trans_b, int64_t k, int64_t n, const 
                      (long long)k, (long long)n, pairs * sizeof(uint32_t));
   }
   const unsigned char *bb = b;
+  /* B's bytes: n rows (trans_b) or k rows of ldb floats, the last one's used
+   * part. With trans_b each panel takes the next rows, and they go back to
+   * `read` as it finishes them (a tied LM head is 133 MB of file pages). */
+  const int64_t rows = trans_b ? n : k, used = trans_b ? k : n;
+  const size_t total = rows > 0 ? ((size_t)(rows - 1) * (size_t)ldb + (size_t)used) * sizeof(float) : 0;
+  size_t done = 0;
   for (int64_t jp = 0; jp < panels; jp++) {
     uint32_t *dst = pb->pairs + jp * kp * BF16DOT_NR;
+    const int64_t j0 = jp * BF16DOT_NR, nv = n - j0 < BF16DOT_NR ? n - j0 : BF16DOT_NR;
     for (int64_t p = 0; p < kp; p++)
       for (int64_t x = 0; x < BF16DOT_NR; x++) {
-        const int64_t j = jp * BF16DOT_NR + x;
         uint16_t h[2] = {0, 0};
-        for (int e = 0; e < 2 && j < n; e++) {
-          const int64_t q = 2 * p + e;
+        for (int e = 0; e < 2 && x < nv && 2 * p + e < k; e++) {
+          const int64_t q = 2 * p + e, j = j0 + x;
           float f;
-          if (q >= k) break;
           memcpy(&f, bb + (size_t)(trans_b ? j * ldb + q : q * ldb + j) * sizeof f, sizeof f);
           h[e] = round_bf16(f);
         }
         dst[p * BF16DOT_NR + x] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
       }
+    if (read && trans_b) {
+      const size_t upto = j0 + nv == n ? total : (size_t)((j0 + nv) * ldb) * sizeof(float);
+      read(bb + done, upto - done);
+      done = upto;
+    }
   }
-  /* B's bytes: n rows (trans_b) or k rows of ldb floats, the last one's used part. */
-  const int64_t rows = trans_b ? n : k, used = trans_b ? k : n;
-  if (read && rows > 0) read(b, ((size_t)(rows - 1) * (size_t)ldb + (size_t)used) * sizeof(float));
+  if (read && done < total) read(bb + done, total - done);
   *out = pb;
   return TOLK_OK;
 }
