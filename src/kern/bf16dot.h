@@ -30,9 +30,13 @@ typedef void (*bf16dot_round_fn)(const float *x, int64_t k, uint32_t *pairs);
 
 /* C[0:mr, 0:nv] as the header says, for 1 ≤ mr ≤ MR and 1 ≤ nv ≤ NR: A's row
  * i is the kp pairs at a + i * rs_a, the panel kp rows of NR pairs (pair p
- * of column x at b[p * NR + x]); bias NULL or nv floats. */
+ * of column x at b[p * NR + x]); bias NULL or nv floats. Meanwhile it
+ * prefetches pf_rows rows of NR pairs from pf into L2 (the next panel's share:
+ * a panel read from memory by the first of its row tiles alone took it at
+ * half its speed). */
 typedef void (*bf16dot_tile_fn)(int mr, int64_t kp, const uint32_t *a, int64_t rs_a, const uint32_t *b,
-                                float *c, int64_t ldc, int nv, float alpha, float beta, const float *bias);
+                                float *c, int64_t ldc, int nv, float alpha, float beta, const float *bias,
+                                const uint32_t *pf, int64_t pf_rows);
 
 struct bf16dot_tier {
   const char *name;
@@ -45,6 +49,7 @@ struct bf16dot_tier {
 bool kern_bf16dot_avx512bf16_built(void);
 void kern_bf16dot_round_avx512bf16(const float *x, int64_t k, uint32_t *pairs);
 void kern_bf16dot_tile_avx512bf16(int mr, int64_t kp, const uint32_t *a, int64_t rs_a, const uint32_t *b,
-                                  float *c, int64_t ldc, int nv, float alpha, float beta, const float *bias);
+                                  float *c, int64_t ldc, int nv, float alpha, float beta, const float *bias,
+                                  const uint32_t *pf, int64_t pf_rows);
 
 #endif /* TOLK_BF16DOT_H */

@@ -30,12 +30,17 @@ void kern_bf16dot_round_avx512bf16(const float *x, int64_t k, uint32_t *pairs) {
 
 static inline __attribute__((always_inline)) void tile(const int mr, int64_t kp, const uint32_t *a, int64_t rs_a,
                                                        const uint32_t *b, float *c, int64_t ldc, int nv,
-                                                       float alpha, float beta, const float *bias) {
+                                                       float alpha, float beta, const float *bias,
+                                                       const uint32_t *pf, int64_t pf_rows) {
   __m512 acc[BF16DOT_MR][2];
   for (int r = 0; r < mr; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t p = 0; p < kp; p++) {
     const __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)(b + p * BF16DOT_NR));
     const __m512bh b1 = (__m512bh)_mm512_loadu_si512((const void *)(b + p * BF16DOT_NR + 16));
+    if (p < pf_rows) {
+      _mm_prefetch((const char *)(pf + p * BF16DOT_NR), _MM_HINT_T1);
+      _mm_prefetch((const char *)(pf + p * BF16DOT_NR + 16), _MM_HINT_T1);
+    }
     for (int r = 0; r < mr; r++) {
       const __m512bh ar = (__m512bh)_mm512_set1_epi32((int)a[r * rs_a + p]);
       acc[r][0] = _mm512_dpbf16_ps(acc[r][0], b0, ar);
@@ -59,16 +64,17 @@ static inline __attribute__((always_inline)) void tile(const int mr, int64_t kp,
 }
 
 void kern_bf16dot_tile_avx512bf16(int mr, int64_t kp, const uint32_t *a, int64_t rs_a, const uint32_t *b,
-                                  float *c, int64_t ldc, int nv, float alpha, float beta, const float *bias) {
+                                  float *c, int64_t ldc, int nv, float alpha, float beta, const float *bias,
+                                  const uint32_t *pf, int64_t pf_rows) {
   switch (mr) {
-  case 1: tile(1, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias); break;
-  case 2: tile(2, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias); break;
-  case 3: tile(3, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias); break;
-  case 4: tile(4, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias); break;
-  case 5: tile(5, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias); break;
-  case 6: tile(6, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias); break;
-  case 7: tile(7, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias); break;
-  default: tile(8, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias); break;
+  case 1: tile(1, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias, pf, pf_rows); break;
+  case 2: tile(2, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias, pf, pf_rows); break;
+  case 3: tile(3, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias, pf, pf_rows); break;
+  case 4: tile(4, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias, pf, pf_rows); break;
+  case 5: tile(5, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias, pf, pf_rows); break;
+  case 6: tile(6, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias, pf, pf_rows); break;
+  case 7: tile(7, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias, pf, pf_rows); break;
+  default: tile(8, kp, a, rs_a, b, c, ldc, nv, alpha, beta, bias, pf, pf_rows); break;
   }
 }
 
@@ -79,7 +85,8 @@ void kern_bf16dot_round_avx512bf16(const float *x, int64_t k, uint32_t *pairs) {
   (void)x, (void)k, (void)pairs;
 }
 void kern_bf16dot_tile_avx512bf16(int mr, int64_t kp, const uint32_t *a, int64_t rs_a, const uint32_t *b,
-                                  float *c, int64_t ldc, int nv, float alpha, float beta, const float *bias) {
+                                  float *c, int64_t ldc, int nv, float alpha, float beta, const float *bias,
+                                  const uint32_t *pf, int64_t pf_rows) {
   (void)mr, (void)kp, (void)a, (void)rs_a, (void)b, (void)c, (void)ldc, (void)nv, (void)alpha, (void)beta,
       (void)bias;
 }
