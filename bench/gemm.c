@@ -8,7 +8,9 @@
  * constant weights) and, when built with OpenBLAS, cblas_sgemm.
  *
  * --pack bf16 packs B as bfloat16 (tolk_session_params.bf16_weights 1),
- * --pack bf16dot as bfloat16 pairs for AVX512-BF16's dot products (2);
+ * --pack bf16dot as bfloat16 pairs for AVX512-BF16's dot products (2),
+ * --pack q8 as int8 codes dequantized on the way (an int8 model's float LM
+ * head: B's floats × 127 rounded, scale 1/127);
  * GB/s(B) then counts the packed bytes.
  *
  * Weights are "cold" as in a real decoder step, which walks ~230 MB of
@@ -16,8 +18,9 @@
  * through enough copies of B to exceed 384 MB (this 32 MB-L3 VM still reads
  * 96 MB sets at twice its DRAM rate; --hot: one copy, warm).
  *
- *   bench_gemm [--threads N] [--isa avx2|avx512|scalar] [--pack f32|bf16|bf16dot] [--hot] [--ms MS]
+ *   bench_gemm [--threads N] [--isa avx2|avx512|scalar] [--pack f32|bf16|bf16dot|q8] [--hot] [--ms MS]
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,13 +107,13 @@ int main(int argc, char **argv) {
         return 2;
       }
     } else {
-      fprintf(stderr, "usage: bench_gemm [--threads N] [--isa avx2|avx512|scalar] [--pack f32|bf16|bf16dot] "
+      fprintf(stderr, "usage: bench_gemm [--threads N] [--isa avx2|avx512|scalar] [--pack f32|bf16|bf16dot|q8] "
                       "[--hot] [--ms MS]\n");
       return 2;
     }
   }
-  if (strcmp(pack, "f32") && strcmp(pack, "bf16") && strcmp(pack, "bf16dot")) {
-    fprintf(stderr, "bench_gemm: --pack takes f32, bf16 or bf16dot, not %s\n", pack);
+  if (strcmp(pack, "f32") && strcmp(pack, "bf16") && strcmp(pack, "bf16dot") && strcmp(pack, "q8")) {
+    fprintf(stderr, "bench_gemm: --pack takes f32, bf16, bf16dot or q8, not %s\n", pack);
     return 2;
   }
   if (!strcmp(pack, "bf16dot") && !kern_bf16dot_fast())
@@ -149,9 +152,18 @@ int main(int argc, char **argv) {
       b[x] = malloc(bbytes);
       if (!b[x]) return 1;
       for (int64_t i = 0; i < k * n; i++) b[x][i] = (float)((i * 104729 + x) % 1000) / 1000.0f - 0.5f;
-      tolk_status st = !strcmp(pack, "bf16dot")
-                           ? kern_sgemm_pack_b_bf16dot(false, k, n, b[x], n, NULL, &pb[x], &err)
-                           : kern_sgemm_pack_b_read(false, k, n, b[x], n, !strcmp(pack, "bf16"), NULL, &pb[x], &err);
+      tolk_status st;
+      if (!strcmp(pack, "q8")) {
+        int8_t *q = malloc((size_t)(k * n));
+        if (!q) return 1;
+        for (int64_t i = 0; i < k * n; i++) q[i] = (int8_t)lrintf(b[x][i] * 127.0f);
+        st = kern_sgemm_pack_b_q8(false, k, n, q, n, true, 1.0f / 127.0f, 0, &pb[x], &err);
+        free(q);
+      } else if (!strcmp(pack, "bf16dot")) {
+        st = kern_sgemm_pack_b_bf16dot(false, k, n, b[x], n, NULL, &pb[x], &err);
+      } else {
+        st = kern_sgemm_pack_b_read(false, k, n, b[x], n, !strcmp(pack, "bf16"), NULL, &pb[x], &err);
+      }
       if (st != TOLK_OK) {
         fprintf(stderr, "bench_gemm: %s\n", err.message);
         return 1;
