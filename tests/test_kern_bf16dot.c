@@ -11,10 +11,7 @@
  * VDPBF16PS adds it), each addition rounded once, denormals flushed, the
  * rounding of A as VCVTNEPS2BF16 does it. Where the hardware runs, those
  * cases also say whether it does what the reference says.
- *
- * The packer reports B's bytes to its read callback in order, each once, a
- * panel's rows at a time when B is read by rows (transB: a tied LM head's
- * file pages go back as the packing goes).
+ * (Its packer's reports to a read callback are test_kern_sgemm.c's.)
  */
 #include <float.h>
 #include <math.h>
@@ -170,32 +167,6 @@ static void hand_cases(const char *tier) {
   free(b);
 }
 
-static const unsigned char *read_next; /* where the next report must start */
-static int read_calls;
-static bool read_in_order = true;
-static void on_read(const void *p, size_t n) {
-  read_in_order &= (const unsigned char *)p == read_next;
-  read_next = (const unsigned char *)p + n;
-  read_calls++;
-}
-
-static void read_order(void) {
-  const int64_t k = 37, n = 70;
-  for (int tb = 0; tb < 2; tb++) {
-    const int64_t ldb = (tb ? k : n) + 2, rows = tb ? n : k;
-    float *b = malloc((size_t)(rows * ldb) * sizeof *b);
-    for (int64_t i = 0; i < rows * ldb; i++) b[i] = (float)tu_unit();
-    struct kern_packed_b *pb = NULL;
-    read_next = (const unsigned char *)b, read_calls = 0, read_in_order = true;
-    CHECK(kern_sgemm_pack_b_bf16dot(tb, k, n, b, ldb, on_read, &pb, NULL) == TOLK_OK);
-    const unsigned char *end = (const unsigned char *)(b + (rows - 1) * ldb + (tb ? k : n));
-    CHECK_MSG(read_in_order && read_next == end, "tb=%d: reports out of order or short", tb);
-    CHECK_MSG(tb ? read_calls == 3 : read_calls == 1, "tb=%d: %d reports", tb, read_calls);
-    kern_packed_b_free(pb);
-    free(b);
-  }
-}
-
 int main(void) {
   tu_seed(20261207);
   tolk_error err = {0};
@@ -211,7 +182,6 @@ int main(void) {
   hand_cases("portable");
   random_cases("portable");
   kern_bf16dot_force_portable(false);
-  read_order();
   tolk_pool_free(pool2);
   return tu_finish("test_kern_bf16dot");
 }

@@ -402,10 +402,11 @@ static void test_degenerate(void) {
   CHECK(pb == NULL);
 }
 
-/* kern_sgemm_pack_b_read reports B's bytes in order, each once, a panel's
- * rows at a time when B is read by rows (so a caller can give back a file
- * mapping's pages as the packing goes), and packs what kern_sgemm_pack_b
- * and kern_sgemm_pack_b_bf16 pack. */
+/* kern_sgemm_pack_b_read and kern_sgemm_pack_b_bf16dot report B's bytes in
+ * order, each once, a panel's rows at a time when B is read by rows (so a
+ * caller can give back a file mapping's pages as the packing goes), and pack
+ * what kern_sgemm_pack_b, kern_sgemm_pack_b_bf16 and the pair packer without
+ * a callback pack. */
 static const unsigned char *read_next; /* where the next report must start */
 static int read_calls;
 static bool read_in_order = true;
@@ -418,7 +419,7 @@ static void on_read(const void *p, size_t n) {
 static void test_read_order(void) {
   const int64_t k = 37, n = 70, m = 3;
   for (int tb = 0; tb < 2; tb++)
-    for (int bf16 = 0; bf16 < 2; bf16++) {
+    for (int bf16 = 0; bf16 < 3; bf16++) { /* 2: bfloat16 pairs */
       const int64_t ldb = (tb ? k : n) + 2, rows = tb ? n : k;
       float *b = malloc((size_t)(rows * ldb) * sizeof *b), *a = malloc((size_t)(m * k) * sizeof *a);
       float *c1 = calloc((size_t)(m * n), sizeof *c1), *c2 = calloc((size_t)(m * n), sizeof *c2);
@@ -427,8 +428,13 @@ static void test_read_order(void) {
       struct kern_packed_b *p1 = NULL, *p2 = NULL;
       tolk_error err = {0};
       read_next = (const unsigned char *)b, read_calls = 0, read_in_order = true;
-      CHECK(kern_sgemm_pack_b_read(tb, k, n, b, ldb, bf16, on_read, &p1, &err) == TOLK_OK);
-      CHECK((bf16 ? kern_sgemm_pack_b_bf16 : kern_sgemm_pack_b)(tb, k, n, b, ldb, &p2, &err) == TOLK_OK);
+      if (bf16 == 2) {
+        CHECK(kern_sgemm_pack_b_bf16dot(tb, k, n, b, ldb, on_read, &p1, &err) == TOLK_OK);
+        CHECK(kern_sgemm_pack_b_bf16dot(tb, k, n, b, ldb, NULL, &p2, &err) == TOLK_OK);
+      } else {
+        CHECK(kern_sgemm_pack_b_read(tb, k, n, b, ldb, bf16, on_read, &p1, &err) == TOLK_OK);
+        CHECK((bf16 ? kern_sgemm_pack_b_bf16 : kern_sgemm_pack_b)(tb, k, n, b, ldb, &p2, &err) == TOLK_OK);
+      }
       const unsigned char *end = (const unsigned char *)(b + (rows - 1) * ldb + (tb ? k : n));
       CHECK_MSG(read_in_order && read_next == end, "tb=%d bf16=%d: reports out of order or short", tb, bf16);
       CHECK_MSG(tb ? read_calls > 1 : read_calls == 1, "tb=%d: %d reports", tb, read_calls);

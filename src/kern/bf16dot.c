@@ -106,12 +106,8 @@ tolk_status kern_sgemm_pack_b_bf16dot(bool trans_b, int64_t k, int64_t n, const 
                      (long long)k, (long long)n, pairs * sizeof(uint32_t));
   }
   const unsigned char *bb = b;
-  /* B's bytes: n rows (trans_b) or k rows of ldb floats, the last one's used
-   * part. With trans_b each panel takes the next rows, and they go back to
-   * `read` as it finishes them (a tied LM head is 133 MB of file pages). */
-  const int64_t rows = trans_b ? n : k, used = trans_b ? k : n;
-  const size_t total = rows > 0 ? ((size_t)(rows - 1) * (size_t)ldb + (size_t)used) * sizeof(float) : 0;
-  size_t done = 0;
+  /* A tied LM head is 133 MB of file pages: they go back as the panels are done. */
+  struct b_reads reads = b_reads_start(read, b, trans_b, k, n, ldb);
   for (int64_t jp = 0; jp < panels; jp++) {
     uint32_t *dst = pb->pairs + jp * kp * BF16DOT_NR;
     const int64_t j0 = jp * BF16DOT_NR, nv = n - j0 < BF16DOT_NR ? n - j0 : BF16DOT_NR;
@@ -126,13 +122,9 @@ tolk_status kern_sgemm_pack_b_bf16dot(bool trans_b, int64_t k, int64_t n, const 
         }
         dst[p * BF16DOT_NR + x] = (uint32_t)h[0] | (uint32_t)h[1] << 16;
       }
-    if (read && trans_b) {
-      const size_t upto = j0 + nv == n ? total : (size_t)((j0 + nv) * ldb) * sizeof(float);
-      read(bb + done, upto - done);
-      done = upto;
-    }
+    b_reads_panel(&reads, j0 + nv);
   }
-  if (read && done < total) read(bb + done, total - done);
+  b_reads_end(&reads);
   *out = pb;
   return TOLK_OK;
 }

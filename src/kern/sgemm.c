@@ -603,22 +603,14 @@ tolk_status kern_sgemm_pack_b_read(bool trans_b, int64_t k, int64_t n, const voi
   else pb->data = mem;
   const int64_t nr = pb->u->nr, panels = ceil_div(n, nr);
   const unsigned char *bb = b;
-  /* B's bytes: n rows (trans_b) or k rows of ldb floats, the last one's
-   * used part only. */
-  const int64_t rows = trans_b ? n : k, used = trans_b ? k : n;
-  const size_t total = rows > 0 ? ((size_t)(rows - 1) * (size_t)ldb + (size_t)used) * sizeof(float) : 0;
-  size_t done = 0;
+  struct b_reads reads = b_reads_start(read, b, trans_b, k, n, ldb);
   for (int64_t jp = 0; jp < panels; jp++) {
     const int64_t j0 = jp * nr, nv = n - j0 < nr ? n - j0 : nr;
     if (bf16) pack_panel_bf16(pb->bf16 + jp * k * nr, trans_b, k, nr, j0, nv, bb, ldb);
     else pack_panel_f32(pb->data + jp * k * nr, trans_b, k, nr, j0, nv, bb, ldb);
-    if (read && trans_b) {
-      const size_t upto = j0 + nv == n ? total : (size_t)((j0 + nv) * ldb) * sizeof(float);
-      read(bb + done, upto - done);
-      done = upto;
-    }
+    b_reads_panel(&reads, j0 + nv);
   }
-  if (read && done < total) read(bb + done, total - done);
+  b_reads_end(&reads);
   *out = pb;
   return TOLK_OK;
 }

@@ -99,6 +99,38 @@ struct kern_packed_b {
   size_t bytes;
 };
 
+/* A packer's reports to its kern_read_fn (kern.h): B's bytes, n rows
+ * (trans_b) or k rows of ldb floats, the last one's used part only, each
+ * once and in order — a panel's rows as the panel is done when B is read by
+ * rows, else all at the end. */
+struct b_reads {
+  kern_read_fn read;
+  const unsigned char *b;
+  bool trans_b;
+  int64_t n, ldb;
+  size_t total, done;
+};
+
+static inline struct b_reads b_reads_start(kern_read_fn read, const void *b, bool trans_b, int64_t k, int64_t n,
+                                           int64_t ldb) {
+  const int64_t rows = trans_b ? n : k, used = trans_b ? k : n;
+  struct b_reads r = {read, b, trans_b, n, ldb, 0, 0};
+  r.total = rows > 0 ? ((size_t)(rows - 1) * (size_t)ldb + (size_t)used) * sizeof(float) : 0;
+  return r;
+}
+
+/* Columns [0, upto) of op(B) are packed. */
+static inline void b_reads_panel(struct b_reads *r, int64_t upto) {
+  if (!r->read || !r->trans_b) return;
+  const size_t end = upto == r->n ? r->total : (size_t)(upto * r->ldb) * sizeof(float);
+  r->read(r->b + r->done, end - r->done);
+  r->done = end;
+}
+
+static inline void b_reads_end(struct b_reads *r) {
+  if (r->read && r->done < r->total) r->read(r->b + r->done, r->total - r->done);
+}
+
 /* bf16dot.c: kern_sgemm_packed's product for a B of pairs. */
 void kern_bf16dot_run(bool trans_a, int64_t m, float alpha, const float *a, int64_t lda,
                       const struct kern_packed_b *b, float beta, const float *bias, float *c, int64_t ldc,
