@@ -7,7 +7,8 @@
 #   bench/serve.sh [MODEL_DIR] [THREADS] [PYTHON]
 # MODEL_DIR: what `tools/make_fixtures.py --bench-model DIR` writes (default /tmp/tolk-bench).
 # Environment: WORK (default /tmp/tolk-bench-serve), SERVERS (comma list, default all seven; tolk-int8-lmh: tolk
-# int8 with --int8-lm-head, the output projection in int8 too, as CTranslate2's int8 has it),
+# int8 with --int8-lm-head, the output projection in int8 too, as CTranslate2's int8 has it; tolk-bf16: fp32
+# graphs with --bf16, tolk-bf16-products with --bf16-products, CPUs with AVX512-BF16 only),
 # SECONDS_PER_RUN (10), NEW_TOKENS (32; 0: natural length, no min_new_tokens and max_new_tokens 256, each
 # server stops at its own </s>: for a trained model), BEAM (1), USERS (1,8,32,64), LOCUST_SECONDS (15), ROUNDS (2: the
 # open-loop runs of every server, interleaved; the table gives medians; Locust runs in the first), PORT (8190),

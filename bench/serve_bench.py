@@ -78,6 +78,8 @@ class Server:
                 cmd.append("--int8")
             if name.endswith("-lmh"):  # the LM head in int8 too, as CTranslate2's int8 has it
                 cmd.append("--int8-lm-head")
+            if prec == "bf16":  # tolk-bf16: --bf16; tolk-bf16-products: AVX512-BF16's products
+                cmd.append("--bf16-products" if name.endswith("-products") else "--bf16")
             cmd += a.tolk_args.split()
         else:
             cmd = [sys.executable, str(HERE / "serve_peer.py"), "--engine", engine, "--precision", prec,
