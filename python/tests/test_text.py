@@ -103,8 +103,9 @@ def test_bf16_matches_cli():
 def test_bf16_products_match_cli_or_both_refuse():
     # Where the CPU has AVX512-BF16 the products run and give the CLI's ids;
     # elsewhere both refuse, naming what is missing.
-    with pytest.raises(tolk.InvalidArgument):
-        tolk.Translator(MARIAN_TINY, bf16="fast")
+    for bad in ("fast", 3, 1.0):
+        with pytest.raises(tolk.InvalidArgument):
+            tolk.Translator(MARIAN_TINY, bf16=bad)
     args = ("translate", "-m", str(MARIAN_TINY), "--bf16-products", "--to", "zh-Hant", "--json", SENTENCES[1])
     try:
         t = tolk.Translator(MARIAN_TINY, threads=1, to="zh-Hant", bf16="products")

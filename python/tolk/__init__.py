@@ -172,9 +172,10 @@ class Translator:
     """
 
     def __init__(self, model_dir: Union[str, "os.PathLike[str]"], int8: bool = False, threads: int = 0,
-                 to: Optional[str] = None, verify: bool = True, int8_lm_head: bool = False, bf16: Union[bool, str] = False):
-        modes = {False: 0, True: 1, "weights": 1, "products": 2}
-        if not isinstance(bf16, (bool, str)) or bf16 not in modes:
+                 to: Optional[str] = None, verify: bool = True, int8_lm_head: bool = False, bf16: Union[bool, int, str] = False):
+        # False/True as before, the C API's TOLK_BF16_* values (0, 1, 2), or their names.
+        modes = {0: 0, 1: 1, 2: 2, "weights": 1, "products": 2}
+        if not isinstance(bf16, (bool, int, str)) or bf16 not in modes:
             raise InvalidArgument(f"bf16 is {bf16!r}: False, True, 'weights' or 'products'")
         self._t = _tolk._Translator(str(model_dir), bool(int8), int(threads), bool(verify), bool(int8_lm_head),
                                     modes[bf16])
