@@ -162,32 +162,6 @@ static void dot_portable(const struct dot_job *j, int64_t i0, int64_t i1, int64_
     }
 }
 
-/* This thread's buffer for a block of A's pairs, kept for its next product
- * and freed when it exits; NULL when out of memory. */
-static pthread_key_t abuf_key;
-static pthread_once_t abuf_once = PTHREAD_ONCE_INIT;
-static bool abuf_key_ok;
-struct abuf {
-  size_t cap;
-  uint32_t pairs[];
-};
-
-static void abuf_key_init(void) { abuf_key_ok = pthread_key_create(&abuf_key, free) == 0; }
-
-static uint32_t *abuf(size_t n) {
-  pthread_once(&abuf_once, abuf_key_init);
-  if (!abuf_key_ok) return NULL;
-  struct abuf *ab = pthread_getspecific(abuf_key);
-  if (ab && ab->cap >= n) return ab->pairs;
-  free(ab);
-  pthread_setspecific(abuf_key, NULL);
-  if (n > (SIZE_MAX - sizeof *ab) / sizeof(uint32_t) || !(ab = malloc(sizeof *ab + n * sizeof(uint32_t))))
-    return NULL;
-  ab->cap = n;
-  pthread_setspecific(abuf_key, ab);
-  return ab->pairs;
-}
-
 /* Rows a task rounds at a time: 256 KiB of pairs, all of a decoder step's
  * rows, so that its panels stream from memory once; a whole tile at least. */
 static int64_t block_rows(int64_t kp) {
@@ -211,7 +185,7 @@ static void round_rows(const struct dot_job *j, int64_t i0, int64_t i1, uint32_t
 
 static void dot_block(const struct dot_job *j, int64_t i0, int64_t i1, int64_t jp0, int64_t jp1) {
   const int64_t mc = block_rows(j->kp) < i1 - i0 ? block_rows(j->kp) : i1 - i0;
-  uint32_t *ap = j->fast ? abuf((size_t)mc * (size_t)j->kp) : NULL;
+  uint32_t *ap = j->fast ? kern_thread_buf((size_t)mc * (size_t)j->kp * sizeof(uint32_t)) : NULL;
   if (!ap) {
     dot_portable(j, i0, i1, jp0, jp1);
     return;

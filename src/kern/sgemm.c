@@ -150,19 +150,25 @@ static bool buf_key_ok;
 
 static void buf_key_init(void) { buf_key_ok = pthread_key_create(&buf_key, free) == 0; }
 
-static float *thread_buf(void) {
+/* The block's first 64 bytes hold its capacity; the buffer follows. */
+void *kern_thread_buf(size_t bytes) {
   pthread_once(&buf_once, buf_key_init);
   if (!buf_key_ok) return NULL;
-  float *p = pthread_getspecific(buf_key);
-  if (!p) {
-    p = aligned_alloc(64, BUF_FLOATS * sizeof(float));
-    if (p && pthread_setspecific(buf_key, p) != 0) {
-      free(p);
-      p = NULL;
-    }
+  char *block = pthread_getspecific(buf_key);
+  if (block && *(size_t *)block >= bytes) return block + 64;
+  free(block);
+  pthread_setspecific(buf_key, NULL);
+  const size_t cap = (bytes + 63) / 64 * 64;
+  if (cap < bytes || cap > SIZE_MAX - 64 || !(block = aligned_alloc(64, cap + 64))) return NULL;
+  *(size_t *)block = cap;
+  if (pthread_setspecific(buf_key, block) != 0) {
+    free(block);
+    return NULL;
   }
-  return p;
+  return block + 64;
 }
+
+static float *thread_buf(void) { return kern_thread_buf(BUF_FLOATS * sizeof(float)); }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

@@ -131,6 +131,12 @@ static inline void b_reads_end(struct b_reads *r) {
   if (r->read && r->done < r->total) r->read(r->b + r->done, r->total - r->done);
 }
 
+/* This thread's scratch buffer: 64-byte aligned, at least `bytes`, kept for
+ * its next GEMM (grown when asked for more, its contents then lost) and freed
+ * when the thread exits; NULL when out of memory. One per thread, shared by
+ * the GEMMs, which never hold it across calls. */
+void *kern_thread_buf(size_t bytes);
+
 /* bf16dot.c: kern_sgemm_packed's product for a B of pairs. */
 void kern_bf16dot_run(bool trans_a, int64_t m, float alpha, const float *a, int64_t lda,
                       const struct kern_packed_b *b, float beta, const float *bias, float *c, int64_t ldc,
