@@ -52,6 +52,14 @@ struct dq {
   int32_t zp;
 };
 
+/* How a float B is held. */
+enum mm_form {
+  MM_F32,  /* floats (a DequantizeLinear'd B: its codes) */
+  MM_INT8, /* int8 with a scale per column, for kern_igemm_packed */
+  MM_BF16, /* bfloat16 (a DequantizeLinear'd B: its codes, which are smaller) */
+  MM_BF16DOT /* bfloat16 pairs for AVX512-BF16's products (a DequantizeLinear'd B: its codes) */
+};
+
 struct packed_entry {
   struct packed_entry *next; /* in the shared list */
   int refs;
@@ -65,13 +73,12 @@ struct packed_entry {
   enum kern_isa isa;
   struct dq dq;   /* int8/uint8 sources: the dequantization packed */
   struct kern_packed_b *pb; /* NULL for an int8 entry */
-  /* tolk_matmul_int8_def: op(B) quantized to int8 with a scale per column,
-   * packed for kern_igemm_packed; no fp32 copy is kept. */
-  bool int8;
-  /* tolk_matmul_bf16_def / tolk_gemm_bf16_def: pb holds op(B) rounded to
-   * bfloat16 (kern_sgemm_pack_b_bf16); their _bf16dot_ forms: as pairs
-   * (kern_sgemm_pack_b_bf16dot). */
-  bool bf16, bf16dot;
+  /* How pb holds op(B): MM_F32 floats (or a DequantizeLinear'd B's codes,
+   * kern_sgemm_pack_b_q8), MM_BF16 bfloat16 (kern_sgemm_pack_b_bf16),
+   * MM_BF16DOT bfloat16 pairs (kern_sgemm_pack_b_bf16dot); MM_INT8: qb
+   * holds it quantized to int8 with a scale per column, for
+   * kern_igemm_packed (tolk_matmul_int8_def), and no fp32 copy is kept. */
+  enum mm_form form;
   /* mm_pack_b_codes: qb holds the initializer's own 8-bit codes as they are
    * (the MatMulInteger family's B); no col_scale. */
   bool igemm_codes;
@@ -87,14 +94,6 @@ struct mm_state {
   size_t input;    /* the node's input it packed */
   int32_t dtype;
   int64_t d0, d1;
-};
-
-/* How a float B is held. */
-enum mm_form {
-  MM_F32,  /* floats (a DequantizeLinear'd B: its codes) */
-  MM_INT8, /* int8 with a scale per column, for kern_igemm_packed */
-  MM_BF16, /* bfloat16 (a DequantizeLinear'd B: its codes, which are smaller) */
-  MM_BF16DOT /* bfloat16 pairs for AVX512-BF16's products (a DequantizeLinear'd B: its codes) */
 };
 
 /* Packs node input 1 for kern_sgemm_packed (MM_INT8: kern_igemm_packed)

@@ -156,7 +156,7 @@ void op_packed_stats(size_t *entries, size_t *bytes) {
   pthread_mutex_lock(&packed_mu);
   for (const struct packed_entry *e = packed_list; e; e = e->next) {
     n++;
-    b += e->int8    ? kern_igemm_pack_b_size(e->qb.n, e->qb.k) + (size_t)e->qb.n * sizeof(float)
+    b += e->form == MM_INT8 ? kern_igemm_pack_b_size(e->qb.n, e->qb.k) + (size_t)e->qb.n * sizeof(float)
          : e->igemm_codes ? kern_igemm_pack_b_size(e->qb.n, e->qb.k)
                     : kern_packed_b_bytes(e->pb);
   }
@@ -412,9 +412,7 @@ static tolk_status new_entry(const struct ir_tensor *t, bool trans, enum kern_is
     free(e);
     return st;
   }
-  e->int8 = int8;
-  e->bf16 = bf16;
-  e->bf16dot = bf16dot;
+  e->form = form;
   entry_key(e, t, trans, isa, dq);
   *out = e;
   return TOLK_OK;
@@ -440,18 +438,17 @@ static tolk_status new_codes_entry(const struct ir_tensor *t, enum kern_isa isa,
 }
 
 /* Under packed_mu: an entry holding t packed the same way (trans, isa,
- * int8, bf16, igemm_codes, dq), given one more holder of t->data, or NULL. The same
+ * form, igemm_codes, dq), given one more holder of t->data, or NULL. The same
  * initializer first (no bytes read), then equal bytes from another model:
  * hashed only if some entry has the same key. */
-static struct packed_entry *shared_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa, bool int8,
-                                         bool bf16, bool bf16dot, bool igemm_codes, const struct dq *dq) {
+static struct packed_entry *shared_entry(const struct ir_tensor *t, bool trans, enum kern_isa isa,
+                                         enum mm_form form, bool igemm_codes, const struct dq *dq) {
   for (int by_content = 0; by_content < 2; by_content++) {
     bool hashed = false;
     uint64_t h = 0;
     for (struct packed_entry *e = packed_list; e; e = e->next) {
       if (e->dtype != t->dtype || e->d0 != t->dims[0] || e->d1 != t->dims[1] || e->trans != trans ||
-          e->isa != isa || e->int8 != int8 || e->bf16 != bf16 || e->bf16dot != bf16dot ||
-          e->igemm_codes != igemm_codes ||
+          e->isa != isa || e->form != form || e->igemm_codes != igemm_codes ||
           e->nbytes != t->nbytes ||
           e->n_srcs < 1 || (dq && (e->dq.scale != dq->scale || e->dq.zp != dq->zp)))
         continue;
@@ -507,8 +504,7 @@ tolk_status mm_pack_b(const struct ir_node *node, bool trans_b, enum mm_form for
   /* Holding the lock while packing keeps two nodes from packing one weight
    * twice; sessions are created rarely, so the wait costs nothing. */
   pthread_mutex_lock(&packed_mu);
-  s->e = shared_entry(t, trans, isa, form == MM_INT8, form == MM_BF16, form == MM_BF16DOT, false,
-                      has_dq ? &dq : NULL);
+  s->e = shared_entry(t, trans, isa, form, false, has_dq ? &dq : NULL);
   tolk_status st = TOLK_OK;
   if (!s->e && (st = new_entry(t, trans, isa, has_dq ? &dq : NULL, form, &s->e, err)) == TOLK_OK) {
     s->e->next = packed_list;
@@ -540,7 +536,7 @@ tolk_status mm_pack_b_codes(const struct ir_node *node, size_t b_idx, void **sta
   s->d1 = t->dims[1];
   s->src = t->data;
   pthread_mutex_lock(&packed_mu);
-  s->e = shared_entry(t, false, isa, false, false, false, true, NULL);
+  s->e = shared_entry(t, false, isa, MM_F32, true, NULL);
   tolk_status st = TOLK_OK;
   if (!s->e && (st = new_codes_entry(t, isa, &s->e, err)) == TOLK_OK) {
     s->e->next = packed_list;
@@ -571,7 +567,7 @@ void *mm_rows_acquire(const struct ir_value *table) {
   pthread_mutex_lock(&packed_mu);
   struct packed_entry *found = NULL;
   for (struct packed_entry *e = packed_list; e && !found; e = e->next) {
-    if (!e->trans || e->int8 || e->bf16 || e->bf16dot || e->igemm_codes || !e->pb || e->dtype != TOLK_FLOAT ||
+    if (!e->trans || e->form != MM_F32 || e->igemm_codes || !e->pb || e->dtype != TOLK_FLOAT ||
         e->d0 != t->dims[0] || e->d1 != t->dims[1])
       continue;
     for (int i = 0; i < e->n_srcs && !found; i++)

@@ -83,11 +83,11 @@ tolk_status op_head_cols_new(const void *state, const int32_t *cols, size_t n,
   hc->state = state;
   hc->k = k;
   hc->n = (int64_t)n;
-  if (!st && e->bf16dot) {
+  if (!st && e->form == MM_BF16DOT) {
     st = kern_sgemm_pack_b_bf16dot(true, k, (int64_t)n, g, k, NULL, &hc->pb, err);
-  } else if (!st && e->bf16) {
+  } else if (!st && e->form == MM_BF16) {
     st = kern_sgemm_pack_b_bf16(true, k, (int64_t)n, g, k, &hc->pb, err);
-  } else if (!st && !e->int8) {
+  } else if (!st && e->form != MM_INT8) {
     st = kern_sgemm_pack_b(true, k, (int64_t)n, g, k, &hc->pb, err);
   } else if (!st) {
     struct packed_entry q = {0};
