@@ -141,7 +141,7 @@ struct dot_job {
   const float *bias;
   float *c;
   int64_t ldc;
-  int64_t panels, panels_per_task, rows_per_task, row_tasks;
+  struct gemm_grid g;
 };
 
 /* C rows [i0, i1) × panels [jp0, jp1) in portable C. */
@@ -215,9 +215,9 @@ static void dot_block(const struct dot_job *j, int64_t i0, int64_t i1, int64_t j
 static void dot_tasks(void *arg, int64_t t0, int64_t t1) {
   const struct dot_job *j = arg;
   for (int64_t t = t0; t < t1; t++) {
-    const int64_t i0 = t % j->row_tasks * j->rows_per_task, jp0 = t / j->row_tasks * j->panels_per_task;
-    dot_block(j, i0, i0 + j->rows_per_task < j->m ? i0 + j->rows_per_task : j->m, jp0,
-              jp0 + j->panels_per_task < j->panels ? jp0 + j->panels_per_task : j->panels);
+    const int64_t i0 = t % j->g.row_tasks * j->g.rows_per_task, jp0 = t / j->g.row_tasks * j->g.panels_per_task;
+    dot_block(j, i0, i0 + j->g.rows_per_task < j->m ? i0 + j->g.rows_per_task : j->m, jp0,
+              jp0 + j->g.panels_per_task < j->g.panels ? jp0 + j->g.panels_per_task : j->g.panels);
   }
 }
 
@@ -226,29 +226,9 @@ void kern_bf16dot_run(bool trans_a, int64_t m, float alpha, const float *a, int6
                       struct tolk_pool *pool) {
   struct dot_job j = {.a = a, .rs_a = trans_a ? 1 : lda, .cs_a = trans_a ? lda : 1, .b = b->pairs,
                       .m = m, .n = b->n, .k = b->k, .kp = ceil_div(b->k, 2), .alpha = alpha, .beta = beta,
-                      .bias = bias, .c = c, .ldc = ldc, .panels = ceil_div(b->n, BF16DOT_NR)};
+                      .bias = bias, .c = c, .ldc = ldc};
   j.fast = kern_bf16dot_fast();
-  /* The grid as kern_sgemm's: ~64 kflop a task at least, 2 tasks a thread
-   * (4 for a single tile height), rows split in whole tiles only when the
-   * panels are too few to go round. */
-  const int64_t threads = tolk_pool_threads(pool);
-  int64_t max_tasks = (int64_t)(2.0 * (double)m * (double)j.n * (double)j.k / 65536.0);
-  const int64_t cap = (m > BF16DOT_MR ? 2 : 4) * threads;
-  if (max_tasks > cap) max_tasks = cap;
-  j.row_tasks = 1;
-  j.rows_per_task = m;
-  j.panels_per_task = j.panels;
-  if (threads > 1 && max_tasks > 1) {
-    if (j.panels < max_tasks && m > BF16DOT_MR) {
-      const int64_t want = ceil_div(max_tasks, j.panels), tiles = ceil_div(m, BF16DOT_MR);
-      j.rows_per_task = ceil_div(tiles, want < tiles ? want : tiles) * BF16DOT_MR;
-      j.row_tasks = ceil_div(m, j.rows_per_task);
-    }
-    int64_t col_tasks = max_tasks / j.row_tasks;
-    if (col_tasks < 1) col_tasks = 1;
-    j.panels_per_task = ceil_div(j.panels, col_tasks < j.panels ? col_tasks : j.panels);
-  }
-  const int64_t ntasks = j.row_tasks * ceil_div(j.panels, j.panels_per_task);
-  if (ntasks == 1) dot_tasks(&j, 0, 1);
-  else tolk_pool_for(pool, ntasks, 1, dot_tasks, &j);
+  j.g = kern_gemm_grid(m, j.n, j.k, BF16DOT_MR, BF16DOT_NR, 1, tolk_pool_threads(pool));
+  if (j.g.tasks == 1) dot_tasks(&j, 0, 1);
+  else tolk_pool_for(pool, j.g.tasks, 1, dot_tasks, &j);
 }

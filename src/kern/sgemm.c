@@ -135,10 +135,7 @@ struct gemm_job {
   float *c;
   int64_t ldc;
   const float *bias;       /* n floats added to each row once its sums are final, or NULL */
-  int64_t panels;          /* ceil(n / NR) */
-  int64_t panels_per_task; /* the task grid: row tasks × panel tasks */
-  int64_t rows_per_task;
-  int64_t row_tasks;
+  struct gemm_grid g;
 };
 
 /* Each thread packs into its own buffer, made on its first GEMM and freed
@@ -421,10 +418,10 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
 static void gemm_tasks(void *arg, int64_t t0, int64_t t1) {
   const struct gemm_job *j = arg;
   for (int64_t t = t0; t < t1; t++) {
-    int64_t rt = t % j->row_tasks, ct = t / j->row_tasks;
-    int64_t i0 = rt * j->rows_per_task, i1 = i0 + j->rows_per_task;
-    int64_t jp0 = ct * j->panels_per_task, jp1 = jp0 + j->panels_per_task;
-    gemm_block(j, i0, i1 < j->m ? i1 : j->m, jp0, jp1 < j->panels ? jp1 : j->panels);
+    int64_t rt = t % j->g.row_tasks, ct = t / j->g.row_tasks;
+    int64_t i0 = rt * j->g.rows_per_task, i1 = i0 + j->g.rows_per_task;
+    int64_t jp0 = ct * j->g.panels_per_task, jp1 = jp0 + j->g.panels_per_task;
+    gemm_block(j, i0, i1 < j->m ? i1 : j->m, jp0, jp1 < j->g.panels ? jp1 : j->g.panels);
   }
 }
 
@@ -434,48 +431,46 @@ static void scale_c(int64_t m, int64_t n, float beta, float *c, int64_t ldc) {
     for (int64_t x = 0; x < n; x++) c[i * ldc + x] = beta == 0.0f ? 0.0f : beta * c[i * ldc + x];
 }
 
-/* Picks the task grid and runs it. */
-static void gemm_run(struct gemm_job *j, struct tolk_pool *pool) {
-  const int64_t mr = j->u->mr;
-  const double flops = 2.0 * (double)j->m * (double)j->n * (double)j->k;
-  int64_t threads = tolk_pool_threads(pool);
+struct gemm_grid kern_gemm_grid(int64_t m, int64_t n, int64_t k, int64_t mr, int64_t nr, int64_t group,
+                                int64_t threads) {
+  const double flops = 2.0 * (double)m * (double)n * (double)k;
   /* Below ~64 kflop per task the hand-off costs more than it saves. More
    * tasks than threads even out a busy core, but above one tile height each
    * task packs its own copy of A, or against packed B sweeps it once per
    * panel: 2 per thread keeps that under ~5% (4 measured no faster). */
   int64_t max_tasks = (int64_t)(flops / 65536.0);
-  int64_t cap = (j->m > mr ? 2 : 4) * threads;
+  const int64_t cap = (m > mr ? 2 : 4) * threads;
   if (max_tasks > cap) max_tasks = cap;
-  j->panels = ceil_div(j->n, j->u->nr);
-  j->row_tasks = 1;
-  j->rows_per_task = j->m;
-  j->panels_per_task = j->panels;
-  int64_t ntasks = 1;
+  struct gemm_grid g = {ceil_div(n, nr), 0, m, 1, 1};
+  g.panels_per_task = g.panels;
   if (threads > 1 && max_tasks > 1) {
-    if (j->panels < max_tasks && j->m > mr) {
+    if (g.panels < max_tasks && m > mr) {
       /* Too few panels to go round: split the rows as well, in whole tiles. */
-      int64_t want = ceil_div(max_tasks, j->panels);
-      int64_t tiles = ceil_div(j->m, mr);
-      j->rows_per_task = ceil_div(tiles, want < tiles ? want : tiles) * mr;
-      j->row_tasks = ceil_div(j->m, j->rows_per_task);
+      const int64_t want = ceil_div(max_tasks, g.panels), tiles = ceil_div(m, mr);
+      g.rows_per_task = ceil_div(tiles, want < tiles ? want : tiles) * mr;
+      g.row_tasks = ceil_div(m, g.rows_per_task);
     }
-    int64_t col_tasks = max_tasks / j->row_tasks;
+    int64_t col_tasks = max_tasks / g.row_tasks;
     if (col_tasks < 1) col_tasks = 1;
-    if (col_tasks > j->panels) col_tasks = j->panels;
-    j->panels_per_task = ceil_div(j->panels, col_tasks);
-    /* One to three rows against packed B go several panels at a time
-     * (gemm_block); a task of fewer panels than that group ran them one by
-     * one. A decoder step's 512 x 512 weights at one row made 8 tasks of 2
-     * AVX-512 panels: 55.5 us a product, 37.1 in 4 tasks of 4 (2 threads,
-     * Zen 4, cold weights, medians of 6; 2048 x 512 187.6 -> 134.9). */
-    if (b_packed(j) && j->m <= SGEMM_FEW_ROWS && j->m <= mr) {
-      const int64_t group = sgemm_few_panels((int)j->m);
-      j->panels_per_task = ceil_div(j->panels_per_task, group) * group;
-    }
-    ntasks = j->row_tasks * ceil_div(j->panels, j->panels_per_task);
+    if (col_tasks > g.panels) col_tasks = g.panels;
+    g.panels_per_task = ceil_div(ceil_div(g.panels, col_tasks), group) * group;
+    g.tasks = g.row_tasks * ceil_div(g.panels, g.panels_per_task);
   }
-  if (ntasks == 1) gemm_tasks(j, 0, 1);
-  else tolk_pool_for(pool, ntasks, 1, gemm_tasks, j);
+  return g;
+}
+
+/* Picks the task grid and runs it. */
+static void gemm_run(struct gemm_job *j, struct tolk_pool *pool) {
+  /* One to three rows against packed B go several panels at a time
+   * (gemm_block); a task of fewer panels than that group ran them one by
+   * one. A decoder step's 512 x 512 weights at one row made 8 tasks of 2
+   * AVX-512 panels: 55.5 us a product, 37.1 in 4 tasks of 4 (2 threads,
+   * Zen 4, cold weights, medians of 6; 2048 x 512 187.6 -> 134.9). */
+  const int64_t group =
+      b_packed(j) && j->m <= SGEMM_FEW_ROWS && j->m <= j->u->mr ? sgemm_few_panels((int)j->m) : 1;
+  j->g = kern_gemm_grid(j->m, j->n, j->k, j->u->mr, j->u->nr, group, tolk_pool_threads(pool));
+  if (j->g.tasks == 1) gemm_tasks(j, 0, 1);
+  else tolk_pool_for(pool, j->g.tasks, 1, gemm_tasks, j);
 }
 
 void kern_sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,

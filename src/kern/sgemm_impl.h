@@ -131,6 +131,22 @@ static inline void b_reads_end(struct b_reads *r) {
   if (r->read && r->done < r->total) r->read(r->b + r->done, r->total - r->done);
 }
 
+/* A GEMM's task grid: row tasks × panel tasks, task t taking rows
+ * [t % row_tasks * rows_per_task, +rows_per_task) and panels
+ * [t / row_tasks * panels_per_task, +panels_per_task), both cut at the end. */
+struct gemm_grid {
+  int64_t panels; /* ceil(n / nr) */
+  int64_t panels_per_task, rows_per_task, row_tasks;
+  int64_t tasks;
+};
+
+/* The grid for m × n × k with mr × nr tiles on `threads`: tasks of ~64
+ * kflop at least, 2 a thread (4 at a single tile height), rows split in whole
+ * tiles only where the panels are too few to go round, a task's panels a
+ * whole number of `group`s (1: any). */
+struct gemm_grid kern_gemm_grid(int64_t m, int64_t n, int64_t k, int64_t mr, int64_t nr, int64_t group,
+                                int64_t threads);
+
 /* This thread's scratch buffer: 64-byte aligned, at least `bytes`, kept for
  * its next GEMM (grown when asked for more, its contents then lost) and freed
  * when the thread exits; NULL when out of memory. One per thread, shared by
