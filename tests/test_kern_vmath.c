@@ -3,7 +3,8 @@
  * src/kern/vmath.h against libm in double over a dense sweep (every 1/1024
  * on [-40, 40], log-spaced magnitudes from 1e-38 to 1e4, the exp range
  * edges, ±0, ±Inf, NaN), holding them to the error bounds the header states;
- * the dispatched (AVX2) build against the portable one, bit for bit; and the
+ * every tier's build (AVX2, AVX-512) against the portable one, bit for bit,
+ * on each the CPU has; and the
  * F16C float16 conversions against half.h on every pattern and a sweep.
  */
 #include <float.h>
@@ -358,11 +359,6 @@ static void check_minmax(void) {
 }
 
 int main(void) {
-  check_log_softmax();
-  check_next_group_above();
-  check_argmax();
-  check_argmax_near();
-  check_minmax();
   /* The sweep. */
   size_t cap = 200000, n = 0;
   float *x = malloc(cap * sizeof *x);
@@ -378,12 +374,32 @@ int main(void) {
   for (size_t i = 0; i < sizeof specials / sizeof specials[0]; i++) x[n++] = specials[i];
   float *y = malloc(n * sizeof *y), *yp = malloc(n * sizeof *yp);
 
+  /* Every tier this CPU has gives the portable build's bits. */
+  const enum kern_isa first = kern_isa_active();
+  for (int i = KERN_ISA_SCALAR; i <= KERN_ISA_AVX512; i++) {
+    const enum kern_isa isa = (enum kern_isa)i;
+    if (!kern_isa_force(isa)) {
+      printf("isa %s: not on this CPU\n", kern_isa_name(isa));
+      continue;
+    }
+    printf("isa %s:\n", kern_isa_name(isa));
+    check_log_softmax();
+    check_next_group_above();
+    check_argmax();
+    check_argmax_near();
+    check_minmax();
+    for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
+      kern_vm_f32(fns[k].f, (int64_t)n, y, x);
+      kern_vm_f32_portable(fns[k].f, (int64_t)n, yp, x);
+      CHECK_MSG(memcmp(y, yp, n * sizeof *y) == 0, "isa %s %s: dispatched and portable builds differ",
+                kern_isa_name(isa), fns[k].name);
+    }
+  }
+  CHECK(kern_isa_force(first));
+
   for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++) {
     const struct fn *f = &fns[k];
     kern_vm_f32(f->f, (int64_t)n, y, x);
-    kern_vm_f32_portable(f->f, (int64_t)n, yp, x);
-    CHECK_MSG(memcmp(y, yp, n * sizeof *y) == 0, "%s: dispatched and portable builds differ",
-              f->name);
     double worst_rel = 0, worst_abs = 0;
     float at_rel = 0, at_abs = 0;
     int bad = 0;

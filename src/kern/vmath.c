@@ -1,8 +1,9 @@
 /*
  * vmath.c — the baseline-ISA build of vmath.h's loops and the run-time
- * choice between it and the AVX2 build (x86/vmath_avx2.c), plus the same
- * choice for float16 conversion (F16C). The choice follows
- * kern_isa_active(), so TOLK_ISA=scalar forces the portable code.
+ * choice between it and the AVX2 and AVX-512 builds (x86/vmath_avx2.c,
+ * x86/vmath_avx512.c), plus the same choice for float16 conversion (F16C).
+ * The choice follows kern_isa_active(), so TOLK_ISA=scalar forces the
+ * portable code.
  */
 /* The selects in vmath.h become blends only when GCC may evaluate both
  * sides regardless of FP exceptions, which tolk never inspects; values do
@@ -49,11 +50,24 @@ int64_t kern_next_group_above_f32_avx2(int64_t n, const float *x, int64_t from, 
 int64_t kern_argmax_f32_avx2(int64_t n, const float *x);
 int64_t kern_argmax_near_f32_avx2(int64_t n, const float *x, float margin, int *clear);
 void kern_minmax_f32_avx2(int64_t n, const float *x, float *mn, float *mx);
+void kern_vm_f32_avx512(enum kern_vm_fn f, int64_t n, float *y, const float *x);
+void kern_log_softmax_f32_avx512(int64_t n, float *y, const float *x);
+float kern_log_softmax_terms_f32_avx512(int64_t n, const float *x, float *mx);
+int64_t kern_next_group_above_f32_avx512(int64_t n, const float *x, int64_t from, float mx, float lse,
+                                         float add, float thr);
+int64_t kern_argmax_f32_avx512(int64_t n, const float *x);
+int64_t kern_argmax_near_f32_avx512(int64_t n, const float *x, float margin, int *clear);
+void kern_minmax_f32_avx512(int64_t n, const float *x, float *mn, float *mx);
 
 static const struct vm_impl impl_avx2 = {kern_vm_f32_avx2, kern_f16_to_f32_avx2, kern_f32_to_f16_avx2,
                                          kern_log_softmax_f32_avx2, kern_log_softmax_terms_f32_avx2,
                                          kern_next_group_above_f32_avx2, kern_argmax_f32_avx2,
                                          kern_argmax_near_f32_avx2, kern_minmax_f32_avx2};
+/* float16 conversion stays F16C's 256-bit code: it is not what a step waits on. */
+static const struct vm_impl impl_avx512 = {kern_vm_f32_avx512, kern_f16_to_f32_avx2, kern_f32_to_f16_avx2,
+                                           kern_log_softmax_f32_avx512, kern_log_softmax_terms_f32_avx512,
+                                           kern_next_group_above_f32_avx512, kern_argmax_f32_avx512,
+                                           kern_argmax_near_f32_avx512, kern_minmax_f32_avx512};
 
 /* F16C: CPUID leaf 1, ECX bit 29 (every AVX2 CPU has it, but it is a bit
  * of its own; read directly as not every compiler knows the feature name). */
@@ -62,18 +76,21 @@ static bool have_f16c(void) {
   return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29));
 }
 
-/* AVX2 + FMA as the dispatcher decides (TOLK_ISA, kern_isa_force), and F16C. */
-static bool use_avx2(void) {
+/* The ISA the dispatcher decides (TOLK_ISA, kern_isa_force), given F16C. */
+static const struct vm_impl *impl(void) {
   static int f16c = -1; /* benign race: every thread stores the same value */
   int h = __atomic_load_n(&f16c, __ATOMIC_RELAXED);
   if (h < 0) {
     h = have_f16c();
     __atomic_store_n(&f16c, h, __ATOMIC_RELAXED);
   }
-  return h && kern_isa_active() >= KERN_ISA_AVX2;
+  if (!h) return &impl_portable;
+  switch (kern_isa_active()) {
+  case KERN_ISA_AVX512: return &impl_avx512;
+  case KERN_ISA_AVX2: return &impl_avx2;
+  default: return &impl_portable;
+  }
 }
-
-static const struct vm_impl *impl(void) { return use_avx2() ? &impl_avx2 : &impl_portable; }
 #else
 static const struct vm_impl *impl(void) { return &impl_portable; }
 #endif
