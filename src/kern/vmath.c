@@ -32,42 +32,31 @@ struct vm_impl {
   void (*minmax)(int64_t n, const float *x, float *mn, float *mx);
 };
 
-static const struct vm_impl impl_portable = {kern_vm_f32_portable, tolk_f16_to_f32_n, tolk_f32_to_f16_n,
-                                             kern_log_softmax_f32_portable,
-                                             kern_log_softmax_terms_f32_portable,
-                                             kern_next_group_above_f32_portable, kern_argmax_f32_portable,
-                                             kern_argmax_near_f32_portable, kern_minmax_f32_portable};
+/* One ISA's build: its loops' prototypes (vmath.h, VM_LOOPS) and its row
+ * of function pointers, with the float16 conversions given. */
+#define VM_TIER(suffix, f16_to_f32, f32_to_f16)                                                              \
+  void kern_vm_f32_##suffix(enum kern_vm_fn f, int64_t n, float *y, const float *x);                         \
+  void kern_log_softmax_f32_##suffix(int64_t n, float *y, const float *x);                                   \
+  float kern_log_softmax_terms_f32_##suffix(int64_t n, const float *x, float *mx);                           \
+  int64_t kern_next_group_above_f32_##suffix(int64_t n, const float *x, int64_t from, float mx, float lse,   \
+                                             float add, float thr);                                          \
+  int64_t kern_argmax_f32_##suffix(int64_t n, const float *x);                                               \
+  int64_t kern_argmax_near_f32_##suffix(int64_t n, const float *x, float margin, int *clear);                 \
+  void kern_minmax_f32_##suffix(int64_t n, const float *x, float *mn, float *mx);                            \
+  static const struct vm_impl impl_##suffix = {                                                              \
+      kern_vm_f32_##suffix,           f16_to_f32,                          f32_to_f16,                       \
+      kern_log_softmax_f32_##suffix,  kern_log_softmax_terms_f32_##suffix, kern_next_group_above_f32_##suffix, \
+      kern_argmax_f32_##suffix,       kern_argmax_near_f32_##suffix,       kern_minmax_f32_##suffix};
+
+VM_TIER(portable, tolk_f16_to_f32_n, tolk_f32_to_f16_n)
 
 #if defined(__x86_64__)
 #include <cpuid.h>
-void kern_vm_f32_avx2(enum kern_vm_fn f, int64_t n, float *y, const float *x);
 void kern_f16_to_f32_avx2(const uint16_t *src, float *dst, int64_t n);
 void kern_f32_to_f16_avx2(const float *src, uint16_t *dst, int64_t n);
-void kern_log_softmax_f32_avx2(int64_t n, float *y, const float *x);
-float kern_log_softmax_terms_f32_avx2(int64_t n, const float *x, float *mx);
-int64_t kern_next_group_above_f32_avx2(int64_t n, const float *x, int64_t from, float mx, float lse,
-                                       float add, float thr);
-int64_t kern_argmax_f32_avx2(int64_t n, const float *x);
-int64_t kern_argmax_near_f32_avx2(int64_t n, const float *x, float margin, int *clear);
-void kern_minmax_f32_avx2(int64_t n, const float *x, float *mn, float *mx);
-void kern_vm_f32_avx512(enum kern_vm_fn f, int64_t n, float *y, const float *x);
-void kern_log_softmax_f32_avx512(int64_t n, float *y, const float *x);
-float kern_log_softmax_terms_f32_avx512(int64_t n, const float *x, float *mx);
-int64_t kern_next_group_above_f32_avx512(int64_t n, const float *x, int64_t from, float mx, float lse,
-                                         float add, float thr);
-int64_t kern_argmax_f32_avx512(int64_t n, const float *x);
-int64_t kern_argmax_near_f32_avx512(int64_t n, const float *x, float margin, int *clear);
-void kern_minmax_f32_avx512(int64_t n, const float *x, float *mn, float *mx);
-
-static const struct vm_impl impl_avx2 = {kern_vm_f32_avx2, kern_f16_to_f32_avx2, kern_f32_to_f16_avx2,
-                                         kern_log_softmax_f32_avx2, kern_log_softmax_terms_f32_avx2,
-                                         kern_next_group_above_f32_avx2, kern_argmax_f32_avx2,
-                                         kern_argmax_near_f32_avx2, kern_minmax_f32_avx2};
+VM_TIER(avx2, kern_f16_to_f32_avx2, kern_f32_to_f16_avx2)
 /* float16 conversion stays F16C's 256-bit code: it is not what a step waits on. */
-static const struct vm_impl impl_avx512 = {kern_vm_f32_avx512, kern_f16_to_f32_avx2, kern_f32_to_f16_avx2,
-                                           kern_log_softmax_f32_avx512, kern_log_softmax_terms_f32_avx512,
-                                           kern_next_group_above_f32_avx512, kern_argmax_f32_avx512,
-                                           kern_argmax_near_f32_avx512, kern_minmax_f32_avx512};
+VM_TIER(avx512, kern_f16_to_f32_avx2, kern_f32_to_f16_avx2)
 
 /* F16C: CPUID leaf 1, ECX bit 29 (every AVX2 CPU has it, but it is a bit
  * of its own; read directly as not every compiler knows the feature name). */
