@@ -19,6 +19,7 @@ struct doctor_opts {
   int threads, beam;      /* 0: the machine's cores / the model's num_beams */
   size_t sentences_n;     /* 0: all of them */
   size_t memory_n;
+  double memory_seconds;  /* the memory fit lasts at least this long */
   double max_cold_start;  /* seconds */
   char **texts;           /* the sentences timed (lines of o->sentences) */
   size_t n_texts;         /* at least 1 */
@@ -49,7 +50,8 @@ void doctor_detail(struct doctor_item *it, const char *line);
 void doctor_number(struct doctor_item *it, const char *key, double value);
 
 /* Loads the model (timed: cold start), then times the sentences one at a
- * time (latency) and fits RSS over o->memory_n more translations (memory). */
+ * time (latency) and fits the heap in use and RSS over more translations
+ * (memory: at least o->memory_n / 2 and o->memory_seconds, once settled). */
 void doctor_measure(const struct doctor_opts *o, struct doctor_item *cold, struct doctor_item *latency,
                     struct doctor_item *memory);
 

@@ -65,4 +65,18 @@ int tolk_serve_check(const struct tolk_serve_config *c);
  * are loaded; SIGHUP reloads them. */
 int tolk_serve_run(const struct tolk_serve_config *c);
 
+/* The service's allocator policy, for any process that is to run or be
+ * measured as tolk serve runs (tolk doctor): glibc's blocks of 256 KiB and
+ * more mapped on their own (tolk_serve_heap_setup, before any thread
+ * starts) and, every TOLK_SERVE_HEAP_TRIM_S seconds, the free pages inside
+ * its arenas given back (tolk_serve_heap_give_back), so that RSS follows the
+ * memory in use. No-ops where the C library is not glibc. */
+#define TOLK_SERVE_HEAP_TRIM_S 10
+void tolk_serve_heap_setup(void);
+void tolk_serve_heap_give_back(void);
+/* Heap bytes allocated and not freed (malloc's arenas and its mapped
+ * blocks): what a leak grows, to the byte. False where the allocator does
+ * not say (glibc before 2.33, other C libraries). */
+bool tolk_serve_heap_in_use(size_t *bytes);
+
 #endif /* TOLK_SERVE_H */

@@ -6,6 +6,7 @@
  * Prometheus base unit.
  */
 #include "metrics.h"
+#include "tolk_serve.h"
 
 #include <malloc.h>
 #include <math.h>
@@ -365,6 +366,12 @@ static struct heap heap_read(void) {
 #else
   return (struct heap){false, 0, 0};
 #endif
+}
+
+bool tolk_serve_heap_in_use(size_t *bytes) {
+  const struct heap h = heap_read();
+  *bytes = h.in_use;
+  return h.known;
 }
 
 static void heap_emit(struct out *o, const struct heap *h) {

@@ -11,8 +11,8 @@
  * suspended (stopping MHD with one suspended is undefined), the schedulers
  * stop, and tolk_serve_run returns 0.
  *
- * Memory: every HEAP_TRIM_S seconds the main thread gives malloc's free
- * pages back to the system (heap_give_back).
+ * Memory: every TOLK_SERVE_HEAP_TRIM_S seconds the main thread gives malloc's free
+ * pages back to the system (tolk_serve_heap_give_back).
  */
 #include <errno.h>
 #include <malloc.h>
@@ -216,9 +216,7 @@ static void reload(struct service *svc) {
  * malloc held grew from 11 to 19 MB and RSS with it. malloc_trim(0) returns
  * the free pages inside the arenas as well as at their tops, so RSS follows
  * the memory in use; the next use of such a page costs one page fault. */
-enum { HEAP_TRIM_S = 10 };
-
-static void heap_give_back(void) {
+void tolk_serve_heap_give_back(void) {
 #ifdef __GLIBC__
   malloc_trim(0);
 #endif
@@ -233,7 +231,7 @@ static void heap_give_back(void) {
  * 32 MB) and 5 MB with this one. Called before any thread starts. */
 enum { HEAP_MMAP_THRESHOLD = 256 << 10 };
 
-static void heap_setup(void) {
+void tolk_serve_heap_setup(void) {
 #ifdef __GLIBC__
   mallopt(M_MMAP_THRESHOLD, HEAP_MMAP_THRESHOLD);
 #endif
@@ -262,7 +260,7 @@ int tolk_serve_run(const struct tolk_serve_config *c) {
   sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   signal(SIGPIPE, SIG_IGN);
-  heap_setup();
+  tolk_serve_heap_setup();
   struct service *svc = svc_new(c, msg, sizeof msg);
   if (!svc) {
     fprintf(stderr, "tolk serve: %s\n", msg);
@@ -283,7 +281,7 @@ int tolk_serve_run(const struct tolk_serve_config *c) {
     if (sig == SIGHUP) reload(svc);
     else if (sig == SIGTERM || sig == SIGINT) break;
     models_collect(svc->models);
-    if (ticks % (HEAP_TRIM_S * 5) == 0) heap_give_back();
+    if (ticks % (TOLK_SERVE_HEAP_TRIM_S * 5) == 0) tolk_serve_heap_give_back();
   }
   fprintf(stderr, "tolk serve: shutting down\n");
   if (!drain(svc)) return 1; /* the scheduler still holds them: leave it all to the exit */
