@@ -243,6 +243,13 @@ static double heap_bytes(void) {
   return tolk_serve_heap_in_use(&b) ? (double)b : -1;
 }
 
+/* Adds a sample taken now; false (reported) when out of memory. */
+static bool memory_sample(struct memory_series *m, struct doctor_item *it) {
+  if (series_add(m, now_s(), heap_bytes(), rss_anon_bytes())) return true;
+  doctor_item(it, DOCTOR_FAIL, "out of memory");
+  return false;
+}
+
 /* Judges the fit: the heap's growth (RSS's where the allocator does not
  * say) extrapolated to 24 hours against 5 % of RSS. */
 static void memory_verdict(const struct memory_series *m, size_t fitted, size_t settle,
@@ -332,12 +339,11 @@ static void memory(const struct doctor_opts *o, const struct run *r, struct doct
   }
   const bool settled = quiet == MEMORY_QUIET_PASSES;
   m.t0 = now_s();
-  if (ok && !(ok = series_add(&m, m.t0, heap_bytes(), rss_anon_bytes()))) doctor_item(it, DOCTOR_FAIL, "out of memory");
+  ok = ok && memory_sample(&m, it);
   size_t fitted = 0;
   while (ok && (fitted < half || now_s() - m.t0 < o->memory_seconds)) {
-    ok = memory_pass(o, r, cycle, &trimmed, it);
+    ok = memory_pass(o, r, cycle, &trimmed, it) && memory_sample(&m, it);
     fitted += cycle;
-    if (ok && !(ok = series_add(&m, now_s(), heap_bytes(), rss_anon_bytes()))) doctor_item(it, DOCTOR_FAIL, "out of memory");
   }
   if (ok) memory_verdict(&m, fitted, settle * cycle, settled, it);
   free(m.x);
