@@ -15,6 +15,10 @@ tolk_usage_error_test(doctor_usage_sentences_n doctor "--sentences-n wants a who
   --sentences-n 0)
 tolk_usage_error_test(doctor_usage_memory_n doctor "--memory-n wants a whole number from 10 to 10000000, not '5'"
   --memory-n 5)
+tolk_usage_error_test(doctor_usage_memory_seconds doctor
+  "--memory-seconds wants a number of seconds from 0 to 86400, not '-1'" --memory-seconds -1)
+tolk_usage_error_test(doctor_usage_memory_seconds_text doctor "--memory-seconds wants a number, not 'abc'"
+  --memory-seconds abc)
 tolk_usage_error_test(doctor_usage_cold_start doctor "--max-cold-start wants a number of seconds above 0, not '-1'"
   --max-cold-start -1)
 tolk_usage_error_test(doctor_usage_operand doctor "unexpected argument 'extra'" extra)
