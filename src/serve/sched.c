@@ -103,6 +103,7 @@ struct sched_job {
   tolk_generate_params gp;
   int n_best;
   int64_t submit_ns, deadline_ns;
+  uint64_t submit_turn; /* s->estimated when it was queued */
   const void *group;  /* its request (sched_text_params.request), or itself */
   struct mt_doc doc;
   struct sentence *sent;
@@ -131,7 +132,7 @@ struct sched {
   bool idle;
   /* Whether the queue stands: over the last stay the wait budget refused
    * at least as many texts as were admitted, or every sentence admitted
-   * had waited more than two turns (judge_standing; the refusals stand it
+   * had waited through more than two turns (judge_standing; the refusals stand it
    * within the stay too). A burst leaves some sentence that
    * found a free row; overload does not, and then the wait budget is
    * quartered (wait_budget). */
@@ -155,11 +156,14 @@ struct sched {
    * they give (under mu; 0: none) */
   struct sched_steps steps;
   size_t grown_rows;
-  /* standing's evidence since window_start_ns: the shortest wait of the
-   * sentences admitted (-1: none yet), how many were admitted, and how
-   * many texts the wait budget (not a deadline) refused (sched_submit's,
-   * under mu) */
-  double window_min_s;
+  /* standing's evidence since window_start_ns: the fewest turns a
+   * sentence admitted waited through (-1: none admitted yet), how many
+   * were admitted, and how many texts the wait budget (not a deadline)
+   * refused (sched_submit's, under mu). Turns, not seconds: a sentence that
+   * reaches an idle scheduler waits for its thread to wake, and for
+   * company (max_wait_ms), and on a fast model that is many turns' time,
+   * yet it found a free row. */
+  int64_t window_min_turns;
   size_t window_admitted, window_refused;
   int64_t window_start_ns;
 };
@@ -408,6 +412,7 @@ tolk_status sched_submit(struct sched *s, const char *text, size_t len, const st
   j->cb = *cb;
   j->user = user;
   j->submit_ns = now_ns();
+  j->submit_turn = atomic_load(&s->estimated);
   j->deadline_ns = p->deadline_ns;
   j->group = p->request ? p->request : (const void *)j;
   atomic_init(&j->refs, 2); /* the caller's and the scheduler's */
@@ -726,8 +731,8 @@ static void admit(struct sched *s, struct sentence **x, size_t n) {
     x[i]->out.encode_ms = ms_between(t0, t1);
     s->running[s->n_running++] = x[i];
     metrics_observe(s->m, METRIC_H_QUEUE_MS, x[i]->out.queue_ms);
-    double waited = x[i]->out.queue_ms * 1e-3;
-    if (s->window_min_s < 0 || waited < s->window_min_s) s->window_min_s = waited;
+    int64_t waited = (int64_t)(atomic_load(&s->estimated) - j->submit_turn);
+    if (s->window_min_turns < 0 || waited < s->window_min_turns) s->window_min_turns = waited;
     s->window_admitted++;
     metrics_observe(s->m, METRIC_H_ENCODE_MS, x[i]->out.encode_ms);
   }
@@ -804,7 +809,7 @@ static void estimate_drain(struct sched *s, int64_t turn_ns) {
 
 /* Under s->mu, after a turn: once a stay has passed, whether the wait
  * budget refused as many texts in it as were admitted (at least one), or
- * every sentence admitted in it had waited over two turns; with neither,
+ * every sentence admitted in it had waited through over two turns; with neither,
  * and none admitted, the queue stands as before if anything is queued (a
  * full batch that no sentence left) and not if nothing is. Judged per
  * stay, not by the queue emptying: under a quartered budget the few
@@ -825,9 +830,9 @@ static void judge_standing(struct sched *s, int64_t now) {
     if (turned_away && s->window_refused >= s->view.n_slots) s->standing = true;
     return;
   }
-  s->standing = turned_away || (s->window_min_s >= 0 ? s->window_min_s > 2 * s->turn_s : s->standing && s->queued);
+  s->standing = turned_away || (s->window_min_turns >= 0 ? s->window_min_turns > 2 : s->standing && s->queued);
   s->window_refused = s->window_admitted = 0;
-  s->window_min_s = -1;
+  s->window_min_turns = -1;
   s->window_start_ns = now;
 }
 
@@ -897,7 +902,7 @@ tolk_status sched_create(const tolk_translator *tr, const struct sched_params *p
   s->tr = tr;
   s->p = *p;
   s->m = metrics;
-  s->window_min_s = -1;
+  s->window_min_turns = -1;
   s->window_start_ns = now_ns();
   if (p->max_step_growth > 0) s->grown_rows = sched_steps_bound(&s->steps, p->max_step_growth);
   atomic_init(&s->live_rows, 0);
