@@ -131,7 +131,11 @@ static void run_all_forms(const struct gcase *g) {
 
 /* One q8 case: codes (signed or not) with a zero point and scale, against
  * kern_sgemm_pack_b of their dequantization (q - zp) * scale; C (with its
- * padding) must be the same bytes. */
+ * padding) must be the same bytes. The cases take turns: any zero point
+ * over codes of the whole range (q - zp not always an int8), the zero
+ * point that centres any codes (0 for int8, 128 for uint8), and any zero
+ * point with the codes within 100 of it (all q - zp int8): the last two
+ * are packed centred (SGEMM_C8). */
 static void q8_case(int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool is_signed, float beta,
                     struct tolk_pool *pool) {
   const int64_t lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 2, ldc = n + 1;
@@ -139,11 +143,18 @@ static void q8_case(int64_t m, int64_t n, int64_t k, bool ta, bool tb, bool is_s
   float *a = malloc(asz * sizeof *a), *f = malloc(bsz * sizeof *f);
   float *c1 = malloc(csz * sizeof *c1), *c2 = malloc(csz * sizeof *c2);
   uint8_t *q = malloc(bsz);
-  const int32_t zp = is_signed ? (int32_t)(frand() * 20) : 128 + (int32_t)(frand() * 40);
+  const int turn = n_cases % 3;
+  const int32_t zp = turn == 1 ? (is_signed ? 0 : 128)
+                     : is_signed ? (int32_t)(frand() * 20) : 128 + (int32_t)(frand() * 40);
   const float scale = 0.01f + 0.02f * (frand() + 1.0f);
   for (size_t i = 0; i < asz; i++) a[i] = frand();
   for (size_t i = 0; i < bsz; i++) {
     q[i] = (uint8_t)(rng >> 24);
+    if (turn == 2) {
+      const int32_t lo = is_signed ? -128 : 0, hi = is_signed ? 127 : 255;
+      const int32_t v = zp + (int32_t)((rng >> 24) % 201) - 100;
+      q[i] = (uint8_t)(v < lo ? lo : v > hi ? hi : v);
+    }
     frand();
     f[i] = (float)((is_signed ? (int32_t)(int8_t)q[i] : (int32_t)q[i]) - zp) * scale;
   }

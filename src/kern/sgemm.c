@@ -300,7 +300,7 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
       const int64_t stride = j->k * nr, group = sgemm_few_panels(rows);
       struct sgemm_panels pp = {NULL, stride, SGEMM_F32, j->zp, j->scale};
       if (j->bf16) pp.kind = SGEMM_BF16;
-      else if (j->codes) pp.kind = j->codes_signed ? SGEMM_S8 : SGEMM_U8;
+      else if (j->codes) pp.kind = !j->codes_signed ? SGEMM_U8 : j->zp ? SGEMM_S8 : SGEMM_C8;
       for (; jp + group <= jp1; jp += group) {
         const int64_t last = jp + group - 1;
         const int64_t nr_last = j->n - last * nr < nr ? j->n - last * nr : nr;
@@ -530,6 +530,25 @@ static tolk_status packed_new(int64_t k, int64_t n, size_t elem_size, struct ker
   return TOLK_OK;
 }
 
+/* Code i's value as an integer, signed or not. */
+static inline int32_t code_at(const uint8_t *q, size_t i, bool is_signed) {
+  return is_signed ? (int32_t)(int8_t)q[i] : (int32_t)q[i];
+}
+
+/* Whether every q - zp of op(B) (k×n, or n×k when trans_b) is an int8:
+ * then the codes are packed as those differences, with zp 0 (SGEMM_C8). */
+static bool codes_centre(bool trans_b, int64_t k, int64_t n, const uint8_t *q, int64_t ldb, bool is_signed,
+                         int32_t zp) {
+  if (is_signed ? zp == 0 : zp == 128) return true;
+  const int64_t rows = trans_b ? n : k, cols = trans_b ? k : n;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) {
+      int32_t d = code_at(q, (size_t)(r * ldb + c), is_signed) - zp;
+      if (d < -128 || d > 127) return false;
+    }
+  return true;
+}
+
 tolk_status kern_sgemm_pack_b_q8(bool trans_b, int64_t k, int64_t n, const void *b, int64_t ldb,
                                  bool is_signed, float scale, int32_t zp,
                                  struct kern_packed_b **out, tolk_error *err) {
@@ -541,18 +560,22 @@ tolk_status kern_sgemm_pack_b_q8(bool trans_b, int64_t k, int64_t n, const void 
                      (int)zp, is_signed ? "int8" : "uint8");
   tolk_status st = packed_new(k, n, 1, &pb, &mem, err);
   if (st) return st;
+  const uint8_t *q = b;
+  const bool centre = codes_centre(trans_b, k, n, q, ldb, is_signed, zp);
   pb->codes = mem;
-  pb->is_signed = is_signed;
-  pb->zp = zp;
+  pb->is_signed = is_signed || centre;
+  pb->zp = centre ? 0 : zp;
   pb->scale = scale;
   const int64_t nr = pb->u->nr, panels = ceil_div(n, nr);
-  const uint8_t *q = b, pad = (uint8_t)zp; /* a padding column dequantizes to 0 */
+  const uint8_t pad = (uint8_t)pb->zp; /* a padding column dequantizes to 0 */
   for (int64_t jp = 0; jp < panels; jp++) {
     uint8_t *dst = pb->codes + jp * k * nr;
     const int64_t j0 = jp * nr, nv = n - j0 < nr ? n - j0 : nr;
     for (int64_t p = 0; p < k; p++) {
-      for (int64_t x = 0; x < nv; x++)
-        dst[p * nr + x] = trans_b ? q[(j0 + x) * ldb + p] : q[p * ldb + j0 + x];
+      for (int64_t x = 0; x < nv; x++) {
+        const size_t i = (size_t)(trans_b ? (j0 + x) * ldb + p : p * ldb + j0 + x);
+        dst[p * nr + x] = centre ? (uint8_t)(int8_t)(code_at(q, i, is_signed) - zp) : q[i];
+      }
       for (int64_t x = nv; x < nr; x++) dst[p * nr + x] = pad;
     }
   }

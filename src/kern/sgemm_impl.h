@@ -51,8 +51,10 @@ typedef void (*sgemm_bf16_fn)(const uint16_t *q, int64_t n, float *out);
 
 /* Packed panels as sgemm_few_rows_fn reads them: from b (row pc of the
  * first), one panel every `stride` elements, of floats, bfloat16 or 8-bit
- * codes standing for (q - zp) * scale. */
-enum { SGEMM_F32, SGEMM_BF16, SGEMM_S8, SGEMM_U8 };
+ * codes standing for (q - zp) * scale; SGEMM_C8's are int8 codes with zp 0,
+ * stored so (q - zp fit in int8, kern_sgemm_pack_b_q8), which saves a
+ * subtraction per element. */
+enum { SGEMM_F32, SGEMM_BF16, SGEMM_S8, SGEMM_U8, SGEMM_C8 };
 struct sgemm_panels {
   const void *b;
   int64_t stride;

@@ -159,6 +159,10 @@ TMPL_AI void tmpl_few_body(const int kind, const int R, const int Q, int64_t kc,
         const uint16_t *bq = (const uint16_t *)pp->b + at;
         b0 = v_from_bf16(bq);
         b1 = v_from_bf16(bq + VL);
+      } else if (kind == SGEMM_C8) {
+        const uint8_t *bq = (const uint8_t *)pp->b + at;
+        b0 = v_mul(v_from_s8(bq), s);
+        b1 = v_mul(v_from_s8(bq + VL), s);
       } else if (kind == SGEMM_S8 || kind == SGEMM_U8) {
         const uint8_t *bq = (const uint8_t *)pp->b + at;
         b0 = v_mul(v_sub(kind == SGEMM_S8 ? v_from_s8(bq) : v_from_u8(bq), z), s);
@@ -202,6 +206,7 @@ static void tmpl_few_rows(int rows, int64_t kc, const float *a, int64_t rs_a, in
   case SGEMM_BF16: TMPL_FEW_KIND(SGEMM_BF16); break;
   case SGEMM_S8: TMPL_FEW_KIND(SGEMM_S8); break;
   case SGEMM_U8: TMPL_FEW_KIND(SGEMM_U8); break;
+  case SGEMM_C8: TMPL_FEW_KIND(SGEMM_C8); break;
   default: TMPL_FEW_KIND(SGEMM_F32); break;
   }
 }
@@ -287,7 +292,9 @@ static void tmpl_rows(int64_t mr, int64_t nc, int64_t k, const float *a, int64_t
  * the one rounding is the multiply's, as in DequantizeLinear. */
 static void tmpl_dq(const uint8_t *q, int64_t n, bool is_signed, int32_t zp, float scale, float *out) {
   const V z = v_set1((float)zp), s = v_set1(scale);
-  if (is_signed)
+  if (is_signed && zp == 0)
+    for (int64_t i = 0; i < n; i += VL) v_store(out + i, v_mul(v_from_s8(q + i), s));
+  else if (is_signed)
     for (int64_t i = 0; i < n; i += VL) v_store(out + i, v_mul(v_sub(v_from_s8(q + i), z), s));
   else
     for (int64_t i = 0; i < n; i += VL) v_store(out + i, v_mul(v_sub(v_from_u8(q + i), z), s));
