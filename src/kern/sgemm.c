@@ -300,7 +300,7 @@ static void gemm_block(const struct gemm_job *j, int64_t i0, int64_t i1, int64_t
       const int64_t stride = j->k * nr, group = sgemm_few_panels(rows);
       struct sgemm_panels pp = {NULL, stride, SGEMM_F32, j->zp, j->scale};
       if (j->bf16) pp.kind = SGEMM_BF16;
-      else if (j->codes) pp.kind = !j->codes_signed ? SGEMM_U8 : j->zp ? SGEMM_S8 : SGEMM_C8;
+      else if (j->codes) pp.kind = sgemm_code_kind(j->codes_signed, j->zp);
       for (; jp + group <= jp1; jp += group) {
         const int64_t last = jp + group - 1;
         const int64_t nr_last = j->n - last * nr < nr ? j->n - last * nr : nr;

@@ -55,6 +55,10 @@ typedef void (*sgemm_bf16_fn)(const uint16_t *q, int64_t n, float *out);
  * stored so (q - zp fit in int8, kern_sgemm_pack_b_q8), which saves a
  * subtraction per element. */
 enum { SGEMM_F32, SGEMM_BF16, SGEMM_S8, SGEMM_U8, SGEMM_C8 };
+/* The kind of a panel of codes, signed or not, with zero point zp. */
+static inline int sgemm_code_kind(bool is_signed, int32_t zp) {
+  return !is_signed ? SGEMM_U8 : zp ? SGEMM_S8 : SGEMM_C8;
+}
 struct sgemm_panels {
   const void *b;
   int64_t stride;

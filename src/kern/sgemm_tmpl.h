@@ -132,6 +132,16 @@ static void tmpl_tile(int64_t mr, int64_t nr, int64_t kc, const float *a, int64_
   }
 }
 
+/* VL floats from VL 8-bit codes of a panel of kind SGEMM_S8, SGEMM_U8 or
+ * SGEMM_C8 (a compile-time constant after inlining): (q - zp) * scale. q - zp
+ * is an integer of at most 9 bits, exact as a float difference, so the one
+ * rounding is the multiply's, as in DequantizeLinear; C8's codes are that
+ * difference already. */
+TMPL_AI V tmpl_code(const int kind, const uint8_t *q, V z, V s) {
+  if (kind == SGEMM_C8) return v_mul(v_from_s8(q), s);
+  return v_mul(v_sub(kind == SGEMM_S8 ? v_from_s8(q) : v_from_u8(q), z), s);
+}
+
 /* How far ahead in its panel tmpl_few_body asks for 8-bit codes. Widening
  * a code costs more than its FMA, a 64-byte line is 64 of them, and at that
  * pace the hardware prefetcher kept too few lines in flight for the four
@@ -174,16 +184,11 @@ TMPL_AI void tmpl_few_body(const int kind, const int R, const int Q, int64_t kc,
         const uint16_t *bq = (const uint16_t *)pp->b + at;
         b0 = v_from_bf16(bq);
         b1 = v_from_bf16(bq + VL);
-      } else if (kind == SGEMM_C8) {
+      } else if (kind == SGEMM_S8 || kind == SGEMM_U8 || kind == SGEMM_C8) {
         const uint8_t *bq = (const uint8_t *)pp->b + at;
         tmpl_few_prefetch(bq, p);
-        b0 = v_mul(v_from_s8(bq), s);
-        b1 = v_mul(v_from_s8(bq + VL), s);
-      } else if (kind == SGEMM_S8 || kind == SGEMM_U8) {
-        const uint8_t *bq = (const uint8_t *)pp->b + at;
-        tmpl_few_prefetch(bq, p);
-        b0 = v_mul(v_sub(kind == SGEMM_S8 ? v_from_s8(bq) : v_from_u8(bq), z), s);
-        b1 = v_mul(v_sub(kind == SGEMM_S8 ? v_from_s8(bq + VL) : v_from_u8(bq + VL), z), s);
+        b0 = tmpl_code(kind, bq, z, s);
+        b1 = tmpl_code(kind, bq + VL, z, s);
       } else {
         const float *bq = (const float *)pp->b + at;
         b0 = v_loadu(bq);
@@ -304,18 +309,19 @@ static void tmpl_rows(int64_t mr, int64_t nc, int64_t k, const float *a, int64_t
   }
 }
 
-/* n floats (a multiple of VL) from n 8-bit codes: (q - zp) * scale.
- * q - zp is an integer of at most 9 bits, exact as a float difference, so
- * the one rounding is the multiply's, as in DequantizeLinear. */
+/* n floats (a multiple of VL) from n 8-bit codes: (q - zp) * scale, as
+ * tmpl_code makes them. */
+#define TMPL_DQ(kind) \
+  for (int64_t i = 0; i < n; i += VL) v_store(out + i, tmpl_code(kind, q + i, z, s))
 static void tmpl_dq(const uint8_t *q, int64_t n, bool is_signed, int32_t zp, float scale, float *out) {
   const V z = v_set1((float)zp), s = v_set1(scale);
-  if (is_signed && zp == 0)
-    for (int64_t i = 0; i < n; i += VL) v_store(out + i, v_mul(v_from_s8(q + i), s));
-  else if (is_signed)
-    for (int64_t i = 0; i < n; i += VL) v_store(out + i, v_mul(v_sub(v_from_s8(q + i), z), s));
-  else
-    for (int64_t i = 0; i < n; i += VL) v_store(out + i, v_mul(v_sub(v_from_u8(q + i), z), s));
+  switch (sgemm_code_kind(is_signed, zp)) {
+  case SGEMM_C8: TMPL_DQ(SGEMM_C8); break;
+  case SGEMM_S8: TMPL_DQ(SGEMM_S8); break;
+  default: TMPL_DQ(SGEMM_U8); break;
+  }
 }
+#undef TMPL_DQ
 
 /* n floats (a multiple of VL) from n bfloat16 values, exactly. */
 static void tmpl_bf16(const uint16_t *q, int64_t n, float *out) {
